@@ -1,0 +1,16 @@
+// Package toolreg is the vocabulary of a declarative tool registry for LLM
+// agents: a tool's contract (Spec) lives in a reviewed YAML or CUE manifest,
+// a Go function binds to it by name at startup, and the side_effect flag splits
+// the runtime in two.
+//
+// A read-only tool runs inline, through the runner, after its arguments are
+// validated. A side-effecting tool never runs inline: Tool.Call and the runner
+// refuse it with *SideEffectToolError before anything runs. It is requested as
+// an Intent, whose id is a pure function of the activation's position, and
+// executed once, outside the pipeline, by the effector: the only holder of
+// effectful functions, and the only sanctioned caller of Tool.Unwrap.
+//
+// The subpackages do one job each: loader reads manifests, bindings binds
+// functions, registry resolves names, runner runs read-only tools and stages
+// intents, effector executes intents once.
+package toolreg

@@ -1,0 +1,72 @@
+package toolreg
+
+import "encoding/json"
+
+// IntentKind says what an intent asks for.
+type IntentKind int32
+
+// The kinds of the beam-agents v1 wire format.
+const (
+	KindUnspecified IntentKind = 0 // written before the field existed; read as KindTool
+	KindTool        IntentKind = 1 // execute a side-effecting tool
+	KindApproval    IntentKind = 2 // ask a human; never executed
+)
+
+// SignatureScheme names how an intent is signed.
+type SignatureScheme int32
+
+// The schemes of the beam-agents v1 wire format.
+const (
+	SchemeUnspecified SignatureScheme = 0 // unsigned
+	SchemeHMACSHA256  SignatureScheme = 1
+)
+
+// Intent is a staged request to run a side-effecting tool once: beam-agents'
+// ToolIntent. Its ID is a pure function of (EntityKey, Seq, StepIndex), so a
+// retried activation stages the same intent, and the effector executes each
+// ID at most once.
+type Intent struct {
+	ID              string          // field 1: UUIDv5 of the activation position
+	EntityKey       []byte          // field 2
+	Seq             int64           // field 3
+	StepIndex       uint32          // field 4
+	ToolName        string          // field 5
+	ArgsJSON        json.RawMessage // field 6: canonical JSON
+	CreatedAtMs     int64           // field 7
+	ExpiresAtMs     int64           // field 8
+	Attempt         uint32          // field 9
+	Kind            IntentKind      // field 10
+	TraceID         []byte          // field 11
+	SignatureScheme SignatureScheme // field 12
+	SigningKeyID    string          // field 13
+	Signature       []byte          // field 14
+
+	// unknown holds fields this version does not know, as read, so that
+	// re-encoding (and so a signature over the bytes) keeps them.
+	unknown []byte
+}
+
+// Status is a Result's outcome.
+type Status int32
+
+// The statuses of the beam-agents v1 wire format.
+const (
+	StatusUnspecified Status = 0
+	StatusOK          Status = 1 // the tool ran and returned; Payload holds its canonical JSON result
+	StatusError       Status = 2 // the tool ran (or may have) and failed: its effect is unknown
+	StatusExpired     Status = 3 // the intent expired before it was executed; nothing ran
+	StatusRejected    Status = 4 // the intent was refused before execution; nothing ran
+)
+
+// Result is the terminal outcome of one intent: beam-agents' ToolResult.
+type Result struct {
+	IntentID      string // field 1
+	EntityKey     []byte // field 2
+	Seq           int64  // field 3
+	Status        Status // field 4
+	Payload       []byte // field 5
+	ErrorMessage  string // field 6
+	CompletedAtMs int64  // field 7
+
+	unknown []byte
+}

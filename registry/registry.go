@@ -1,0 +1,104 @@
+// Package registry resolves tool names to tools. A Registry is a value its
+// caller owns; it refuses a second tool under a name it already holds.
+package registry
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// Registry maps tool names to tools, in registration order. It is not safe for
+// concurrent Register calls; once filled (at startup), concurrent reads are safe.
+type Registry struct {
+	byName map[string]*toolreg.Tool
+	tools  []*toolreg.Tool
+}
+
+// New returns an empty registry.
+func New() *Registry {
+	return &Registry{byName: make(map[string]*toolreg.Tool)}
+}
+
+// Register adds t. A second tool with t's name is refused with a
+// *toolreg.DuplicateToolError naming it and, where known, both manifest positions.
+func (r *Registry) Register(t *toolreg.Tool) error {
+	if prev, ok := r.byName[t.Name()]; ok {
+		return &toolreg.DuplicateToolError{Name: t.Name(), First: prev.Spec().Pos, Second: t.Spec().Pos}
+	}
+	r.byName[t.Name()] = t
+	r.tools = append(r.tools, t)
+	return nil
+}
+
+// Get returns the tool called name, or a *toolreg.ToolNotFoundError naming it,
+// with the registered names close to it.
+func (r *Registry) Get(name string) (*toolreg.Tool, error) {
+	if t, ok := r.byName[name]; ok {
+		return t, nil
+	}
+	return nil, &toolreg.ToolNotFoundError{Name: name, DidYouMean: r.near(name)}
+}
+
+// Len returns the number of registered tools.
+func (r *Registry) Len() int { return len(r.tools) }
+
+// Tools returns the registered tools in registration order. The slice is the
+// caller's; the tools are shared.
+func (r *Registry) Tools() []*toolreg.Tool {
+	return append([]*toolreg.Tool(nil), r.tools...)
+}
+
+// ToolsSchema returns every tool's Schema, in registration order: the tools
+// list to send a model provider.
+func (r *Registry) ToolsSchema() []json.RawMessage {
+	out := make([]json.RawMessage, len(r.tools))
+	for i, t := range r.tools {
+		out[i] = t.Schema()
+	}
+	return out
+}
+
+// near returns up to three registered names within a small edit distance of
+// name, nearest first.
+func (r *Registry) near(name string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	limit := max(1, min(3, len(name)/3))
+	var cs []cand
+	for _, t := range r.tools {
+		if d := distance(name, t.Name()); d <= limit {
+			cs = append(cs, cand{t.Name(), d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	var out []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+// distance is the Levenshtein distance between a and b, by bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

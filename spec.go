@@ -1,0 +1,223 @@
+package toolreg
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// Type is a parameter's JSON type, as a manifest names it.
+type Type string
+
+// The six JSON types a manifest param may declare.
+const (
+	TypeString  Type = "string"
+	TypeInteger Type = "integer"
+	TypeNumber  Type = "number"
+	TypeBoolean Type = "boolean"
+	TypeArray   Type = "array"
+	TypeObject  Type = "object"
+)
+
+// Valid reports whether t is one of the six manifest types.
+func (t Type) Valid() bool {
+	switch t {
+	case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray, TypeObject:
+		return true
+	}
+	return false
+}
+
+// Pos is a position in a manifest file. Line and Col are 1-based; zero means unknown.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+// String renders p as file:line:col, dropping the parts that are unknown.
+func (p Pos) String() string {
+	s := p.File
+	if s == "" {
+		s = "-"
+	}
+	if p.Line > 0 {
+		s += ":" + strconv.Itoa(p.Line)
+		if p.Col > 0 {
+			s += ":" + strconv.Itoa(p.Col)
+		}
+	}
+	return s
+}
+
+// IsValid reports whether p names a file.
+func (p Pos) IsValid() bool { return p.File != "" }
+
+// Schema is the typed shape of one value: a tool parameter, an array's items, an
+// object's additional properties. Constraint fields keep their JSON Schema names.
+//
+// JSON values (Default, Enum) are held decoded as encoding/json decodes into any
+// with UseNumber: nil, bool, json.Number, string, []any, map[string]any.
+type Schema struct {
+	Type        Type
+	Description string
+
+	// Default is the value used when the argument is absent; it is meaningful only
+	// when HasDefault is true (a default may be JSON null).
+	Default    any
+	HasDefault bool
+
+	Enum []any
+
+	Minimum          *float64
+	Maximum          *float64
+	ExclusiveMinimum *float64
+	ExclusiveMaximum *float64
+	MultipleOf       *float64
+
+	MinLength *int
+	MaxLength *int
+	Pattern   string
+	Format    string
+
+	MinItems    *int
+	MaxItems    *int
+	UniqueItems bool
+	Items       *Schema
+
+	// Properties are an object's named members, in declaration order.
+	Properties []*Param
+	// AdditionalProperties is the schema of an object's other members. When nil,
+	// an object with Properties is closed: members it does not name are refused.
+	AdditionalProperties *Schema
+}
+
+// Param is one named parameter of a tool (or one property of an object param).
+type Param struct {
+	Name string
+	Schema
+	// Optional is true for a param marked `required: false` in its manifest.
+	// A param with a default is optional too; see Required.
+	Optional bool
+	// Pos is where the param is declared.
+	Pos Pos
+}
+
+// Required reports whether a call must supply the param: it has no default and is
+// not marked `required: false`.
+func (p *Param) Required() bool { return !p.HasDefault && !p.Optional }
+
+// Annotations are hints about a tool's behaviour for clients such as MCP hosts.
+// A nil field means the manifest does not say.
+type Annotations struct {
+	Title           string
+	DestructiveHint *bool
+	IdempotentHint  *bool
+	OpenWorldHint   *bool
+}
+
+// Spec is one tool's contract as a manifest declares it.
+type Spec struct {
+	Name        string
+	Description string
+	// SideEffect marks a tool whose call changes the world. Such a tool never runs
+	// inline: it is requested as an Intent and executed once by the effector.
+	SideEffect bool
+	// Strict turns off lax coercion of arguments ("10" for an integer, and so on).
+	Strict bool
+	// Params are the tool's parameters in declaration order.
+	Params      []*Param
+	Annotations *Annotations
+	// Pos is where the tool is declared.
+	Pos Pos
+}
+
+// Param returns the parameter called name, or nil.
+func (s *Spec) Param(name string) *Param {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ValidName reports whether name is a tool name every major model provider accepts:
+// 1 to 64 ASCII letters, digits, '_' or '-'.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
+// Validate checks the rules of schema.cue that a Spec built in Go, rather than
+// loaded from a manifest, could break. It reports every problem at once as a
+// *ToolDefinitionError.
+func (s *Spec) Validate() error {
+	var ps []Problem
+	add := func(pos Pos, path, format string, args ...any) {
+		if !pos.IsValid() {
+			pos = s.Pos
+		}
+		ps = append(ps, Problem{Pos: pos, Tool: s.Name, Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if !ValidName(s.Name) {
+		add(s.Pos, "name", "invalid tool name %q: use 1 to 64 letters, digits, '_' or '-'", s.Name)
+	}
+	if s.Description == "" {
+		add(s.Pos, "description", "missing description: say what the tool does, for the model")
+	}
+	checkParams(s.Params, "params", add)
+	if len(ps) > 0 {
+		return &ToolDefinitionError{Problems: ps}
+	}
+	return nil
+}
+
+func checkParams(params []*Param, path string, add func(Pos, string, string, ...any)) {
+	seen := make(map[string]bool, len(params))
+	for _, p := range params {
+		pp := path + "." + p.Name
+		if p.Name == "" {
+			add(p.Pos, path, "a param has no name")
+		}
+		if seen[p.Name] {
+			add(p.Pos, pp, "param %q is declared twice", p.Name)
+		}
+		seen[p.Name] = true
+		checkSchema(&p.Schema, p.Pos, pp, add)
+	}
+}
+
+func checkSchema(s *Schema, pos Pos, path string, add func(Pos, string, string, ...any)) {
+	switch {
+	case s.Type == "":
+		add(pos, path, "missing type: set type to one of string, integer, number, boolean, array, object")
+	case !s.Type.Valid():
+		add(pos, path+".type", "unknown type %q: use one of string, integer, number, boolean, array, object", s.Type)
+	}
+	if s.Items != nil {
+		checkSchema(s.Items, pos, path+".items", add)
+	}
+	if s.AdditionalProperties != nil {
+		checkSchema(s.AdditionalProperties, pos, path+".additionalProperties", add)
+	}
+	checkParams(s.Properties, path+".properties", add)
+}
+
+// MarshalJSON renders the param schema as JSON Schema, keys in a fixed order.
+func (s *Schema) MarshalJSON() ([]byte, error) {
+	return appendSchema(nil, s)
+}
+
+// ParametersSchema returns the JSON Schema object of the tool's parameters:
+// properties in declaration order, required listing the params a call must
+// supply, additionalProperties false.
+func (s *Spec) ParametersSchema() json.RawMessage {
+	b, err := appendSchema(nil, &Schema{Type: TypeObject, Properties: s.Params})
+	if err != nil {
+		// Only an unencodable Default or Enum value gets here; a loaded Spec holds
+		// decoded JSON, which always encodes.
+		panic(fmt.Sprintf("toolreg: %s: %v", s.Name, err))
+	}
+	return b
+}

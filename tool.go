@@ -1,0 +1,138 @@
+package toolreg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// Binding is what package bindings attaches to a Spec: the Go function and
+// typed ways to reach it. Build one with bindings.ReadOnly or bindings.Effect;
+// a hand-made Binding must keep the rules below.
+type Binding struct {
+	// Func is the bound function, a func(context.Context, A) (R, error).
+	Func any
+	// Decode validates args against the tool's contract (the same rules as
+	// Tool.CheckArgs), applies defaults, and returns the function's argument
+	// value A, ready to pass to Func. On bad arguments it returns a
+	// *ToolArgumentError.
+	Decode func(args json.RawMessage) (any, error)
+	// Call decodes args as Decode does and calls Func with them. It holds no
+	// side-effect guard: Tool.Call holds it.
+	Call func(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+// Tool is a Spec plus, where the table that holds it runs it, its bound function.
+// A Tool made by NewTool alone is a contract: it has a name, description and
+// schema, and calling it reports that nothing is bound.
+type Tool struct {
+	spec    *Spec
+	schema  json.RawMessage
+	binding *Binding
+
+	args argChecker // compiled on first use; see args.go
+}
+
+// NewTool returns the contract-only Tool of spec. Its schema is computed here,
+// once. NewTool does not validate spec: loaded Specs are valid; call
+// Spec.Validate on one built by hand.
+func NewTool(spec *Spec) *Tool {
+	return &Tool{spec: spec, schema: toolSchema(spec)}
+}
+
+// NewBoundTool returns spec's Tool with b bound to it. Package bindings calls
+// it after checking that b's function agrees with spec.
+func NewBoundTool(spec *Spec, b *Binding) *Tool {
+	t := NewTool(spec)
+	t.binding = b
+	return t
+}
+
+func toolSchema(s *Spec) json.RawMessage {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"name":`...)
+	b = appendString(b, s.Name)
+	b = append(b, `,"description":`...)
+	b = appendString(b, s.Description)
+	b = append(b, `,"parameters":`...)
+	b = append(b, s.ParametersSchema()...)
+	return append(b, '}')
+}
+
+// Name returns the tool's name.
+func (t *Tool) Name() string { return t.spec.Name }
+
+// Description returns the tool's description, as the model is shown it.
+func (t *Tool) Description() string { return t.spec.Description }
+
+// SideEffect reports whether the tool changes the world and so runs only
+// through an intent and the effector.
+func (t *Tool) SideEffect() bool { return t.spec.SideEffect }
+
+// Spec returns the tool's contract. Callers must not modify it.
+func (t *Tool) Spec() *Spec { return t.spec }
+
+// Bound reports whether a function is bound to the tool in this table.
+func (t *Tool) Bound() bool { return t.binding != nil }
+
+// Schema returns the provider-facing schema
+// {"name":..,"description":..,"parameters":{JSON Schema}}. It is computed once;
+// callers must not modify the returned bytes.
+func (t *Tool) Schema() json.RawMessage { return t.schema }
+
+// ErrNotBound is returned by Tool.Call for a tool whose table holds its
+// contract but not its function.
+var ErrNotBound = errors.New("toolreg: no function is bound to this tool in this table")
+
+// Call is the direct invocation of a tool. It refuses a side-effecting tool with
+// *SideEffectToolError before looking at args, and never invokes its function.
+// For a read-only tool it validates and decodes args (a *ToolArgumentError when
+// they break the contract; the function is then not invoked), calls the
+// function, and returns its result. A panic in the function comes back as a
+// *ToolPanicError.
+func (t *Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
+	if t.spec.SideEffect {
+		return nil, &SideEffectToolError{Name: t.spec.Name}
+	}
+	if t.binding == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotBound, t.spec.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return t.invoke(ctx, args)
+}
+
+func (t *Tool) invoke(ctx context.Context, args json.RawMessage) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, &ToolPanicError{Tool: t.spec.Name, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return t.binding.Call(ctx, args)
+}
+
+// Unwrap returns the bound function value itself, bypassing the side-effect
+// guard of Call; nil when no function is bound.
+//
+// The effector's ToolRunner (package effector) is its only sanctioned caller:
+// running a side-effecting function anywhere else runs it where a retry repeats
+// it. Unwrap exists so that this one bypass is a named, greppable call.
+func (t *Tool) Unwrap() any {
+	if t.binding == nil {
+		return nil
+	}
+	return t.binding.Func
+}
+
+// DecodeArgs validates args against the tool's contract and decodes them into
+// the bound function's argument value. It invokes nothing; it is how the
+// effector's ToolRunner prepares a call of the function Unwrap returns.
+func (t *Tool) DecodeArgs(args json.RawMessage) (any, error) {
+	if t.binding == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotBound, t.spec.Name)
+	}
+	return t.binding.Decode(args)
+}
