@@ -69,9 +69,15 @@ func (r *Registry) near(name string) []string {
 	}
 	limit := max(1, min(3, len(name)/3))
 	var cs []cand
+	var rows []int
 	for _, t := range r.tools {
-		if d := distance(name, t.Name()); d <= limit {
-			cs = append(cs, cand{t.Name(), d})
+		n := t.Name()
+		if abs(len(n)-len(name)) > limit {
+			continue // the distance is at least the difference in length
+		}
+		var d int
+		if d, rows = distance(name, n, rows); d <= limit {
+			cs = append(cs, cand{n, d})
 		}
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
@@ -82,10 +88,21 @@ func (r *Registry) near(name string) []string {
 	return out
 }
 
-// distance is the Levenshtein distance between a and b, by bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// distance is the Levenshtein distance between a and b, by bytes. It works in
+// rows, which it grows as needed and returns for the next call to reuse.
+func distance(a, b string, rows []int) (int, []int) {
+	if cap(rows) < 2*(len(b)+1) {
+		rows = make([]int, 2*(len(b)+1))
+	}
+	prev := rows[:len(b)+1]
+	cur := rows[len(b)+1 : 2*(len(b)+1)]
 	for j := range prev {
 		prev[j] = j
 	}
@@ -100,5 +117,5 @@ func distance(a, b string) int {
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return prev[len(b)], rows
 }
