@@ -1,0 +1,359 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg/effector"
+)
+
+const (
+	// long is a lease or time-to-live that never runs out during a test.
+	long = time.Minute
+	// short is a lease or time-to-live the test waits out by sleeping wait.
+	short = 40 * time.Millisecond
+	wait  = 120 * time.Millisecond
+)
+
+// result holds bytes a text-only store would mangle: NUL, invalid UTF-8, CR LF.
+var result = []byte("\x00\x01\xff\xfe result\r\n{\"ok\":true}")
+
+// Run runs the conformance suite against stores made by newStore, which must
+// return a fresh, empty store for each subtest (or one where no intent id the
+// suite uses exists: each subtest uses ids unique to it).
+func Run(t *testing.T, newStore func(t *testing.T) effector.DedupStore) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s effector.DedupStore, id string)
+	}{
+		{"a fresh intent is claimed with a token", testClaimFresh},
+		{"a second claim while leased is in flight", testClaimWhileLeased},
+		{"tokens of different claims differ", testTokensDiffer},
+		{"intents are claimed independently", testIndependentIntents},
+		{"a claim after the lease ran out succeeds with a new token", testClaimAfterLeaseExpiry},
+		{"completing by the owner makes a claim return the result byte-identical", testCompleteThenDone},
+		{"a done intent stays done after its lease would have run out", testDoneOutlivesLease},
+		{"completing with a stale token is refused and changes nothing", testCompleteStaleToken},
+		{"completing after the lease ran out is refused even if no one claimed since", testCompleteAfterExpiry},
+		{"completing twice is refused and keeps the first result", testCompleteTwice},
+		{"completing with a wrong token is refused and keeps the claim", testCompleteWrongToken},
+		{"completing or releasing an unknown intent is refused", testUnknownIntent},
+		{"releasing lets another worker claim at once", testReleaseThenClaim},
+		{"releasing by a non-owner is refused and keeps the claim", testReleaseNonOwner},
+		{"releasing a done intent is refused and keeps the result", testReleaseDone},
+		{"completing a released claim is refused", testCompleteAfterRelease},
+		{"an expired result frees the intent id", testResultExpiry},
+		{"concurrent claims from many goroutines give exactly one owner", testConcurrentClaims},
+		{"concurrent completes by stale and current owners keep the current owner's result", testConcurrentComplete},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			tt.run(t, s, "storetest-"+t.Name())
+		})
+	}
+}
+
+func claim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) effector.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id, lease)
+	if err != nil {
+		t.Fatalf("Claim(%q, %v): %v", id, lease, err)
+	}
+	return c
+}
+
+func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
+	t.Helper()
+	c := claim(t, s, id, lease)
+	if c.State != effector.Claimed {
+		t.Fatalf("Claim(%q) = %s, want claimed", id, c.State)
+	}
+	if c.Token == "" {
+		t.Fatalf("Claim(%q) is claimed with an empty token", id)
+	}
+	if c.Result != nil {
+		t.Fatalf("Claim(%q) is claimed but carries a result %q", id, c.Result)
+	}
+	return c.Token
+}
+
+func wantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
+	t.Helper()
+	c := claim(t, s, id, long)
+	if c.State != want {
+		t.Fatalf("Claim(%q) = %s, want %s", id, c.State, want)
+	}
+	if want != effector.Claimed && c.Token != "" {
+		t.Fatalf("Claim(%q) is %s but hands out token %q", id, c.State, c.Token)
+	}
+	return c
+}
+
+func wantDone(t *testing.T, s effector.DedupStore, id string, want []byte) {
+	t.Helper()
+	c := wantState(t, s, id, effector.Done)
+	if !bytes.Equal(c.Result, want) {
+		t.Fatalf("Claim(%q) result = %q, want byte-identical %q", id, c.Result, want)
+	}
+}
+
+func complete(s effector.DedupStore, id, token string, res []byte, ttl time.Duration) error {
+	return s.Complete(context.Background(), id, token, res, ttl)
+}
+
+func mustComplete(t *testing.T, s effector.DedupStore, id, token string, res []byte) {
+	t.Helper()
+	if err := complete(s, id, token, res, long); err != nil {
+		t.Fatalf("Complete(%q) by its owner: %v", id, err)
+	}
+}
+
+func wantNotOwner(t *testing.T, op string, err error) {
+	t.Helper()
+	if !errors.Is(err, effector.ErrNotOwner) {
+		t.Fatalf("%s: err = %v, want effector.ErrNotOwner", op, err)
+	}
+}
+
+func testClaimFresh(t *testing.T, s effector.DedupStore, id string) {
+	mustClaim(t, s, id, long)
+}
+
+func testClaimWhileLeased(t *testing.T, s effector.DedupStore, id string) {
+	mustClaim(t, s, id, long)
+	wantState(t, s, id, effector.InFlight)
+	wantState(t, s, id, effector.InFlight)
+}
+
+func testTokensDiffer(t *testing.T, s effector.DedupStore, id string) {
+	seen := map[string]string{}
+	for i := range 8 {
+		iid := fmt.Sprintf("%s-%d", id, i)
+		tok := mustClaim(t, s, iid, long)
+		if prev, ok := seen[tok]; ok {
+			t.Fatalf("intents %q and %q got the same token %q", prev, iid, tok)
+		}
+		seen[tok] = iid
+	}
+}
+
+func testIndependentIntents(t *testing.T, s effector.DedupStore, id string) {
+	a, b := id+"-a", id+"-b"
+	ta := mustClaim(t, s, a, long)
+	mustClaim(t, s, b, long)
+	mustComplete(t, s, a, ta, []byte("a"))
+	wantDone(t, s, a, []byte("a"))
+	wantState(t, s, b, effector.InFlight)
+}
+
+func testClaimAfterLeaseExpiry(t *testing.T, s effector.DedupStore, id string) {
+	first := mustClaim(t, s, id, short)
+	time.Sleep(wait)
+	second := mustClaim(t, s, id, long)
+	if second == first {
+		t.Fatalf("the claim after the lease ran out reused the old token %q", first)
+	}
+	wantState(t, s, id, effector.InFlight)
+}
+
+func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, long)
+	res := bytes.Clone(result)
+	mustComplete(t, s, id, tok, res)
+	// The store must have copied the bytes: the caller may reuse its buffer.
+	for i := range res {
+		res[i] = 'x'
+	}
+	wantDone(t, s, id, result)
+	// Done twice: reading the result does not consume it.
+	c := wantState(t, s, id, effector.Done)
+	if !bytes.Equal(c.Result, result) {
+		t.Fatalf("second Done result = %q, want %q", c.Result, result)
+	}
+	// Nor does changing the returned slice change what is stored.
+	for i := range c.Result {
+		c.Result[i] = 'y'
+	}
+	wantDone(t, s, id, result)
+}
+
+func testDoneOutlivesLease(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, short)
+	mustComplete(t, s, id, tok, result)
+	time.Sleep(wait)
+	wantDone(t, s, id, result)
+}
+
+// testCompleteStaleToken is the paused owner: A's lease runs out while it is
+// stopped (a GC pause, a partition), B claims and executes, and A wakes up and
+// tries to complete. A must not overwrite B's claim or B's result.
+func testCompleteStaleToken(t *testing.T, s effector.DedupStore, id string) {
+	a := mustClaim(t, s, id, short)
+	time.Sleep(wait)
+	b := mustClaim(t, s, id, long)
+
+	wantNotOwner(t, "Complete by the paused owner while the next owner holds the lease",
+		complete(s, id, a, []byte("from A"), long))
+	wantState(t, s, id, effector.InFlight)
+
+	mustComplete(t, s, id, b, []byte("from B"))
+	wantNotOwner(t, "Complete by the paused owner after the next owner completed",
+		complete(s, id, a, []byte("from A"), long))
+	wantDone(t, s, id, []byte("from B"))
+}
+
+func testCompleteAfterExpiry(t *testing.T, s effector.DedupStore, id string) {
+	a := mustClaim(t, s, id, short)
+	time.Sleep(wait)
+	wantNotOwner(t, "Complete after the lease ran out", complete(s, id, a, result, long))
+	// Nothing was stored: the intent is free for the next worker.
+	mustClaim(t, s, id, long)
+}
+
+func testCompleteTwice(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, long)
+	mustComplete(t, s, id, tok, []byte("first"))
+	wantNotOwner(t, "second Complete with the same token", complete(s, id, tok, []byte("second"), long))
+	wantDone(t, s, id, []byte("first"))
+}
+
+func testCompleteWrongToken(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, long)
+	wantNotOwner(t, "Complete with a made-up token", complete(s, id, tok+"-not-mine", []byte("forged"), long))
+	wantNotOwner(t, "Complete with an empty token", complete(s, id, "", []byte("forged"), long))
+	wantState(t, s, id, effector.InFlight)
+	mustComplete(t, s, id, tok, result)
+	wantDone(t, s, id, result)
+}
+
+func testUnknownIntent(t *testing.T, s effector.DedupStore, id string) {
+	wantNotOwner(t, "Complete of an intent never claimed", complete(s, id, "some-token", result, long))
+	wantNotOwner(t, "Release of an intent never claimed", s.Release(context.Background(), id, "some-token"))
+	mustClaim(t, s, id, long)
+}
+
+func testReleaseThenClaim(t *testing.T, s effector.DedupStore, id string) {
+	a := mustClaim(t, s, id, long)
+	if err := s.Release(context.Background(), id, a); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	b := mustClaim(t, s, id, long)
+	if b == a {
+		t.Fatalf("the claim after a release reused the released token %q", a)
+	}
+	wantNotOwner(t, "Complete with the released token", complete(s, id, a, []byte("from A"), long))
+	mustComplete(t, s, id, b, []byte("from B"))
+	wantDone(t, s, id, []byte("from B"))
+}
+
+func testReleaseNonOwner(t *testing.T, s effector.DedupStore, id string) {
+	a := mustClaim(t, s, id, long)
+	wantNotOwner(t, "Release with a token that does not own the claim", s.Release(context.Background(), id, a+"-not-mine"))
+	wantState(t, s, id, effector.InFlight)
+	mustComplete(t, s, id, a, result)
+	wantDone(t, s, id, result)
+}
+
+func testReleaseDone(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, long)
+	mustComplete(t, s, id, tok, result)
+	wantNotOwner(t, "Release after Complete", s.Release(context.Background(), id, tok))
+	wantDone(t, s, id, result)
+}
+
+func testCompleteAfterRelease(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, long)
+	if err := s.Release(context.Background(), id, tok); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	wantNotOwner(t, "Complete after Release", complete(s, id, tok, result, long))
+	wantNotOwner(t, "second Release", s.Release(context.Background(), id, tok))
+	mustClaim(t, s, id, long)
+}
+
+func testResultExpiry(t *testing.T, s effector.DedupStore, id string) {
+	tok := mustClaim(t, s, id, long)
+	if err := complete(s, id, tok, result, short); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	wantDone(t, s, id, result)
+	time.Sleep(wait)
+	mustClaim(t, s, id, long)
+}
+
+func testConcurrentClaims(t *testing.T, s effector.DedupStore, id string) {
+	const n = 32
+	var (
+		wg     sync.WaitGroup
+		start  = make(chan struct{})
+		claims = make([]effector.Claim, n)
+		errs   = make([]error, n)
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			claims[i], errs[i] = s.Claim(context.Background(), id, long)
+		})
+	}
+	close(start)
+	wg.Wait()
+	var owner string
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("goroutine %d: Claim: %v", i, errs[i])
+		}
+		switch claims[i].State {
+		case effector.Claimed:
+			if owner != "" {
+				t.Fatalf("two goroutines claimed %q (tokens %q and %q)", id, owner, claims[i].Token)
+			}
+			owner = claims[i].Token
+		case effector.InFlight:
+		default:
+			t.Fatalf("goroutine %d: Claim = %s, want claimed or in-flight", i, claims[i].State)
+		}
+	}
+	if owner == "" {
+		t.Fatalf("none of %d concurrent claims of a fresh intent succeeded", n)
+	}
+	mustComplete(t, s, id, owner, result)
+	wantDone(t, s, id, result)
+}
+
+// testConcurrentComplete races a paused owner's Complete against the current
+// owner's: whatever the order, the stale one is refused and the current one's
+// result is what is stored.
+func testConcurrentComplete(t *testing.T, s effector.DedupStore, id string) {
+	const rounds = 8
+	ids := make([]string, rounds)
+	stale := make([]string, rounds)
+	for r := range rounds {
+		ids[r] = fmt.Sprintf("%s-%d", id, r)
+		stale[r] = mustClaim(t, s, ids[r], short)
+	}
+	time.Sleep(wait)
+	var wg sync.WaitGroup
+	staleErrs := make([]error, rounds)
+	currentErrs := make([]error, rounds)
+	for r := range rounds {
+		current := mustClaim(t, s, ids[r], long)
+		wg.Go(func() { staleErrs[r] = complete(s, ids[r], stale[r], []byte("stale"), long) })
+		wg.Go(func() { currentErrs[r] = complete(s, ids[r], current, []byte("current"), long) })
+	}
+	wg.Wait()
+	for r := range rounds {
+		wantNotOwner(t, "Complete by the stale owner", staleErrs[r])
+		if currentErrs[r] != nil {
+			t.Fatalf("Complete by the current owner of %q: %v", ids[r], currentErrs[r])
+		}
+		wantDone(t, s, ids[r], []byte("current"))
+	}
+}
