@@ -1,0 +1,68 @@
+// Command effectcheck reports code that would run a side-effecting tool inline:
+// a use of a function bound with bindings.Effect other than its binding, and
+// Tool.Unwrap outside package effector. It checks the whole program the
+// patterns name, since a binding in main and a direct call elsewhere are only
+// seen together.
+//
+//	go run ./cmd/effectcheck [-test] ./...
+//
+// It exits 1 when it reports anything, 2 when the packages cannot be loaded.
+//
+// The same binary serves go vet, per package (it then sees Unwrap everywhere,
+// but only the effect functions bound in the package being vetted):
+//
+//	go build -o /tmp/effectcheck ./cmd/effectcheck
+//	go vet -vettool=/tmp/effectcheck ./...
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"strings"
+
+	"golang.org/x/tools/go/analysis/unitchecker"
+
+	"github.com/beam-agents/toolreg/effectcheck"
+)
+
+// vetInvocation reports whether go vet -vettool is running us: it asks for
+// -V=full and -flags, then passes one JSON .cfg file per package.
+func vetInvocation(args []string) bool {
+	if len(args) != 1 {
+		return false
+	}
+	a := args[0]
+	return strings.HasSuffix(a, ".cfg") || strings.HasPrefix(a, "-V") || a == "-flags"
+}
+
+func main() {
+	if vetInvocation(os.Args[1:]) {
+		unitchecker.Main(effectcheck.Analyzer) // does not return
+	}
+	fs := flag.NewFlagSet("effectcheck", flag.ContinueOnError)
+	tests := fs.Bool("test", false, "also check test files (an effect function's own tests call it on purpose)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: effectcheck [-test] [packages]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	patterns := fs.Args()
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	findings, err := effectcheck.Check(".", *tests, patterns...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for _, f := range findings {
+		fmt.Println(f)
+	}
+	if len(findings) > 0 {
+		os.Exit(1)
+	}
+}

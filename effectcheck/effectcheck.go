@@ -1,0 +1,299 @@
+// Package effectcheck finds code that would run a side-effecting tool inline,
+// where a retried activation would run it again.
+//
+// It reports, at the use, with file:line:col:
+//   - any use of a function bound with bindings.Effect other than the binding
+//     itself: a call, a method value, or a copy into a variable that is later
+//     called, since each lets the effect run outside the effector;
+//   - any use of toolreg.Tool.Unwrap outside package effector, the one
+//     sanctioned caller of that bypass.
+//
+// A function bound in package main and called directly in another package are
+// only seen together over the whole program: Check loads every package the
+// patterns name and checks them at once. Analyzer does the same within one
+// package, for go vet -vettool; it sees Unwrap anywhere but only the effect
+// functions bound in the package it checks.
+package effectcheck
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/packages"
+	"golang.org/x/tools/go/types/typeutil"
+)
+
+const (
+	rootPath     = "github.com/beam-agents/toolreg"
+	bindingsPath = rootPath + "/bindings"
+	effectorPath = rootPath + "/effector"
+)
+
+// Finding is one report.
+type Finding struct {
+	Pos     token.Position
+	Message string
+}
+
+func (f Finding) String() string { return fmt.Sprintf("%s: %s", f.Pos, f.Message) }
+
+// Analyzer checks one package: Unwrap outside package effector, and uses of
+// functions bound with bindings.Effect in the same package.
+var Analyzer = &analysis.Analyzer{
+	Name: "effectcheck",
+	Doc:  "report inline uses of side-effecting tool functions and of Tool.Unwrap outside package effector",
+	URL:  "https://pkg.go.dev/" + rootPath + "/effectcheck",
+	Run: func(pass *analysis.Pass) (any, error) {
+		p := &pkg{path: pass.Pkg.Path(), fset: pass.Fset, files: pass.Files, info: pass.TypesInfo}
+		effects := bindingsOf([]*pkg{p})
+		for _, f := range p.check(effects) {
+			pass.Reportf(f.pos, "%s", f.msg)
+		}
+		return nil, nil
+	},
+}
+
+// Check loads the packages that patterns name (as go list does, from dir) and
+// reports every inline use across them. Test files are checked only when
+// tests is true: an effect function's own unit tests call it on purpose.
+func Check(dir string, tests bool, patterns ...string) ([]Finding, error) {
+	return check(&packages.Config{Dir: dir, Tests: tests}, tests, patterns...)
+}
+
+func check(cfg *packages.Config, tests bool, patterns ...string) ([]Finding, error) {
+	cfg.Mode = packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes |
+		packages.NeedTypesInfo | packages.NeedImports | packages.NeedDeps
+	loaded, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("effectcheck: %w", err)
+	}
+	var errs []string
+	packages.Visit(loaded, nil, func(lp *packages.Package) {
+		for _, e := range lp.Errors {
+			errs = append(errs, e.Error())
+		}
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("effectcheck: the packages do not build:\n\t%s", strings.Join(errs, "\n\t"))
+	}
+	// The whole program: every package reachable from the patterns, since a
+	// binding in main may name a function declared and misused in a dependency.
+	var all []*pkg
+	packages.Visit(loaded, nil, func(lp *packages.Package) {
+		var files []*ast.File
+		for _, f := range lp.Syntax {
+			if !tests && strings.HasSuffix(lp.Fset.Position(f.Pos()).Filename, "_test.go") {
+				continue
+			}
+			files = append(files, f)
+		}
+		all = append(all, &pkg{path: lp.PkgPath, fset: lp.Fset, files: files, info: lp.TypesInfo})
+	})
+	effects := bindingsOf(all)
+	seen := make(map[string]bool)
+	var out []Finding
+	for _, p := range all {
+		for _, f := range p.check(effects) {
+			pos := p.fset.Position(f.pos)
+			key := pos.String() + f.msg
+			if seen[key] { // a package and its test variant share files
+				continue
+			}
+			seen[key] = true
+			out = append(out, Finding{Pos: pos, Message: f.msg})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Pos, out[j].Pos
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Offset < b.Offset
+	})
+	return out, nil
+}
+
+type pkg struct {
+	path  string
+	fset  *token.FileSet
+	files []*ast.File
+	info  *types.Info
+}
+
+type finding struct {
+	pos token.Pos
+	msg string
+}
+
+// binding is where a function was bound with bindings.Effect.
+type binding struct {
+	tool string         // the tool name, when a constant
+	pos  token.Position // the Effect call
+	arg  ast.Expr       // the function argument, whose own use is the binding
+}
+
+// effectSet maps a bound function (or function variable) to its bindings.
+type effectSet map[types.Object][]binding
+
+// bindingsOf finds every bindings.Effect call in pkgs and what it binds.
+func bindingsOf(pkgs []*pkg) effectSet {
+	set := make(effectSet)
+	for _, p := range pkgs {
+		for _, f := range p.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) != 3 || !isFunc(typeutil.Callee(p.info, call), bindingsPath, "Effect") {
+					return true
+				}
+				obj := funcObject(p.info, call.Args[2])
+				if obj == nil { // a function literal: nothing else can name it
+					return true
+				}
+				b := binding{pos: p.fset.Position(call.Pos()), arg: call.Args[2]}
+				if tv, ok := p.info.Types[call.Args[1]]; ok && tv.Value != nil {
+					b.tool = strings.Trim(tv.Value.ExactString(), `"`)
+				}
+				set[obj] = append(set[obj], b)
+				return true
+			})
+		}
+	}
+	return set
+}
+
+// funcObject returns the function, method or variable an expression names.
+func funcObject(info *types.Info, e ast.Expr) types.Object {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return origin(info.Uses[e])
+	case *ast.SelectorExpr:
+		if sel, ok := info.Selections[e]; ok {
+			return origin(sel.Obj())
+		}
+		return origin(info.Uses[e.Sel])
+	case *ast.IndexExpr: // an explicitly instantiated generic function
+		return funcObject(info, e.X)
+	case *ast.IndexListExpr:
+		return funcObject(info, e.X)
+	}
+	return nil
+}
+
+func origin(obj types.Object) types.Object {
+	switch o := obj.(type) {
+	case *types.Func:
+		return o.Origin()
+	case *types.Var:
+		return o.Origin()
+	}
+	return obj
+}
+
+func isFunc(obj types.Object, pkgPath, name string) bool {
+	f, ok := obj.(*types.Func)
+	return ok && f.Pkg() != nil && f.Pkg().Path() == pkgPath && f.Name() == name
+}
+
+// isUnwrap reports whether obj is the method toolreg.Tool.Unwrap.
+func isUnwrap(obj types.Object) bool {
+	f, ok := obj.(*types.Func)
+	if !ok || f.Name() != "Unwrap" || f.Pkg() == nil || f.Pkg().Path() != rootPath {
+		return false
+	}
+	recv := f.Signature().Recv()
+	if recv == nil {
+		return false
+	}
+	t := recv.Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Name() == "Tool"
+}
+
+// check reports p's uses of the functions in effects, and its uses of Unwrap.
+func (p *pkg) check(effects effectSet) []finding {
+	// The bound argument itself is the one sanctioned use.
+	bound := make(map[token.Pos]bool)
+	for _, bs := range effects {
+		for _, b := range bs {
+			ast.Inspect(b.arg, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					bound[id.Pos()] = true
+				}
+				return true
+			})
+		}
+	}
+	var out []finding
+	for _, f := range p.files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			obj := origin(p.info.Uses[id])
+			if obj == nil {
+				return true
+			}
+			if bs, ok := effects[obj]; ok && !bound[id.Pos()] {
+				b := bs[0]
+				what := "a use"
+				if isCalled(f, id) {
+					what = "a call"
+				}
+				tool := ""
+				if b.tool != "" {
+					tool = fmt.Sprintf(" tool %q", b.tool)
+				}
+				out = append(out, finding{id.Pos(), fmt.Sprintf(
+					"%s of %s, bound as side-effecting%s at %s:%d, runs its effect inline where a retry repeats it: request the tool with Activation.Act so the effector executes it once",
+					what, obj.Name(), tool, shortFile(b.pos.Filename), b.pos.Line)})
+			}
+			if isUnwrap(obj) && p.path != effectorPath && p.path != effectorPath+"_test" {
+				out = append(out, finding{id.Pos(),
+					"Tool.Unwrap outside package effector bypasses the side-effect guard: run tools with runner.Runner (read-only) or through the effector (side-effecting)"})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// isCalled reports whether id is the function position of a call in f.
+func isCalled(f *ast.File, id *ast.Ident) bool {
+	called := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if called {
+			return false
+		}
+		if n == nil || n.Pos() > id.Pos() || n.End() < id.End() {
+			return n == nil || n.Pos() <= id.Pos()
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			fun := ast.Unparen(call.Fun)
+			if sel, ok := fun.(*ast.SelectorExpr); ok {
+				fun = sel.Sel
+			}
+			if fun == id {
+				called = true
+				return false
+			}
+		}
+		return true
+	})
+	return called
+}
+
+func shortFile(name string) string {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
