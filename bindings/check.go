@@ -1,0 +1,428 @@
+package bindings
+
+import (
+	"encoding"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// checker compares a binding's Go types with its manifest and adds a problem
+// for every disagreement.
+type checker struct {
+	ps      *problems
+	tool    string
+	toolPos toolreg.Pos
+}
+
+func (c *checker) add(pos toolreg.Pos, path, format string, args ...any) {
+	if !pos.IsValid() {
+		pos = c.toolPos
+	}
+	c.ps.add(pos, c.tool, path, format, args...)
+}
+
+// checkArgs checks the argument type A against the manifest's params.
+func (c *checker) checkArgs(t reflect.Type, spec *toolreg.Spec) {
+	if t.Kind() != reflect.Struct {
+		fix := "use a struct whose exported fields are the manifest's params by json name"
+		if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+			fix = "take the struct " + typeName(t.Elem()) + " itself, not a pointer to it"
+		}
+		c.add(spec.Pos, "params", "the function's argument type %s is not a struct: %s", typeName(t), fix)
+		return
+	}
+	c.checkStruct(t, typeName(t), spec.Params, "params", spec.Pos)
+}
+
+// checkStruct checks that the exported fields of struct t are exactly props,
+// by json name, each of a type that can hold its param's values. goPath names t
+// in messages; path is the manifest path of props; pos is where the object
+// holding props is declared.
+func (c *checker) checkStruct(t reflect.Type, goPath string, props []*toolreg.Param, path string, pos toolreg.Pos) {
+	fields := make(map[string]reflect.StructField)
+	var order []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		name, opts, skip := jsonName(f)
+		if skip {
+			continue
+		}
+		if f.Anonymous {
+			c.add(pos, path, "field %s.%s is embedded: give it a name and a json tag, one field per param", goPath, f.Name)
+			continue
+		}
+		if strings.Contains(opts, "string") {
+			c.add(pos, path, "field %s.%s has the json option \"string\", which changes how the value is encoded: remove it and give the field the param's own type", goPath, f.Name)
+		}
+		if prev, ok := fields[name]; ok {
+			c.add(pos, path, "fields %s.%s and %s.%s both have json name %q: keep one", goPath, prev.Name, goPath, f.Name, name)
+			continue
+		}
+		fields[name] = f
+		order = append(order, name)
+	}
+
+	named := make(map[string]bool, len(props))
+	for _, p := range props {
+		named[p.Name] = true
+		pp := path + "." + p.Name
+		f, ok := fields[p.Name]
+		if !ok {
+			c.add(p.Pos, pp, "param %q has no field in %s: add %s %s `json:%q`",
+				p.Name, goPath, exportName(p.Name), goTypeFor(&p.Schema, p.Required() || p.HasDefault), p.Name)
+			continue
+		}
+		c.checkValue(f.Type, &p.Schema, p.Required() || p.HasDefault, goPath+"."+f.Name, pp, p.Pos)
+	}
+	for _, name := range order {
+		if named[name] {
+			continue
+		}
+		f := fields[name]
+		c.add(pos, path, "field %s.%s (json %q) is no param of the manifest: declare param %q in the manifest, or remove the field, or tag it json:\"-\"",
+			goPath, f.Name, name, name)
+	}
+}
+
+// checkValue checks that a field (or element) of type t can hold the values of
+// schema s. present is true when the value is always there (a required or
+// defaulted param, an array element, a map value), which asks for a
+// non-pointer type; false asks for a pointer.
+func (c *checker) checkValue(t reflect.Type, s *toolreg.Schema, present bool, goPath, path string, pos toolreg.Pos) {
+	base := t
+	if t.Kind() == reflect.Pointer {
+		base = t.Elem()
+	}
+	if base.Kind() == reflect.Interface {
+		c.add(pos, path, "field %s is untyped (%s) but the manifest declares type %s: give it a concrete type, such as %s",
+			goPath, typeName(t), s.Type, goTypeFor(s, present))
+		return
+	}
+	switch {
+	case present && t.Kind() == reflect.Pointer:
+		c.add(pos, path, "field %s is a pointer (%s) but the param is always present (required, or has a default): use %s",
+			goPath, typeName(t), goTypeFor(s, true))
+	case !present && t.Kind() != reflect.Pointer:
+		c.add(pos, path, "field %s (%s) cannot tell an absent optional param from a zero one: use the pointer %s, or give the param a default in the manifest",
+			goPath, typeName(t), "*"+typeName(t))
+	}
+
+	wrong := func(want string) {
+		c.add(pos, path, "field %s has type %s, which cannot hold the manifest's %s values: use %s",
+			goPath, typeName(base), describe(s), want)
+	}
+	k := base.Kind()
+	switch s.Type {
+	case toolreg.TypeString:
+		if k != reflect.String {
+			wrong(goTypeFor(s, true))
+		}
+	case toolreg.TypeInteger:
+		if !isInt(k) && !isUint(k) {
+			wrong(goTypeFor(s, true))
+			return
+		}
+		c.checkIntRange(base, s, goPath, path, pos)
+	case toolreg.TypeNumber:
+		if k != reflect.Float32 && k != reflect.Float64 {
+			wrong("float64")
+		}
+	case toolreg.TypeBoolean:
+		if k != reflect.Bool {
+			wrong("bool")
+		}
+	case toolreg.TypeArray:
+		if k != reflect.Slice {
+			wrong(goTypeFor(s, true))
+			return
+		}
+		if s.Items == nil {
+			c.add(pos, path+".items", "array param has no items schema, so field %s's element type cannot be checked: declare items (with a type) in the manifest", goPath)
+			return
+		}
+		c.checkValue(base.Elem(), s.Items, true, goPath+"[]", path+".items", pos)
+	case toolreg.TypeObject:
+		switch {
+		case len(s.Properties) > 0 && s.AdditionalProperties != nil:
+			c.add(pos, path, "the manifest's object has both properties and additionalProperties, which no Go type holds exactly: drop one of them in the manifest")
+		case s.AdditionalProperties != nil:
+			if k != reflect.Map || base.Key().Kind() != reflect.String {
+				wrong(goTypeFor(s, true))
+				return
+			}
+			c.checkValue(base.Elem(), s.AdditionalProperties, true, goPath+"[key]", path+".additionalProperties", pos)
+		default:
+			if k != reflect.Struct {
+				wrong(goTypeFor(s, true))
+				return
+			}
+			c.checkStruct(base, goPath, s.Properties, path+".properties", pos)
+		}
+	default:
+		// An unknown or missing type is reported by Spec.Validate.
+	}
+}
+
+// checkIntRange refuses an integer kind that cannot hold every value the
+// manifest's bounds allow: an unsigned kind needs minimum >= 0, and a kind
+// narrower than 64 bits needs both bounds inside its range.
+func (c *checker) checkIntRange(t reflect.Type, s *toolreg.Schema, goPath, path string, pos toolreg.Pos) {
+	lo, hi := lowerBound(s), upperBound(s)
+	var tlo, thi float64
+	bits := t.Bits()
+	if isUint(t.Kind()) {
+		tlo, thi = 0, math.Ldexp(1, bits)-1
+	} else {
+		tlo, thi = -math.Ldexp(1, bits-1), math.Ldexp(1, bits-1)-1
+	}
+	narrow := bits < 64
+	switch {
+	case isUint(t.Kind()) && (lo == nil || *lo < 0):
+		c.add(pos, path, "field %s has unsigned type %s but the manifest allows negative integers: add minimum: 0 to the param, or use int64", goPath, typeName(t))
+	case narrow && (lo == nil || hi == nil || *lo < tlo || *hi > thi):
+		c.add(pos, path, "field %s has type %s, which holds %.0f..%.0f, but the manifest allows %s: give the param minimum and maximum inside that range, or use int64",
+			goPath, typeName(t), tlo, thi, boundsText(lo, hi))
+	}
+}
+
+func lowerBound(s *toolreg.Schema) *float64 {
+	switch {
+	case s.Minimum != nil:
+		return s.Minimum
+	case s.ExclusiveMinimum != nil:
+		v := math.Floor(*s.ExclusiveMinimum) + 1
+		return &v
+	}
+	return nil
+}
+
+func upperBound(s *toolreg.Schema) *float64 {
+	switch {
+	case s.Maximum != nil:
+		return s.Maximum
+	case s.ExclusiveMaximum != nil:
+		v := math.Ceil(*s.ExclusiveMaximum) - 1
+		return &v
+	}
+	return nil
+}
+
+func boundsText(lo, hi *float64) string {
+	f := func(v *float64, inf string) string {
+		if v == nil {
+			return inf
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
+	return f(lo, "-inf") + ".." + f(hi, "+inf")
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// checkResult refuses a result type R that encoding/json cannot encode.
+func (c *checker) checkResult(t reflect.Type, fnType reflect.Type) {
+	if bad, why := unencodable(t, "R", map[reflect.Type]bool{}); bad != "" {
+		c.add(c.toolPos, "", "the result type %s of %s cannot be encoded as JSON: %s is %s: return a type encoding/json can encode",
+			typeName(t), typeName(fnType), bad, why)
+	}
+}
+
+// unencodable returns the path inside t of a part encoding/json refuses, and
+// what it is; "" when t encodes. An interface passes: its dynamic value is
+// not known until the call.
+func unencodable(t reflect.Type, path string, seen map[reflect.Type]bool) (string, string) {
+	if seen[t] {
+		return "", ""
+	}
+	seen[t] = true
+	if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return "", ""
+	}
+	switch t.Kind() {
+	case reflect.Chan:
+		return path, "a channel"
+	case reflect.Func:
+		return path, "a func"
+	case reflect.Complex64, reflect.Complex128:
+		return path, "a complex number"
+	case reflect.UnsafePointer:
+		return path, "an unsafe.Pointer"
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return unencodable(t.Elem(), path+"[]", seen)
+	case reflect.Map:
+		k := t.Key()
+		if k.Kind() != reflect.String && !isInt(k.Kind()) && !isUint(k.Kind()) && !k.Implements(textMarshaler) {
+			return path + "[key]", "a " + typeName(k) + " map key"
+		}
+		return unencodable(t.Elem(), path+"[value]", seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() && !f.Anonymous {
+				continue
+			}
+			if _, _, skip := jsonName(f); skip {
+				continue
+			}
+			if bad, why := unencodable(f.Type, path+"."+f.Name, seen); bad != "" {
+				return bad, why
+			}
+		}
+	}
+	return "", ""
+}
+
+// jsonName returns the name encoding/json gives field f, its tag options, and
+// whether the field is skipped (json:"-").
+func jsonName(f reflect.StructField) (name, opts string, skip bool) {
+	tag, ok := f.Tag.Lookup("json")
+	if tag == "-" {
+		return "", "", true
+	}
+	name, opts, _ = strings.Cut(tag, ",")
+	if !ok || name == "" {
+		name = f.Name
+	}
+	return name, opts, false
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return true
+	}
+	return false
+}
+
+func isUint(k reflect.Kind) bool {
+	switch k {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
+}
+
+// goTypeFor suggests the Go type for schema s: a pointer when the value may
+// be absent.
+func goTypeFor(s *toolreg.Schema, present bool) string {
+	var g string
+	switch s.Type {
+	case toolreg.TypeString:
+		g = "string"
+	case toolreg.TypeInteger:
+		g = "int"
+	case toolreg.TypeNumber:
+		g = "float64"
+	case toolreg.TypeBoolean:
+		g = "bool"
+	case toolreg.TypeArray:
+		if s.Items != nil {
+			g = "[]" + goTypeFor(s.Items, true)
+		} else {
+			g = "a slice"
+		}
+	case toolreg.TypeObject:
+		if s.AdditionalProperties != nil {
+			g = "map[string]" + goTypeFor(s.AdditionalProperties, true)
+		} else {
+			g = "a struct with one field per property"
+		}
+	default:
+		g = "the manifest's type"
+	}
+	if !present && !strings.HasPrefix(g, "a ") {
+		g = "*" + g
+	}
+	return g
+}
+
+// describe names schema s's values for messages: "integer", "array of string".
+func describe(s *toolreg.Schema) string {
+	switch {
+	case s.Type == toolreg.TypeArray && s.Items != nil:
+		return "array of " + describe(s.Items)
+	case s.Type == toolreg.TypeObject && s.AdditionalProperties != nil:
+		return "object of " + describe(s.AdditionalProperties)
+	}
+	return string(s.Type)
+}
+
+// exportName turns a json name into a suggested Go field name:
+// customer_id -> CustomerId.
+func exportName(name string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range name {
+		if r == '_' || r == '-' {
+			up = true
+			continue
+		}
+		if up && r >= 'a' && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		up = false
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "Field"
+	}
+	return b.String()
+}
+
+// typeName renders t as Go source spells it, without package paths' noise.
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "nil"
+	}
+	return t.String()
+}
+
+// didYouMean suggests a declared tool name close to name.
+func didYouMean(name string, specs []*toolreg.Spec) string {
+	best, bestD := "", 3
+	for _, s := range specs {
+		if s == nil {
+			continue
+		}
+		if d := distance(name, s.Name); d < bestD {
+			best, bestD = s.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + `"` + best + `"?)`
+}
+
+// distance is the Levenshtein distance between a and b, by bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
