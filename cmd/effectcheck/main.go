@@ -28,13 +28,15 @@ import (
 )
 
 // vetInvocation reports whether go vet -vettool is running us: it asks for
-// -V=full and -flags, then passes one JSON .cfg file per package.
+// -V=full and -flags, then passes flags and one JSON .cfg file per package.
 func vetInvocation(args []string) bool {
-	if len(args) != 1 {
+	if len(args) == 0 {
 		return false
 	}
-	a := args[0]
-	return strings.HasSuffix(a, ".cfg") || strings.HasPrefix(a, "-V") || a == "-flags"
+	if last := args[len(args)-1]; strings.HasSuffix(last, ".cfg") {
+		return true
+	}
+	return len(args) == 1 && (strings.HasPrefix(args[0], "-V") || args[0] == "-flags")
 }
 
 func main() {
