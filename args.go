@@ -3,18 +3,66 @@ package toolreg
 import (
 	"encoding/json"
 	"errors"
+	"sync"
+
+	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
-// argChecker holds the tool's compiled argument validator.
-// TODO(issue 3): compile the parameters schema once (santhosh-tekuri/jsonschema/v6)
-// with Pydantic-lax coercion, defaults and null-as-absent.
-type argChecker struct{}
+// argChecker holds the tool's compiled argument validator, compiled on first
+// use and then shared by every call.
+type argChecker struct {
+	once    sync.Once
+	checker *argcheck.Checker
+	err     error
+}
+
+func (t *Tool) argChecker() (*argcheck.Checker, error) {
+	t.args.once.Do(func() {
+		t.args.checker, t.args.err = argcheck.Compile(t.spec.ParametersSchema(), t.spec.Strict)
+		if t.args.err != nil {
+			t.args.err = &ToolDefinitionError{Problems: []Problem{{
+				Pos: t.spec.Pos, Tool: t.spec.Name, Path: "params",
+				Message: t.args.err.Error() + ": fix the manifest's params",
+			}}}
+		}
+	})
+	return t.args.checker, t.args.err
+}
 
 // CheckArgs validates args against the tool's contract, the way the runner
 // does before a call, and returns them normalized as canonical JSON (coerced,
 // defaults applied, nulls for optional params dropped). It needs no bound
 // function, so it serves tables that hold a contract only, such as Act's.
-// Bad arguments give a *ToolArgumentError.
+// Bad arguments give a *ToolArgumentError listing every failing path.
+//
+// The rules (see package internal/argcheck and the README's "Argument
+// coercion"): values are coerced as Pydantic v2's lax mode does ("10" and 10.0
+// for an integer, "2.5" for a number, "yes" or 1 for a boolean) unless the
+// manifest sets strict; a null for a param that is not required means absent;
+// empty args or a bare null mean {}.
 func (t *Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
-	return nil, errors.New("toolreg: CheckArgs: not implemented yet")
+	c, err := t.argChecker()
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.Check(args)
+	if err != nil {
+		return nil, ArgumentErrorFrom(t.spec.Name, err)
+	}
+	return CanonicalJSON(m)
+}
+
+// ArgumentErrorFrom turns an error of package internal/argcheck into a
+// *ToolArgumentError of the named tool; any other error is returned as is.
+// Package bindings uses it so that every path reports bad arguments alike.
+func ArgumentErrorFrom(tool string, err error) error {
+	var ae *argcheck.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	ps := make([]ArgProblem, len(ae.Problems))
+	for i, p := range ae.Problems {
+		ps[i] = ArgProblem{Path: p.Path, Want: p.Want, Got: p.Got}
+	}
+	return &ToolArgumentError{Tool: tool, Problems: ps}
 }

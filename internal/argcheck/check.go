@@ -1,0 +1,196 @@
+package argcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Checker validates and normalizes one tool's arguments. It is compiled once
+// per tool and is safe for concurrent use.
+type Checker struct {
+	root   *node
+	schema *jsonschema.Schema
+	strict bool
+}
+
+// Compile compiles a tool's parameters JSON Schema. With strict set, values
+// are not coerced: they must have their declared JSON type already.
+func Compile(schema []byte, strict bool) (*Checker, error) {
+	root, err := parseSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("argcheck: parameters schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	const url = "toolreg:///parameters.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("argcheck: parameters schema: %w", err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("argcheck: parameters schema: %w", err)
+	}
+	return &Checker{root: root, schema: sch, strict: strict}, nil
+}
+
+// Strict reports whether the checker was compiled without coercion.
+func (c *Checker) Strict() bool { return c.strict }
+
+// Check validates args and returns them normalized: coerced (unless strict),
+// nulls for optional members dropped, defaults applied. The map holds decoded
+// JSON as encoding/json decodes it with UseNumber. Bad arguments give an
+// *Error listing every problem.
+//
+// Empty args (nothing but whitespace) and a bare null mean no arguments, {}:
+// a model calling a tool that takes none often sends one of them.
+func (c *Checker) Check(args []byte) (map[string]any, error) {
+	v, p := parseArgs(args)
+	if p != nil {
+		return nil, &Error{Problems: []Problem{*p}}
+	}
+	var ps []Problem
+	guardNumbers(v, "", &ps)
+	if len(ps) > 0 {
+		return nil, &Error{Problems: ps}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &Error{Problems: []Problem{{Want: "a JSON object of arguments", Got: gotValue(v)}}}
+	}
+	c.normalize(c.root, m)
+	if err := c.schema.Validate(any(m)); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, &Error{Problems: []Problem{{Want: "arguments the validator can read", Got: err.Error()}}}
+		}
+		ps = sortProblems(c.problems(ve, m, ps))
+		return nil, &Error{Problems: ps}
+	}
+	return m, nil
+}
+
+// parseArgs decodes the arguments text, or says why it is not JSON.
+func parseArgs(args []byte) (any, *Problem) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return map[string]any{}, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(trimmed))
+	d.UseNumber()
+	var v any
+	malformed := func(err error) *Problem {
+		msg := err.Error()
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			msg = fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+		} else if errors.Is(err, io.ErrUnexpectedEOF) {
+			msg = "the JSON text ends too early"
+		}
+		return &Problem{Want: "a JSON object of arguments", Got: "malformed JSON: " + msg}
+	}
+	if err := d.Decode(&v); err != nil {
+		return nil, malformed(err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, &Problem{Want: "a JSON object of arguments", Got: fmt.Sprintf("malformed JSON: more text after the value (at byte %d)", d.InputOffset())}
+	}
+	return v, nil
+}
+
+// guardNumbers refuses numbers too large to compare exactly at low cost,
+// wherever they are, before the validator turns them into big rationals.
+func guardNumbers(v any, path string, ps *[]Problem) {
+	switch x := v.(type) {
+	case json.Number:
+		if hugeNumber(string(x)) {
+			*ps = append(*ps, Problem{Path: path, Want: "a number of at most 400 characters with an exponent below 1000", Got: gotValue(x)})
+		}
+	case []any:
+		for i, e := range x {
+			guardNumbers(e, path+"/"+itoa(i), ps)
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			guardNumbers(x[k], path+"/"+escapeToken(k), ps)
+		}
+	}
+}
+
+// normalize rewrites v in place where the schema n says how: objects drop
+// null optional members and gain defaults, scalars are coerced. It returns the
+// value to store in v's place.
+func (c *Checker) normalize(n *node, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if n.typ != "object" && n.typ != "" {
+			return v
+		}
+		for k, e := range x {
+			if p := n.props[k]; p != nil {
+				if e == nil && !n.required[k] {
+					delete(x, k) // null for an optional member means absent
+					continue
+				}
+				x[k] = c.normalize(p, e)
+			} else if n.addl != nil {
+				x[k] = c.normalize(n.addl, e)
+			}
+		}
+		for _, k := range n.order {
+			p := n.props[k]
+			if _, ok := x[k]; !ok && p.hasDefault {
+				x[k] = c.normalize(p, deepCopy(p.def))
+			}
+		}
+		return x
+	case []any:
+		if n.items == nil || (n.typ != "array" && n.typ != "") {
+			return v
+		}
+		for i, e := range x {
+			x[i] = c.normalize(n.items, e)
+		}
+		return x
+	}
+	return coerce(n.typ, v, c.strict)
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = deepCopy(e)
+		}
+		return a
+	}
+	return v
+}
+
+func sortProblems(ps []Problem) []Problem {
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Want, b.Want)
+	})
+	// Keep one of each; two keywords can fail the same way at one path.
+	return slices.Compact(ps)
+}
