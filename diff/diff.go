@@ -1,0 +1,368 @@
+// Package diff compares two sets of tool contracts and classifies each change
+// by the risk it carries for a pull request:
+//
+//   - Breaking: a change that can make a caller's valid call invalid or change
+//     what it does: a tool removed or renamed, a param removed, a new required
+//     param, a type changed, an enum value removed, a constraint tightened, a
+//     default changed.
+//   - Safety: side_effect flipped either way. True to false moves an effect
+//     into the inline path, where a retry repeats it; false to true stops a tool
+//     running inline. Neither may pass silently.
+//   - Compatible: a new tool, a new optional param, a description edit, a
+//     constraint loosened.
+//
+// It refuses nothing: it reports. Whether a report fails a build is the
+// caller's choice (toolreg diff exits 1 on Breaking or Safety).
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// Class is how risky a change is.
+type Class int
+
+// The classes, from least to most severe.
+const (
+	Compatible Class = iota
+	Breaking
+	Safety
+)
+
+func (c Class) String() string {
+	switch c {
+	case Compatible:
+		return "compatible"
+	case Breaking:
+		return "breaking"
+	case Safety:
+		return "safety"
+	}
+	return fmt.Sprintf("Class(%d)", int(c))
+}
+
+// Change is one difference between the old and the new contract of a tool.
+type Change struct {
+	Class Class
+	Tool  string
+	// Path is the field that changed, such as "params.amount.maximum"; "" for
+	// the tool as a whole.
+	Path    string
+	Message string
+	Old     toolreg.Pos // where the old contract said it; zero for an addition
+	New     toolreg.Pos // where the new contract says it; zero for a removal
+}
+
+func (c Change) String() string {
+	pos := c.New
+	if !pos.IsValid() {
+		pos = c.Old
+	}
+	p := toolreg.Problem{Pos: pos, Tool: c.Tool, Path: c.Path, Message: c.Message}
+	return c.Class.String() + ": " + p.String()
+}
+
+// Report is the outcome of a comparison.
+type Report struct {
+	Changes []Change
+}
+
+// Worst returns the most severe class among the changes, and false when there
+// are none.
+func (r *Report) Worst() (Class, bool) {
+	if len(r.Changes) == 0 {
+		return Compatible, false
+	}
+	w := Compatible
+	for _, c := range r.Changes {
+		w = max(w, c.Class)
+	}
+	return w, true
+}
+
+// Compare returns the changes from old to new, sorted by tool, then by
+// severity (safety first), then by path.
+func Compare(old, new []*toolreg.Spec) *Report {
+	d := &differ{}
+	oldBy := byName(old)
+	newBy := byName(new)
+	var removed, added []*toolreg.Spec
+	for _, o := range old {
+		if n, ok := newBy[o.Name]; ok {
+			d.tool(o, n)
+		} else {
+			removed = append(removed, o)
+		}
+	}
+	for _, n := range new {
+		if _, ok := oldBy[n.Name]; !ok {
+			added = append(added, n)
+		}
+	}
+	for _, o := range removed {
+		if n := renamedTo(o, added); n != nil {
+			added = slices.DeleteFunc(added, func(s *toolreg.Spec) bool { return s == n })
+			d.add(Breaking, o.Name, "", o.Pos, n.Pos, "tool renamed to %q: callers and models still calling %q fail", n.Name, o.Name)
+			continue
+		}
+		d.add(Breaking, o.Name, "", o.Pos, toolreg.Pos{}, "tool removed: callers and models still calling it fail")
+	}
+	for _, n := range added {
+		msg := "new tool"
+		if n.SideEffect {
+			msg = "new side-effecting tool: it runs only through Act and the effector"
+		}
+		d.add(Compatible, n.Name, "", toolreg.Pos{}, n.Pos, "%s", msg)
+	}
+	sort.SliceStable(d.changes, func(i, j int) bool {
+		a, b := d.changes[i], d.changes[j]
+		if a.Tool != b.Tool {
+			return a.Tool < b.Tool
+		}
+		if a.Class != b.Class {
+			return a.Class > b.Class
+		}
+		return a.Path < b.Path
+	})
+	return &Report{Changes: d.changes}
+}
+
+func byName(specs []*toolreg.Spec) map[string]*toolreg.Spec {
+	m := make(map[string]*toolreg.Spec, len(specs))
+	for _, s := range specs {
+		m[s.Name] = s
+	}
+	return m
+}
+
+// renamedTo returns the added tool that is o under another name: the same
+// description, side effect and params.
+func renamedTo(o *toolreg.Spec, added []*toolreg.Spec) *toolreg.Spec {
+	for _, n := range added {
+		if n.Description == o.Description && n.SideEffect == o.SideEffect &&
+			string(n.ParametersSchema()) == string(o.ParametersSchema()) {
+			return n
+		}
+	}
+	return nil
+}
+
+type differ struct {
+	changes []Change
+}
+
+func (d *differ) add(c Class, tool, path string, old, new toolreg.Pos, format string, args ...any) {
+	d.changes = append(d.changes, Change{Class: c, Tool: tool, Path: path, Old: old, New: new, Message: fmt.Sprintf(format, args...)})
+}
+
+func (d *differ) tool(o, n *toolreg.Spec) {
+	switch {
+	case !o.SideEffect && n.SideEffect:
+		d.add(Safety, n.Name, "side_effect", o.Pos, n.Pos, "side_effect flipped false to true: the tool stops running inline; every call site must move to Act and the effector must bind it")
+	case o.SideEffect && !n.SideEffect:
+		d.add(Safety, n.Name, "side_effect", o.Pos, n.Pos, "side_effect flipped true to false: an effect would run inline, where a retried activation repeats it; make sure the tool really changes nothing")
+	}
+	if o.Description != n.Description {
+		d.add(Compatible, n.Name, "description", o.Pos, n.Pos, "description edited")
+	}
+	switch {
+	case !o.Strict && n.Strict:
+		d.add(Breaking, n.Name, "strict", o.Pos, n.Pos, "strict turned on: arguments the model sends as strings (\"10\") are no longer coerced")
+	case o.Strict && !n.Strict:
+		d.add(Compatible, n.Name, "strict", o.Pos, n.Pos, "strict turned off: more argument forms are accepted")
+	}
+	if !reflect.DeepEqual(o.Annotations, n.Annotations) {
+		d.add(Compatible, n.Name, "annotations", o.Pos, n.Pos, "annotations changed")
+	}
+	d.params(n.Name, "params", o.Params, n.Params)
+}
+
+func (d *differ) params(tool, path string, old, new []*toolreg.Param) {
+	newBy := make(map[string]*toolreg.Param, len(new))
+	for _, p := range new {
+		newBy[p.Name] = p
+	}
+	oldBy := make(map[string]*toolreg.Param, len(old))
+	for _, o := range old {
+		oldBy[o.Name] = o
+		pp := path + "." + o.Name
+		n, ok := newBy[o.Name]
+		if !ok {
+			d.add(Breaking, tool, pp, o.Pos, toolreg.Pos{}, "param removed: calls that pass it are refused as an unknown key")
+			continue
+		}
+		switch {
+		case !o.Required() && n.Required():
+			d.add(Breaking, tool, pp, o.Pos, n.Pos, "param became required: calls that leave it out are refused")
+		case o.Required() && !n.Required():
+			d.add(Compatible, tool, pp, o.Pos, n.Pos, "param became optional")
+		}
+		d.schema(tool, pp, o.Pos, n.Pos, &o.Schema, &n.Schema)
+	}
+	for _, n := range new {
+		if _, ok := oldBy[n.Name]; ok {
+			continue
+		}
+		pp := path + "." + n.Name
+		if n.Required() {
+			d.add(Breaking, tool, pp, toolreg.Pos{}, n.Pos, "new required param: existing calls lack it and are refused; give it a default or required: false")
+		} else {
+			d.add(Compatible, tool, pp, toolreg.Pos{}, n.Pos, "new optional param")
+		}
+	}
+}
+
+func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Schema) {
+	if o.Type != n.Type {
+		d.add(Breaking, tool, path+".type", op, np, "type changed from %s to %s", o.Type, n.Type)
+		return // the constraints of different types do not compare
+	}
+	if o.Description != n.Description {
+		d.add(Compatible, tool, path+".description", op, np, "description edited")
+	}
+	switch {
+	case o.HasDefault && n.HasDefault && !jsonEqual(o.Default, n.Default):
+		d.add(Breaking, tool, path+".default", op, np, "default changed from %s to %s: calls that leave it out now do something else", show(o.Default), show(n.Default))
+	case o.HasDefault && !n.HasDefault:
+		d.add(Breaking, tool, path+".default", op, np, "default %s removed", show(o.Default))
+	case !o.HasDefault && n.HasDefault:
+		d.add(Compatible, tool, path+".default", op, np, "default %s added", show(n.Default))
+	}
+	d.enum(tool, path+".enum", op, np, o.Enum, n.Enum)
+	// A lower bound that rises, or an upper bound that falls, tightens.
+	d.bound(tool, path+".minimum", op, np, o.Minimum, n.Minimum, true)
+	d.bound(tool, path+".exclusiveMinimum", op, np, o.ExclusiveMinimum, n.ExclusiveMinimum, true)
+	d.bound(tool, path+".maximum", op, np, o.Maximum, n.Maximum, false)
+	d.bound(tool, path+".exclusiveMaximum", op, np, o.ExclusiveMaximum, n.ExclusiveMaximum, false)
+	d.bound(tool, path+".minLength", op, np, intf(o.MinLength), intf(n.MinLength), true)
+	d.bound(tool, path+".maxLength", op, np, intf(o.MaxLength), intf(n.MaxLength), false)
+	d.bound(tool, path+".minItems", op, np, intf(o.MinItems), intf(n.MinItems), true)
+	d.bound(tool, path+".maxItems", op, np, intf(o.MaxItems), intf(n.MaxItems), false)
+	d.exact(tool, path+".multipleOf", op, np, fmtf(o.MultipleOf), fmtf(n.MultipleOf))
+	d.exact(tool, path+".pattern", op, np, o.Pattern, n.Pattern)
+	d.exact(tool, path+".format", op, np, o.Format, n.Format)
+	switch {
+	case !o.UniqueItems && n.UniqueItems:
+		d.add(Breaking, tool, path+".uniqueItems", op, np, "uniqueItems added: arrays with repeated items are refused")
+	case o.UniqueItems && !n.UniqueItems:
+		d.add(Compatible, tool, path+".uniqueItems", op, np, "uniqueItems removed")
+	}
+	switch {
+	case o.Items != nil && n.Items != nil:
+		d.schema(tool, path+".items", op, np, o.Items, n.Items)
+	case o.Items == nil && n.Items != nil:
+		d.add(Breaking, tool, path+".items", op, np, "items schema added: array elements are now checked")
+	case o.Items != nil && n.Items == nil:
+		d.add(Compatible, tool, path+".items", op, np, "items schema removed")
+	}
+	if o.Type == toolreg.TypeObject {
+		d.params(tool, path+".properties", o.Properties, n.Properties)
+		switch {
+		case o.AdditionalProperties != nil && n.AdditionalProperties != nil:
+			d.schema(tool, path+".additionalProperties", op, np, o.AdditionalProperties, n.AdditionalProperties)
+		case o.AdditionalProperties == nil && n.AdditionalProperties != nil:
+			d.add(Compatible, tool, path+".additionalProperties", op, np, "additionalProperties allowed: the object accepts other members")
+		case o.AdditionalProperties != nil && n.AdditionalProperties == nil:
+			d.add(Breaking, tool, path+".additionalProperties", op, np, "additionalProperties removed: other members are refused")
+		}
+	}
+}
+
+func (d *differ) enum(tool, path string, op, np toolreg.Pos, o, n []any) {
+	switch {
+	case o == nil && n == nil:
+		return
+	case o == nil:
+		d.add(Breaking, tool, path, op, np, "enum added: only %s are accepted", show(n))
+		return
+	case n == nil:
+		d.add(Compatible, tool, path, op, np, "enum removed: any value of the type is accepted")
+		return
+	}
+	var gone, come []any
+	for _, v := range o {
+		if !containsJSON(n, v) {
+			gone = append(gone, v)
+		}
+	}
+	for _, v := range n {
+		if !containsJSON(o, v) {
+			come = append(come, v)
+		}
+	}
+	if len(gone) > 0 {
+		d.add(Breaking, tool, path, op, np, "enum values removed: %s", show(gone))
+	}
+	if len(come) > 0 {
+		d.add(Compatible, tool, path, op, np, "enum values added: %s", show(come))
+	}
+}
+
+// bound compares a lower (lower is true) or upper bound.
+func (d *differ) bound(tool, path string, op, np toolreg.Pos, o, n *float64, lower bool) {
+	switch {
+	case o == nil && n == nil:
+	case o == nil:
+		d.add(Breaking, tool, path, op, np, "constraint added: %s", fmtf(n))
+	case n == nil:
+		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", fmtf(o))
+	case *o == *n:
+	case (*n > *o) == lower:
+		d.add(Breaking, tool, path, op, np, "constraint tightened from %s to %s", fmtf(o), fmtf(n))
+	default:
+		d.add(Compatible, tool, path, op, np, "constraint loosened from %s to %s", fmtf(o), fmtf(n))
+	}
+}
+
+// exact compares a constraint whose change cannot be ordered: any new or
+// changed value may refuse what was accepted.
+func (d *differ) exact(tool, path string, op, np toolreg.Pos, o, n string) {
+	switch {
+	case o == n:
+	case o == "":
+		d.add(Breaking, tool, path, op, np, "constraint added: %s", n)
+	case n == "":
+		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", o)
+	default:
+		d.add(Breaking, tool, path, op, np, "constraint changed from %s to %s", o, n)
+	}
+}
+
+func intf(p *int) *float64 {
+	if p == nil {
+		return nil
+	}
+	f := float64(*p)
+	return &f
+}
+
+func fmtf(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprint(*p)
+}
+
+func jsonEqual(a, b any) bool {
+	x, err1 := toolreg.CanonicalJSON(a)
+	y, err2 := toolreg.CanonicalJSON(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func containsJSON(list []any, v any) bool {
+	return slices.ContainsFunc(list, func(e any) bool { return jsonEqual(e, v) })
+}
+
+func show(v any) string {
+	b, err := toolreg.CanonicalJSON(v)
+	if err != nil {
+		b, _ = json.Marshal(fmt.Sprint(v))
+	}
+	return string(b)
+}
