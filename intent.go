@@ -1,6 +1,9 @@
 package toolreg
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // IntentKind says what an intent asks for.
 type IntentKind int32
@@ -69,4 +72,48 @@ type Result struct {
 	CompletedAtMs int64  // field 7
 
 	unknown []byte
+}
+
+// String returns the kind's wire name, such as "TOOL", or its number when it
+// has no name in this version.
+func (k IntentKind) String() string {
+	switch k {
+	case KindUnspecified:
+		return "TOOL_KIND_UNSPECIFIED"
+	case KindTool:
+		return "TOOL"
+	case KindApproval:
+		return "APPROVAL"
+	}
+	return strconv.Itoa(int(k))
+}
+
+// String returns the scheme's wire name, such as "HMAC_SHA256", or its number
+// when it has no name in this version.
+func (s SignatureScheme) String() string {
+	switch s {
+	case SchemeUnspecified:
+		return "SIGNATURE_SCHEME_UNSPECIFIED"
+	case SchemeHMACSHA256:
+		return "HMAC_SHA256"
+	}
+	return strconv.Itoa(int(s))
+}
+
+// String returns the status's wire name, such as "OK", or its number when it
+// has no name in this version.
+func (s Status) String() string {
+	switch s {
+	case StatusUnspecified:
+		return "STATUS_UNSPECIFIED"
+	case StatusOK:
+		return "OK"
+	case StatusError:
+		return "ERROR"
+	case StatusExpired:
+		return "EXPIRED"
+	case StatusRejected:
+		return "REJECTED"
+	}
+	return strconv.Itoa(int(s))
 }

@@ -1,0 +1,46 @@
+package toolreg
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+)
+
+// intentNamespace is the beam-agents v1 UUID namespace of intent ids,
+// 6f3e9d2a-1c47-5b8e-9a10-2d4f6b8c0e11.
+var intentNamespace = [16]byte{0x6f, 0x3e, 0x9d, 0x2a, 0x1c, 0x47, 0x5b, 0x8e, 0x9a, 0x10, 0x2d, 0x4f, 0x6b, 0x8c, 0x0e, 0x11}
+
+// IntentID returns the id of the intent staged at step of activation
+// (entityKey, seq): the UUIDv5 (RFC 9562) in the beam-agents v1 namespace of
+// "<lowercase hex of entityKey>|<seq>|<step>", in the canonical 8-4-4-4-12
+// form. It is the same id the Python runtime computes, and a pure function of
+// its arguments, so a retried activation stages the same ids and the effector
+// executes each at most once.
+func IntentID(entityKey []byte, seq int64, step uint32) string {
+	name := make([]byte, 0, 2*len(entityKey)+32)
+	name = hex.AppendEncode(name, entityKey)
+	name = append(name, '|')
+	name = strconv.AppendInt(name, seq, 10)
+	name = append(name, '|')
+	name = strconv.AppendUint(name, uint64(step), 10)
+
+	h := sha1.New() // UUIDv5 is defined with SHA-1; it names, it does not protect.
+	h.Write(intentNamespace[:])
+	h.Write(name)
+	var sum [sha1.Size]byte
+	u := h.Sum(sum[:0])[:16]
+	u[6] = u[6]&0x0f | 0x50 // version 5
+	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+
+	var out [36]byte
+	hex.Encode(out[0:8], u[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], u[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], u[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], u[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], u[10:16])
+	return string(out[:])
+}

@@ -1,0 +1,111 @@
+package toolreg_test
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// Each toolreg benchmark is compared, in the same run, with protobuf-go doing
+// the same job on a dynamic message of the same descriptor (the */protobuf-go
+// sub-benchmarks): the reference encoder the tests check our bytes against.
+
+func BenchmarkIntentMarshalBinary(b *testing.B) {
+	raw := readFixture(b, "tool_intent_signed.bin")
+	b.Run("toolreg", func(b *testing.B) {
+		in := decodeIntent(b, raw)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := in.MarshalBinary(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("protobuf-go", func(b *testing.B) {
+		m := dynamicpb.NewMessage(intentDesc)
+		if err := proto.Unmarshal(raw, m); err != nil {
+			b.Fatal(err)
+		}
+		opts := proto.MarshalOptions{Deterministic: true}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := opts.Marshal(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkIntentUnmarshalBinary(b *testing.B) {
+	raw := readFixture(b, "tool_intent_future_field.bin")
+	b.Run("toolreg", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var in toolreg.Intent
+			if err := in.UnmarshalBinary(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("protobuf-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m := dynamicpb.NewMessage(intentDesc)
+			if err := proto.Unmarshal(raw, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkResultMarshalBinary(b *testing.B) {
+	raw := readFixture(b, "tool_result.bin")
+	b.Run("toolreg", func(b *testing.B) {
+		var r toolreg.Result
+		if err := r.UnmarshalBinary(raw); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.MarshalBinary(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("protobuf-go", func(b *testing.B) {
+		m := dynamicpb.NewMessage(resultDesc)
+		if err := proto.Unmarshal(raw, m); err != nil {
+			b.Fatal(err)
+		}
+		opts := proto.MarshalOptions{Deterministic: true}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := opts.Marshal(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkVerifyHMAC is the cost the effector pays per intent in "require"
+// mode, on top of decoding it.
+func BenchmarkVerifyHMAC(b *testing.B) {
+	in := decodeIntent(b, readFixture(b, "tool_intent_signed.bin"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := in.VerifyHMAC(goldenKeys); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkIntentID(b *testing.B) {
+	key := []byte("entity-1")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = toolreg.IntentID(key, 7, 2)
+	}
+}

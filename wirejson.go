@@ -1,0 +1,209 @@
+package toolreg
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// The JSON form of Intent and Result is for people: logs, dead-letter dumps,
+// fixtures written by hand. It has the README's snake_case field names, and it
+// reads back to the same wire bytes:
+//
+//   - bytes fields (entity_key, trace_id, signature, payload) are standard
+//     base64, as protojson writes them;
+//   - args_json is a JSON string holding the canonical JSON text exactly, so a
+//     signed intent still verifies after a trip through JSON;
+//   - enums are their wire names ("TOOL", "HMAC_SHA256", "OK"), or their
+//     number as a string when this version has no name for it;
+//   - integers are JSON numbers;
+//   - fields this version does not know are kept, as base64 protobuf bytes,
+//     under "unknown_fields".
+//
+// Empty trace_id, signature fields, payload, error_message and unknown_fields
+// are left out. Unknown JSON keys are refused, so a typo is an error rather
+// than a zero value.
+
+type intentJSON struct {
+	IntentID        string          `json:"intent_id"`
+	EntityKey       []byte          `json:"entity_key"`
+	Seq             int64           `json:"seq"`
+	StepIndex       uint32          `json:"step_index"`
+	ToolName        string          `json:"tool_name"`
+	ArgsJSON        string          `json:"args_json"`
+	CreatedAtMs     int64           `json:"created_at_ms"`
+	ExpiresAtMs     int64           `json:"expires_at_ms"`
+	Attempt         uint32          `json:"attempt"`
+	Kind            IntentKind      `json:"kind"`
+	TraceID         []byte          `json:"trace_id,omitempty"`
+	SignatureScheme SignatureScheme `json:"signature_scheme,omitempty"`
+	SigningKeyID    string          `json:"signing_key_id,omitempty"`
+	Signature       []byte          `json:"signature,omitempty"`
+	UnknownFields   []byte          `json:"unknown_fields,omitempty"`
+}
+
+type resultJSON struct {
+	IntentID      string `json:"intent_id"`
+	EntityKey     []byte `json:"entity_key"`
+	Seq           int64  `json:"seq"`
+	Status        Status `json:"status"`
+	Payload       []byte `json:"payload,omitempty"`
+	ErrorMessage  string `json:"error_message,omitempty"`
+	CompletedAtMs int64  `json:"completed_at_ms"`
+	UnknownFields []byte `json:"unknown_fields,omitempty"`
+}
+
+// MarshalJSON writes the intent's JSON form (see the package's JSON notes in
+// wirejson.go): snake_case names, base64 bytes, args_json as a string.
+func (in Intent) MarshalJSON() ([]byte, error) {
+	if err := in.checkUTF8(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(intentJSON{
+		IntentID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, StepIndex: in.StepIndex,
+		ToolName: in.ToolName, ArgsJSON: string(in.ArgsJSON),
+		CreatedAtMs: in.CreatedAtMs, ExpiresAtMs: in.ExpiresAtMs, Attempt: in.Attempt,
+		Kind: in.Kind, TraceID: in.TraceID, SignatureScheme: in.SignatureScheme,
+		SigningKeyID: in.SigningKeyID, Signature: in.Signature, UnknownFields: in.unknown,
+	})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes, replacing all of in. Unknown
+// keys, trailing data and unknown_fields that are not protobuf bytes are
+// refused with an error naming them.
+func (in *Intent) UnmarshalJSON(data []byte) error {
+	var j intentJSON
+	if err := decodeStrictJSON(data, &j); err != nil {
+		return fmt.Errorf("toolreg: decoding ToolIntent JSON: %w", err)
+	}
+	if err := checkUnknownFields(msgToolIntent, j.UnknownFields); err != nil {
+		return err
+	}
+	var args json.RawMessage
+	if j.ArgsJSON != "" {
+		args = json.RawMessage(j.ArgsJSON)
+	}
+	*in = Intent{
+		ID: j.IntentID, EntityKey: nilIfEmpty(j.EntityKey), Seq: j.Seq, StepIndex: j.StepIndex,
+		ToolName: j.ToolName, ArgsJSON: args,
+		CreatedAtMs: j.CreatedAtMs, ExpiresAtMs: j.ExpiresAtMs, Attempt: j.Attempt,
+		Kind: j.Kind, TraceID: nilIfEmpty(j.TraceID), SignatureScheme: j.SignatureScheme,
+		SigningKeyID: j.SigningKeyID, Signature: nilIfEmpty(j.Signature), unknown: nilIfEmpty(j.UnknownFields),
+	}
+	return nil
+}
+
+// MarshalJSON writes the result's JSON form: snake_case names, the payload as
+// base64 (it is bytes on the wire; an OK result's payload is canonical JSON).
+func (r Result) MarshalJSON() ([]byte, error) {
+	if err := r.checkUTF8(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(resultJSON{
+		IntentID: r.IntentID, EntityKey: r.EntityKey, Seq: r.Seq, Status: r.Status,
+		Payload: r.Payload, ErrorMessage: r.ErrorMessage, CompletedAtMs: r.CompletedAtMs,
+		UnknownFields: r.unknown,
+	})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes, replacing all of r.
+func (r *Result) UnmarshalJSON(data []byte) error {
+	var j resultJSON
+	if err := decodeStrictJSON(data, &j); err != nil {
+		return fmt.Errorf("toolreg: decoding ToolResult JSON: %w", err)
+	}
+	if err := checkUnknownFields(msgToolResult, j.UnknownFields); err != nil {
+		return err
+	}
+	*r = Result{
+		IntentID: j.IntentID, EntityKey: nilIfEmpty(j.EntityKey), Seq: j.Seq, Status: j.Status,
+		Payload: nilIfEmpty(j.Payload), ErrorMessage: j.ErrorMessage, CompletedAtMs: j.CompletedAtMs,
+		unknown: nilIfEmpty(j.UnknownFields),
+	}
+	return nil
+}
+
+func decodeStrictJSON(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("unexpected data after the object")
+	}
+	return nil
+}
+
+// checkUnknownFields refuses unknown_fields that are not whole protobuf
+// fields, since they are written to the wire as they are.
+func checkUnknownFields(msg string, raw []byte) error {
+	_, err := walkFields(msg, raw, func(protowire.Number, protowire.Type, []byte, uint64) (bool, string) {
+		return false, ""
+	})
+	if err != nil {
+		return fmt.Errorf("toolreg: decoding %s JSON: unknown_fields: %w", msg, err)
+	}
+	return nil
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// MarshalText returns the kind's wire name (see String).
+func (k IntentKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a wire name such as "TOOL", or a decimal number.
+func (k *IntentKind) UnmarshalText(b []byte) error {
+	v, err := parseEnum("kind", string(b), func(i int32) string { return IntentKind(i).String() }, 2)
+	*k = IntentKind(v)
+	return err
+}
+
+// MarshalText returns the scheme's wire name (see String).
+func (s SignatureScheme) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a wire name such as "HMAC_SHA256", or a decimal number.
+func (s *SignatureScheme) UnmarshalText(b []byte) error {
+	v, err := parseEnum("signature scheme", string(b), func(i int32) string { return SignatureScheme(i).String() }, 1)
+	*s = SignatureScheme(v)
+	return err
+}
+
+// MarshalText returns the status's wire name (see String).
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a wire name such as "OK", or a decimal number.
+func (s *Status) UnmarshalText(b []byte) error {
+	v, err := parseEnum("status", string(b), func(i int32) string { return Status(i).String() }, 4)
+	*s = Status(v)
+	return err
+}
+
+// parseEnum reads one of the names of values 0..last, or a decimal int32.
+func parseEnum(what, s string, name func(int32) string, last int32) (int32, error) {
+	for i := int32(0); i <= last; i++ {
+		if s == name(i) {
+			return i, nil
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		names := make([]string, 0, last+1)
+		for i := int32(0); i <= last; i++ {
+			names = append(names, strconv.Quote(name(i)))
+		}
+		return 0, fmt.Errorf("toolreg: unknown %s %q: want one of %s, or a number", what, s, strings.Join(names, ", "))
+	}
+	return int32(n), nil
+}
