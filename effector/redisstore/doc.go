@@ -1,0 +1,22 @@
+// Package redisstore is an effector.DedupStore in Redis, for effectors on
+// several hosts that share one Redis.
+//
+// Each intent is one key. Its value is a claim ("c" and the owner's random
+// token) or a terminal result ("d" and the result's bytes, exactly as
+// completed). Claim is a single SET key value NX PX lease: Redis decides who
+// wins, and the lease is the key's expiry, kept by the Redis server's clock,
+// never a client's. Complete and Release are Lua scripts that compare the
+// stored value with the caller's claim and only then replace (compare-and-set)
+// or delete (compare-and-delete) it, atomically on the server; so a worker
+// whose lease expired while it was paused can never overwrite or free the
+// record of the next owner: it gets effector.ErrNotOwner. A result lives for
+// its ttl as the key's expiry, then the intent may be claimed again.
+//
+// Durability is Redis's: a result or claim survives a redis-server crash only
+// if the server persists writes before acknowledging them (appendonly yes with
+// appendfsync always). With weaker settings a crash can forget a completed
+// intent, and it will be executed again. The tests prove both halves.
+//
+// The store refuses non-positive leases and result lifetimes; leases are
+// rounded up to whole milliseconds, Redis's unit.
+package redisstore

@@ -1,0 +1,242 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/storetest"
+	"github.com/beam-agents/toolreg/internal/redistest"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var n atomic.Int32
+	storetest.Run(t, func(t *testing.T) effector.DedupStore {
+		// One server for the whole suite; a prefix per subtest keeps them apart.
+		return New(rdb, WithKeyPrefix(fmt.Sprintf("conformance-%d:", n.Add(1))))
+	})
+}
+
+func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id, lease)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", id, err)
+	}
+	if c.State != effector.Claimed {
+		t.Fatalf("Claim(%q) = %s, want claimed", id, c.State)
+	}
+	return c.Token
+}
+
+func wantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id, time.Minute)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", id, err)
+	}
+	if c.State != want {
+		t.Fatalf("Claim(%q) = %s, want %s", id, c.State, want)
+	}
+	return c
+}
+
+// TestStaleTokenAfterLeaseExpiry is the paused owner against the real server:
+// the lease is the key's expiry, so after it the next owner's SET NX wins, and
+// the compare-and-set script refuses the first owner's token, leaving the
+// stored value, byte for byte, the new owner's.
+func TestStaleTokenAfterLeaseExpiry(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := New(rdb, WithKeyPrefix("p:"))
+
+	stale := mustClaim(t, s, "i", 30*time.Millisecond)
+	if ttl := rdb.PTTL(ctx, "p:i").Val(); ttl <= 0 || ttl > 30*time.Millisecond {
+		t.Fatalf("PTTL of a claim with a 30ms lease = %v, want the lease kept by the server", ttl)
+	}
+	time.Sleep(80 * time.Millisecond)
+	current := mustClaim(t, s, "i", time.Minute)
+
+	err := s.Complete(ctx, "i", stale, []byte("stale"), time.Hour)
+	if !errorsIsNotOwner(err) {
+		t.Fatalf("Complete with the expired owner's token: err = %v, want ErrNotOwner", err)
+	}
+	if err := s.Release(ctx, "i", stale); !errorsIsNotOwner(err) {
+		t.Fatalf("Release with the expired owner's token: err = %v, want ErrNotOwner", err)
+	}
+	if got := rdb.Get(ctx, "p:i").Val(); got != "c"+current {
+		t.Fatalf("stored value after the stale owner's attempts = %q, want the current claim %q", got, "c"+current)
+	}
+	if err := s.Complete(ctx, "i", current, []byte("current"), time.Hour); err != nil {
+		t.Fatalf("Complete by the current owner: %v", err)
+	}
+	if ttl := rdb.PTTL(ctx, "p:i").Val(); ttl < 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("PTTL of a result kept for an hour = %v, want about an hour", ttl)
+	}
+	if err := s.Complete(ctx, "i", stale, []byte("stale"), time.Hour); !errorsIsNotOwner(err) {
+		t.Fatalf("Complete with the expired owner's token after the result: err = %v, want ErrNotOwner", err)
+	}
+	if got := wantState(t, s, "i", effector.Done).Result; string(got) != "current" {
+		t.Fatalf("result = %q, want the current owner's %q", got, "current")
+	}
+}
+
+func errorsIsNotOwner(err error) bool { return errors.Is(err, effector.ErrNotOwner) }
+
+// TestServerRestart decides what a redis-server crash means for execute-once:
+// with the append-only file fsynced on every write, claims and results survive
+// a SIGKILL, and the scripts work again after the restart (the client reloads
+// them); without persistence the server forgets, and the intent can be claimed
+// and executed again. Production Redis for effectors must run the first way.
+func TestServerRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("with appendonly and appendfsync always, claims and results survive a kill", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t, redistest.WithDurability())
+		s := New(srv.Client(t))
+		tok := mustClaim(t, s, "done-before-crash", time.Minute)
+		if err := s.Complete(ctx, "done-before-crash", tok, []byte("kept"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		inflight := mustClaim(t, s, "in-flight-at-crash", time.Minute)
+
+		srv.Restart(t)
+
+		if got := wantState(t, s, "done-before-crash", effector.Done).Result; string(got) != "kept" {
+			t.Fatalf("result after the restart = %q, want %q", got, "kept")
+		}
+		wantState(t, s, "in-flight-at-crash", effector.InFlight)
+		if err := s.Complete(ctx, "in-flight-at-crash", inflight, []byte("late"), time.Hour); err != nil {
+			t.Fatalf("the owner completing after the restart: %v", err)
+		}
+		if got := wantState(t, s, "in-flight-at-crash", effector.Done).Result; string(got) != "late" {
+			t.Fatalf("result = %q, want %q", got, "late")
+		}
+	})
+
+	t.Run("without persistence a kill forgets results, so the intent is claimed again", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		s := New(srv.Client(t))
+		tok := mustClaim(t, s, "forgotten", time.Minute)
+		if err := s.Complete(ctx, "forgotten", tok, []byte("lost"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		srv.Restart(t)
+		mustClaim(t, s, "forgotten", time.Minute)
+	})
+
+	t.Run("while the server is down calls fail instead of claiming", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		s := New(srv.Client(t))
+		srv.Stop()
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if c, err := s.Claim(cctx, "x", time.Minute); err == nil {
+			t.Fatalf("Claim with the server down = %s, want an error", c.State)
+		}
+		srv.Restart(t)
+		mustClaim(t, s, "x", time.Minute)
+	})
+}
+
+func TestTwoClientsContend(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	stores := []*Store{New(srv.Client(t)), New(srv.Client(t))}
+	const intents, perClient = 50, 4
+	var claimed [intents]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, len(stores)*perClient)
+	start := make(chan struct{})
+	for _, s := range stores {
+		for range perClient {
+			wg.Go(func() {
+				<-start
+				for i := range intents {
+					c, err := s.Claim(context.Background(), fmt.Sprintf("contended-%d", i), time.Minute)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if c.State == effector.Claimed {
+						claimed[i].Add(1)
+					}
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Claim: %v", err)
+	}
+	for i := range intents {
+		if n := claimed[i].Load(); n != 1 {
+			t.Errorf("intent contended-%d was claimed %d times, want exactly 1", i, n)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	var n atomic.Int32
+	s := New(rdb, WithKeyPrefix("r:"), WithTokens(func() (string, error) {
+		return fmt.Sprintf("tok-%d", n.Add(1)), nil
+	}))
+	if err := rdb.Set(ctx, "r:foreign", "someone else's value", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"a zero lease is refused", func() error { _, err := s.Claim(ctx, "x", 0); return err }, "lease 0s: want a positive duration"},
+		{"a negative ttl is refused", func() error { return s.Complete(ctx, "x", "t", nil, -time.Second) }, "result ttl -1s: want a positive duration"},
+		{"a key this store did not write is reported, not claimed", func() error { _, err := s.Claim(ctx, "foreign", time.Minute); return err }, `key "r:foreign" holds "someone else's value", which this store did not write; choose another WithKeyPrefix`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.err(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("injected tokens are used", func(t *testing.T) {
+		tok := mustClaim(t, s, "injected", time.Minute)
+		if got := rdb.Get(ctx, "r:injected").Val(); got != "c"+tok || !strings.HasPrefix(tok, "tok-") {
+			t.Fatalf("token %q stored as %q, want an injected token stored as c+token", tok, got)
+		}
+	})
+	t.Run("a sub-millisecond lease is rounded up, not sent as zero", func(t *testing.T) {
+		mustClaim(t, s, "tiny", time.Microsecond)
+	})
+	t.Run("an empty result is done with empty bytes", func(t *testing.T) {
+		tok := mustClaim(t, s, "empty", time.Minute)
+		if err := s.Complete(ctx, "empty", tok, nil, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if c := wantState(t, s, "empty", effector.Done); len(c.Result) != 0 {
+			t.Fatalf("result = %q, want empty", c.Result)
+		}
+	})
+}

@@ -1,0 +1,21 @@
+// Package sqlitestore is the embedded default effector.DedupStore: one SQLite
+// file (modernc.org/sqlite, pure Go, no cgo) that several effector processes on
+// one host may share.
+//
+// Durability comes first, because a claim or a result lost on power failure
+// means a second execution of a side effect: the file runs in WAL mode with
+// synchronous=FULL, every write is a BEGIN IMMEDIATE transaction (so two
+// processes never both read "free" and both claim), and a busy timeout makes
+// writers queue instead of failing.
+//
+// A row is either a claim (a random token and a lease deadline) or a terminal
+// result (the bytes and an expiry). Both deadlines are wall-clock instants in
+// the row, read against the local clock: every process sharing the file is on
+// one host, so they share that clock. Expired rows are swept: a claim on an
+// expired row replaces it at once, and a sweep deletes the rest every
+// WithSweepInterval (and on demand with Sweep).
+//
+// The store refuses non-positive leases and result lifetimes, and refuses a
+// Complete or Release whose token no longer holds a live claim, with
+// effector.ErrNotOwner.
+package sqlitestore

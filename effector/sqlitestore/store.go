@@ -1,0 +1,330 @@
+package sqlitestore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/beam-agents/toolreg/effector"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Store is an effector.DedupStore kept in one SQLite file. It is safe for
+// concurrent use, and several Stores (in one process or several) may share
+// one file.
+type Store struct {
+	db            *sql.DB
+	now           func() time.Time
+	newToken      func() (string, error)
+	sweepInterval time.Duration
+	sweepBatch    int
+
+	mu        sync.Mutex
+	lastSweep time.Time
+}
+
+var _ effector.DedupStore = (*Store)(nil)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	busyTimeout   time.Duration
+	now           func() time.Time
+	newToken      func() (string, error)
+	sweepInterval time.Duration
+	sweepBatch    int
+}
+
+// WithBusyTimeout sets how long a write waits for another connection or
+// process holding the file's write lock before failing with SQLITE_BUSY.
+// Default: 10s.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = d }
+}
+
+// WithClock sets the clock that lease deadlines and result expiries are
+// measured against. Every process sharing a file must use the same clock.
+// Default: time.Now. Tests inject a fake clock to expire leases without sleeping.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
+}
+
+// WithTokens sets how claim tokens are made. Tokens must be unique across
+// every process sharing the file. Default: 16 bytes from crypto/rand, hex
+// encoded. Tests inject predictable tokens.
+func WithTokens(newToken func() (string, error)) Option {
+	return func(c *config) { c.newToken = newToken }
+}
+
+// WithSweepInterval sets how often Claim also deletes expired rows (at most
+// WithSweepBatch of them per sweep), so a file does not grow without bound.
+// Zero or negative turns the automatic sweep off; call Sweep yourself then.
+// Default: one minute.
+func WithSweepInterval(d time.Duration) Option {
+	return func(c *config) { c.sweepInterval = d }
+}
+
+// WithSweepBatch sets the most expired rows one automatic sweep deletes, which
+// bounds how long it holds the write lock. Default: 1000.
+func WithSweepBatch(n int) Option {
+	return func(c *config) { c.sweepBatch = n }
+}
+
+// randomToken returns 16 random bytes, hex encoded.
+func randomToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("sqlitestore: making a claim token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+const schema = `CREATE TABLE IF NOT EXISTS effector_dedup (
+	intent_id  TEXT PRIMARY KEY NOT NULL,
+	token      TEXT,             -- the owner's token while claimed; NULL once done
+	done       INTEGER NOT NULL, -- 0: claimed, 1: terminal result stored
+	result     BLOB,             -- the terminal result, exactly as completed
+	expires_at INTEGER NOT NULL  -- unix ns: lease deadline if claimed, result expiry if done
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS effector_dedup_expires_at ON effector_dedup (expires_at);`
+
+// Open opens (creating it if needed) the SQLite file at path and the store's
+// table in it. The caller must Close the store.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{
+		busyTimeout:   10 * time.Second,
+		now:           time.Now,
+		newToken:      randomToken,
+		sweepInterval: time.Minute,
+		sweepBatch:    1000,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlitestore: path %q: want a file path without '?' or '#'", path)
+	}
+	if cfg.sweepBatch <= 0 {
+		return nil, fmt.Errorf("sqlitestore: sweep batch %d: want a positive number of rows", cfg.sweepBatch)
+	}
+	db, err := sql.Open("sqlite", dsn(path, cfg.busyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: opening %s: %w", path, err)
+	}
+	// Every statement of this store writes, and SQLite admits one writer at a
+	// time, so a second connection in this process would only queue on the
+	// file lock (polling, slower) instead of on the pool (a channel).
+	db.SetMaxOpenConns(1)
+	if err := initSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: preparing %s: %w", path, err)
+	}
+	return &Store{
+		db:            db,
+		now:           cfg.now,
+		newToken:      cfg.newToken,
+		sweepInterval: cfg.sweepInterval,
+		sweepBatch:    cfg.sweepBatch,
+		lastSweep:     cfg.now(),
+	}, nil
+}
+
+// dsn is the modernc.org/sqlite data source name: the pragmas are per
+// connection, so they go in the DSN, which the driver applies to each new one.
+// _txlock=immediate makes every BEGIN a BEGIN IMMEDIATE: the write lock is taken
+// before the first read, so a claim's read-then-write cannot interleave with
+// another process's.
+func dsn(path string, busy time.Duration) string {
+	q := url.Values{}
+	q.Set("_txlock", "immediate")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	return "file:" + path + "?" + q.Encode()
+}
+
+func initSchema(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Close closes the store's connection to the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+func checkDuration(what string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("sqlitestore: %s %v: want a positive duration", what, d)
+	}
+	return nil
+}
+
+// Claim takes intentID for lease unless another owner's lease is live
+// (InFlight) or a result is stored (Done, with its bytes).
+func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration) (effector.Claim, error) {
+	if err := checkDuration("lease", lease); err != nil {
+		return effector.Claim{}, err
+	}
+	token, err := s.newToken()
+	if err != nil {
+		return effector.Claim{}, err
+	}
+	var claim effector.Claim
+	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
+		// The upsert claims a missing row or replaces an expired one (an expired
+		// claim's owner is presumed dead; an expired result has lived its ttl).
+		// A live row is left alone, and RETURNING then yields nothing.
+		var got string
+		err := tx.QueryRowContext(ctx, `INSERT INTO effector_dedup (intent_id, token, done, result, expires_at)
+			VALUES (?1, ?2, 0, NULL, ?3)
+			ON CONFLICT (intent_id) DO UPDATE
+				SET token = excluded.token, done = 0, result = NULL, expires_at = excluded.expires_at
+				WHERE effector_dedup.expires_at <= ?4
+			RETURNING token`,
+			intentID, token, now+int64(lease), now).Scan(&got)
+		if err == nil {
+			claim = effector.Claim{State: effector.Claimed, Token: got}
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var done bool
+		var result []byte
+		if err := tx.QueryRowContext(ctx, `SELECT done, result FROM effector_dedup WHERE intent_id = ?1`,
+			intentID).Scan(&done, &result); err != nil {
+			return err
+		}
+		if !done {
+			claim = effector.Claim{State: effector.InFlight}
+			return nil
+		}
+		if result == nil {
+			result = []byte{}
+		}
+		claim = effector.Claim{State: effector.Done, Result: result}
+		return nil
+	})
+	if err != nil {
+		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
+	}
+	return claim, nil
+}
+
+// Complete stores result as intentID's terminal record for ttl if token still
+// holds a live claim; otherwise it returns effector.ErrNotOwner.
+func (s *Store) Complete(ctx context.Context, intentID, token string, result []byte, ttl time.Duration) error {
+	if err := checkDuration("result ttl", ttl); err != nil {
+		return err
+	}
+	if result == nil {
+		result = []byte{} // stored as an empty BLOB, not NULL: a result was given
+	}
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		return expectOne(tx.ExecContext(ctx, `UPDATE effector_dedup
+			SET token = NULL, done = 1, result = ?3, expires_at = ?4
+			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?5`,
+			intentID, token, result, now+int64(ttl), now))
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore: completing intent %q: %w", intentID, err)
+	}
+	return nil
+}
+
+// Release deletes token's live claim on intentID so that another worker may
+// claim it at once; it returns effector.ErrNotOwner if token holds none.
+func (s *Store) Release(ctx context.Context, intentID, token string) error {
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		return expectOne(tx.ExecContext(ctx, `DELETE FROM effector_dedup
+			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?3`,
+			intentID, token, now))
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore: releasing intent %q: %w", intentID, err)
+	}
+	return nil
+}
+
+func expectOne(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return effector.ErrNotOwner
+	}
+	return nil
+}
+
+// Sweep deletes every expired row (claims past their lease, results past their
+// ttl) and returns how many it deleted.
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE expires_at <= ?1`, now)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: sweeping expired rows: %w", err)
+	}
+	return n, nil
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction, with the current time in
+// unix ns read once the write lock is held, and commits. When an automatic
+// sweep is due it runs in the same transaction, so it costs no extra fsync.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := s.now()
+	if err := fn(tx, now.UnixNano()); err != nil {
+		return err
+	}
+	if s.sweepDue(now) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE intent_id IN
+			(SELECT intent_id FROM effector_dedup WHERE expires_at <= ?1 LIMIT ?2)`,
+			now.UnixNano(), s.sweepBatch); err != nil {
+			return fmt.Errorf("sweeping expired rows: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+func (s *Store) sweepDue(now time.Time) bool {
+	if s.sweepInterval <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) < s.sweepInterval {
+		return false
+	}
+	s.lastSweep = now
+	return true
+}

@@ -1,0 +1,331 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/storetest"
+)
+
+func openForTest(t testing.TB, path string, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, opts...)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) effector.DedupStore {
+		return openForTest(t, filepath.Join(t.TempDir(), "dedup.db"))
+	})
+}
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id, lease)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", id, err)
+	}
+	if c.State != effector.Claimed {
+		t.Fatalf("Claim(%q) = %s, want claimed", id, c.State)
+	}
+	return c.Token
+}
+
+func wantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id, time.Minute)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", id, err)
+	}
+	if c.State != want {
+		t.Fatalf("Claim(%q) = %s, want %s", id, c.State, want)
+	}
+	return c
+}
+
+func countRows(t *testing.T, s *Store) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM effector_dedup`).Scan(&n); err != nil {
+		t.Fatalf("counting rows: %v", err)
+	}
+	return n
+}
+
+func TestTwoHandlesOnOneFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a := openForTest(t, path)
+	b := openForTest(t, path)
+
+	t.Run("a claim through one handle is in flight through the other", func(t *testing.T) {
+		tok := mustClaim(t, a, "handoff", time.Minute)
+		wantState(t, b, "handoff", effector.InFlight)
+		if err := b.Complete(context.Background(), "handoff", tok, []byte("from a's claim"), time.Minute); err != nil {
+			t.Fatalf("Complete through the other handle with the owner's token: %v", err)
+		}
+		if got := wantState(t, a, "handoff", effector.Done).Result; string(got) != "from a's claim" {
+			t.Fatalf("result = %q, want %q", got, "from a's claim")
+		}
+	})
+
+	t.Run("concurrent claims through both handles give exactly one owner per intent", func(t *testing.T) {
+		const intents, perHandle = 40, 4
+		var claimed [intents]atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*perHandle)
+		start := make(chan struct{})
+		for _, s := range []*Store{a, b} {
+			for range perHandle {
+				wg.Go(func() {
+					<-start
+					for i := range intents {
+						c, err := s.Claim(context.Background(), fmt.Sprintf("contended-%d", i), time.Minute)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if c.State == effector.Claimed {
+							claimed[i].Add(1)
+						}
+					}
+				})
+			}
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("Claim: %v", err)
+		}
+		for i := range intents {
+			if n := claimed[i].Load(); n != 1 {
+				t.Errorf("intent contended-%d was claimed %d times, want exactly 1", i, n)
+			}
+		}
+	})
+}
+
+func TestDurability(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "durable.db")
+	s := openForTest(t, path)
+
+	t.Run("the connection runs WAL with synchronous FULL, a busy timeout and immediate transactions", func(t *testing.T) {
+		for _, p := range []struct{ pragma, want string }{
+			{"journal_mode", "wal"},
+			{"synchronous", "2"}, // FULL
+			{"busy_timeout", "10000"},
+		} {
+			var got string
+			if err := s.db.QueryRow("PRAGMA " + p.pragma).Scan(&got); err != nil {
+				t.Fatalf("PRAGMA %s: %v", p.pragma, err)
+			}
+			if got != p.want {
+				t.Errorf("PRAGMA %s = %q, want %q", p.pragma, got, p.want)
+			}
+		}
+	})
+
+	t.Run("a result survives closing and reopening the file", func(t *testing.T) {
+		tok := mustClaim(t, s, "survivor", time.Minute)
+		if err := s.Complete(context.Background(), "survivor", tok, []byte("kept"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		inflight := mustClaim(t, s, "in-flight-survivor", time.Hour)
+		_ = inflight
+		reopened := openForTest(t, path)
+		if got := wantState(t, reopened, "survivor", effector.Done).Result; string(got) != "kept" {
+			t.Fatalf("result after reopening = %q, want %q", got, "kept")
+		}
+		wantState(t, reopened, "in-flight-survivor", effector.InFlight)
+		if err := reopened.Complete(context.Background(), "in-flight-survivor", inflight, []byte("late"), time.Hour); err != nil {
+			t.Fatalf("the owner completing through a reopened file: %v", err)
+		}
+	})
+}
+
+// TestBusyTimeout holds the file's write lock from a raw connection, as another
+// process would, and checks that writes queue behind it rather than failing
+// or, worse, claiming without the lock.
+func TestBusyTimeout(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	s := openForTest(t, path, WithBusyTimeout(5*time.Second))
+	impatient := openForTest(t, path, WithBusyTimeout(50*time.Millisecond))
+
+	other, err := sql.Open("sqlite", dsn(path, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.Begin() // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO effector_dedup VALUES ('held', 'other', 0, NULL, ?)`,
+		time.Now().Add(time.Hour).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a claim with a short busy timeout fails instead of claiming", func(t *testing.T) {
+		_, err := impatient.Claim(context.Background(), "held", time.Minute)
+		if err == nil || !strings.Contains(err.Error(), "locked") {
+			t.Fatalf("Claim while another connection writes: err = %v, want a database-locked error", err)
+		}
+	})
+
+	t.Run("a claim waits for the lock and sees the other writer's row", func(t *testing.T) {
+		done := make(chan effector.Claim)
+		go func() {
+			c, err := s.Claim(context.Background(), "held", time.Minute)
+			if err != nil {
+				t.Errorf("Claim: %v", err)
+			}
+			done <- c
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if c := <-done; c.State != effector.InFlight {
+			t.Fatalf("Claim after the other writer committed its claim = %s, want in-flight", c.State)
+		}
+	})
+}
+
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+
+	t.Run("Sweep deletes expired claims and results and keeps live ones", func(t *testing.T) {
+		s := openForTest(t, filepath.Join(t.TempDir(), "sweep.db"), WithClock(clock.Now), WithSweepInterval(0))
+		mustClaim(t, s, "short-lease", time.Second)
+		mustClaim(t, s, "long-lease", time.Hour)
+		tok := mustClaim(t, s, "short-result", time.Hour)
+		if err := s.Complete(context.Background(), "short-result", tok, []byte("r"), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		tok = mustClaim(t, s, "long-result", time.Hour)
+		if err := s.Complete(context.Background(), "long-result", tok, []byte("r"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Second)
+		n, err := s.Sweep(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 2 || countRows(t, s) != 2 {
+			t.Fatalf("Sweep deleted %d rows leaving %d, want 2 deleted and 2 left", n, countRows(t, s))
+		}
+		wantState(t, s, "long-lease", effector.InFlight)
+		wantState(t, s, "long-result", effector.Done)
+	})
+
+	t.Run("claims sweep expired rows once the interval has passed", func(t *testing.T) {
+		s := openForTest(t, filepath.Join(t.TempDir(), "autosweep.db"), WithClock(clock.Now),
+			WithSweepInterval(time.Minute), WithSweepBatch(3))
+		for i := range 5 {
+			mustClaim(t, s, fmt.Sprintf("old-%d", i), time.Second)
+		}
+		clock.Advance(30 * time.Second)
+		mustClaim(t, s, "before-interval", time.Hour)
+		if got := countRows(t, s); got != 6 {
+			t.Fatalf("rows before the sweep interval = %d, want 6 (nothing swept yet)", got)
+		}
+		clock.Advance(31 * time.Second)
+		mustClaim(t, s, "after-interval", time.Hour)
+		if got := countRows(t, s); got != 4 {
+			t.Fatalf("rows after one sweep of batch 3 = %d, want 4", got)
+		}
+	})
+}
+
+func TestInjectedTokens(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	s := openForTest(t, filepath.Join(t.TempDir(), "tokens.db"), WithTokens(func() (string, error) {
+		return fmt.Sprintf("tok-%d", n.Add(1)), nil
+	}))
+	if got := mustClaim(t, s, "a", time.Minute); got != "tok-1" {
+		t.Fatalf("token = %q, want the injected %q", got, "tok-1")
+	}
+	broken := openForTest(t, filepath.Join(t.TempDir(), "broken.db"), WithTokens(func() (string, error) {
+		return "", errors.New("entropy ran out")
+	}))
+	if _, err := broken.Claim(context.Background(), "a", time.Minute); err == nil || !strings.Contains(err.Error(), "entropy ran out") {
+		t.Fatalf("Claim with a failing token source: err = %v, want it passed on", err)
+	}
+}
+
+func TestRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	s := openForTest(t, filepath.Join(t.TempDir(), "bad.db"))
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a zero lease is refused", func() error { _, err := s.Claim(ctx, "x", 0); return err }(), "lease 0s: want a positive duration"},
+		{"a negative ttl is refused", s.Complete(ctx, "x", "t", nil, -time.Second), "result ttl -1s: want a positive duration"},
+		{"a path with a query is refused", func() error { _, err := Open(ctx, "x.db?mode=memory"); return err }(), `path "x.db?mode=memory"`},
+		{"an empty path is refused", func() error { _, err := Open(ctx, ""); return err }(), `path ""`},
+		{"an unopenable file is reported with its path", func() error {
+			_, err := Open(ctx, filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"))
+			return err
+		}(), "no/such/dir/x.db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", tt.err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmptyResultIsDoneNotNull(t *testing.T) {
+	t.Parallel()
+	s := openForTest(t, filepath.Join(t.TempDir(), "empty.db"))
+	tok := mustClaim(t, s, "empty", time.Minute)
+	if err := s.Complete(context.Background(), "empty", tok, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c := wantState(t, s, "empty", effector.Done)
+	if c.Result == nil || len(c.Result) != 0 {
+		t.Fatalf("result = %#v, want an empty, non-nil slice", c.Result)
+	}
+}
