@@ -1,0 +1,372 @@
+package effector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+// Effector executes intents once: the only holder of side-effecting
+// functions. It is safe for concurrent use; run as many Process calls at once
+// as the tools allow.
+type Effector struct {
+	table  *registry.Registry
+	store  DedupStore
+	runner *ToolRunner
+	cfg    config
+}
+
+// New returns an Effector that executes the tools of effectTable (the
+// side-effecting tools with their functions: bindings.Bound.Effector) and
+// records claims and results in store.
+//
+// It refuses, with a *ConfigError listing every problem, a configuration
+// under which an intent could execute twice or never: a lease that does not
+// exceed every tool's timeout (the claim could end while the function still
+// runs, and another worker would run it again), a timeout for a tool the table
+// does not hold, signature checking with no keys, and non-positive durations.
+func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Effector, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var ps []string
+	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
+	if effectTable == nil {
+		add("the effect table is nil: pass bindings.Bound.Effector")
+	}
+	if store == nil {
+		add("the dedup store is nil: pass NewMemoryStore() or a durable store")
+	}
+	if cfg.now == nil {
+		add("WithClock(nil): pass a clock such as time.Now")
+	}
+	if cfg.logger == nil {
+		add("WithLogger(nil): pass a logger, or slog.New(slog.DiscardHandler) for none")
+	}
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			add("%s is %v: it must be positive", name, d)
+		}
+	}
+	positive("WithLease", cfg.lease)
+	positive("WithTimeout", cfg.timeout)
+	positive("WithResultTTL", cfg.resultTTL)
+	positive("WithStoreTimeout", cfg.storeTimeout)
+	positive("WithBackoff minimum", cfg.minBackoff)
+	if cfg.maxBackoff < cfg.minBackoff {
+		add("WithBackoff maximum %v is below its minimum %v", cfg.maxBackoff, cfg.minBackoff)
+	}
+	if cfg.timeout > 0 && cfg.lease <= cfg.timeout {
+		add("lease %v does not exceed the tool timeout %v: a claim could end while a tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, cfg.timeout)
+	}
+	for _, name := range sortedKeys(cfg.toolTimeouts) {
+		d := cfg.toolTimeouts[name]
+		positive(fmt.Sprintf("WithToolTimeout(%q)", name), d)
+		if effectTable != nil {
+			if _, err := effectTable.Get(name); err != nil {
+				add("WithToolTimeout(%q): %v", name, err)
+			}
+		}
+		if d > 0 && cfg.lease <= d {
+			add("lease %v does not exceed the timeout %v of tool %q: a claim could end while the tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, d, name)
+		}
+	}
+	switch cfg.mode {
+	case VerifyOff:
+	case VerifyPermissive, VerifyRequire:
+		if len(cfg.keys) == 0 {
+			add("signature mode %s with no keys: every signed intent would be refused; pass the key set to WithVerify", cfg.mode)
+		}
+		for _, id := range sortedKeys(cfg.keys) {
+			if len(cfg.keys[id]) == 0 {
+				add("signing key %q is empty: an empty HMAC key protects nothing", id)
+			}
+		}
+	default:
+		add("unknown signature mode %d: use VerifyOff, VerifyPermissive or VerifyRequire", int(cfg.mode))
+	}
+	if len(ps) > 0 {
+		return nil, &ConfigError{Problems: ps}
+	}
+	return &Effector{table: effectTable, store: store, runner: NewToolRunner(), cfg: cfg}, nil
+}
+
+// Process executes the intent at most once and returns its terminal result.
+// Its phases, in order:
+//
+//  1. Verify the signature (see VerifyMode). An intent that fails, or has no
+//     intent id, is refused: it goes to the dead-letter sink, no Result exists
+//     for it, and Process returns a *RefusedError.
+//  2. Refuse an intent whose expires_at_ms is not positive or not after now as
+//     EXPIRED, without touching the store.
+//  3. Claim its id in the store. If another worker holds it, wait (backoff
+//     doubling from WithBackoff's minimum to its maximum, bounded by ctx) and
+//     claim again: never skip. If it is done, return the stored result,
+//     byte-identical when marshaled, without executing anything.
+//  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
+//     function, malformed JSON or arguments that break the tool's contract
+//     give REJECTED; the function is not invoked. An APPROVAL intent goes to
+//     the approval sink instead, and is done (OK, payload
+//     {"approval":"requested"}).
+//  5. Execute through the ToolRunner, under the tool's timeout. The function
+//     finds the intent's identity with IntentFrom.
+//  6. Complete the claim with the terminal result: OK with the canonical JSON
+//     of what the function returned; ERROR when it returned an error,
+//     panicked, timed out, was canceled, or returned something JSON cannot
+//     encode (it ran: its effect is unknown, so it is never run again).
+//
+// Every result carries the intent's id, entity key and seq, and the clock's
+// time as completed_at_ms. Results of phases 3 to 6 are stored, so a
+// redelivered intent gets the same result.
+//
+// An error means there is no result to publish. A *RefusedError means the
+// intent was dead-lettered: acknowledge it, do not redeliver it. Any other
+// error (ctx ended while waiting for another worker, the store failed, the
+// approval sink failed) leaves the intent to be redelivered and processed
+// again; nothing ran, or the store will answer with what did.
+func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+	if err := e.verify(in); err != nil {
+		return toolreg.Result{}, e.refuse(ctx, in, err)
+	}
+	if now := e.cfg.now(); expired(in, now) {
+		res := e.expiredResult(in, now)
+		e.logResult(ctx, in, res)
+		return res, nil
+	}
+	backoff := e.cfg.minBackoff
+	for {
+		c, err := e.store.Claim(ctx, in.ID, e.cfg.lease)
+		if err != nil {
+			return toolreg.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)
+		}
+		switch c.State {
+		case Done:
+			var res toolreg.Result
+			if err := res.UnmarshalBinary(c.Result); err != nil {
+				return toolreg.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else", in.ID, err)
+			}
+			e.cfg.logger.DebugContext(ctx, "effector: intent already done", "intent_id", in.ID, "status", res.Status.String())
+			return res, nil
+		case Claimed:
+			return e.executeClaimed(ctx, in, c.Token)
+		case InFlight:
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return toolreg.Result{}, fmt.Errorf("effector: intent %q: gave up waiting for the worker that holds it: %w", in.ID, context.Cause(ctx))
+			case <-t.C:
+			}
+			backoff = min(2*backoff, e.cfg.maxBackoff)
+		default:
+			return toolreg.Result{}, fmt.Errorf("effector: claiming intent %q: the store answered with unknown state %d", in.ID, int(c.State))
+		}
+	}
+}
+
+// verify is phase 1.
+func (e *Effector) verify(in *toolreg.Intent) error {
+	if in.ID == "" {
+		return fmt.Errorf("%w: it has no intent_id, so it cannot be deduplicated nor answered", ErrMalformedIntent)
+	}
+	if !utf8.ValidString(in.ID) {
+		return fmt.Errorf("%w: its intent_id %q is not valid UTF-8", ErrMalformedIntent, in.ID)
+	}
+	if e.cfg.mode == VerifyOff {
+		return nil
+	}
+	err := in.VerifyHMAC(e.cfg.keys)
+	if e.cfg.mode == VerifyPermissive && errors.Is(err, toolreg.ErrUnsigned) {
+		return nil
+	}
+	return err
+}
+
+func (e *Effector) refuse(ctx context.Context, in *toolreg.Intent, reason error) error {
+	re := &RefusedError{IntentID: in.ID, Reason: reason}
+	if e.cfg.deadLetter == nil {
+		e.cfg.logger.WarnContext(ctx, "effector: intent refused", "intent_id", in.ID, "tool", in.ToolName, "reason", reason.Error())
+		return re
+	}
+	re.SinkErr = e.cfg.deadLetter(ctx, in, reason)
+	return re
+}
+
+func expired(in *toolreg.Intent, now time.Time) bool {
+	return in.ExpiresAtMs <= 0 || in.ExpiresAtMs <= now.UnixMilli()
+}
+
+func (e *Effector) expiredResult(in *toolreg.Intent, now time.Time) toolreg.Result {
+	msg := fmt.Sprintf("effector: intent %q expired at %d ms (now %d ms); nothing ran", in.ID, in.ExpiresAtMs, now.UnixMilli())
+	if in.ExpiresAtMs <= 0 {
+		msg = fmt.Sprintf("effector: intent %q has no expiry (expires_at_ms %d); nothing ran: stage intents with a time-to-live", in.ID, in.ExpiresAtMs)
+	}
+	return e.result(in, toolreg.StatusExpired, nil, msg)
+}
+
+// executeClaimed runs phases 4 to 6 for the owner of the claim token.
+func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string) (toolreg.Result, error) {
+	res, err := e.outcome(ctx, in)
+	var record []byte
+	if err == nil {
+		record, err = res.MarshalBinary()
+	}
+	// The outcome is recorded even if ctx has ended: a function that ran must
+	// not run again.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.storeTimeout)
+	defer cancel()
+	if err != nil {
+		// Nothing ran: let the next delivery try again at once.
+		if rerr := e.store.Release(sctx, in.ID, token); rerr != nil {
+			e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
+		}
+		return toolreg.Result{}, err
+	}
+	if cerr := e.store.Complete(sctx, in.ID, token, record, e.cfg.resultTTL); cerr != nil {
+		// The result is still the truth about this execution, so it is
+		// returned; but a redelivery may execute the intent again.
+		note := cerr.Error()
+		if errors.Is(cerr, ErrNotOwner) {
+			note = "the claim's lease ended before the result was recorded; the intent may execute again: raise WithLease"
+		}
+		e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", note)
+		return res, nil
+	}
+	e.logResult(ctx, in, res)
+	return res, nil
+}
+
+func (e *Effector) logResult(ctx context.Context, in *toolreg.Intent, res toolreg.Result) {
+	if !e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	e.cfg.logger.DebugContext(ctx, "effector: intent processed", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", res.ErrorMessage)
+}
+
+// outcome runs phases 4 and 5 and returns the terminal result. An error means
+// nothing ran and nothing is terminal: the claim is released.
+func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+	// The claim may have come after a wait; an intent must not run late.
+	if now := e.cfg.now(); expired(in, now) {
+		return e.expiredResult(in, now), nil
+	}
+	switch in.Kind {
+	case toolreg.KindTool, toolreg.KindUnspecified:
+	case toolreg.KindApproval:
+		return e.approve(ctx, in)
+	default:
+		return e.rejected(in, fmt.Sprintf("effector: intent %q has kind %s, which this effector does not know: upgrade it", in.ID, in.Kind)), nil
+	}
+	t, err := e.table.Get(in.ToolName)
+	switch {
+	case err != nil:
+		return e.rejected(in, err.Error()), nil
+	case !t.SideEffect():
+		return e.rejected(in, (&toolreg.ReadOnlyToolError{Name: t.Name()}).Error()), nil
+	case !t.Bound():
+		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), nil
+	case !json.Valid(in.ArgsJSON):
+		return e.rejected(in, fmt.Sprintf("effector: tool %q: args_json is not valid JSON; the function was not invoked", t.Name())), nil
+	}
+	if _, err := t.DecodeArgs(in.ArgsJSON); err != nil {
+		return e.rejected(in, err.Error()), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return toolreg.Result{}, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
+	}
+	v, err := e.invoke(ctx, in, t)
+	if err != nil {
+		return e.result(in, toolreg.StatusError, nil, err.Error()), nil
+	}
+	payload, err := toolreg.CanonicalJSON(v)
+	if err != nil {
+		return e.result(in, toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), nil
+	}
+	return e.result(in, toolreg.StatusOK, payload, ""), nil
+}
+
+// approvalRequested is the payload of a done APPROVAL intent.
+var approvalRequested = []byte(`{"approval":"requested"}`)
+
+func (e *Effector) approve(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+	if e.cfg.approval == nil {
+		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
+	}
+	if err := e.cfg.approval(ctx, in); err != nil {
+		return toolreg.Result{}, fmt.Errorf("effector: intent %q: approval sink: %w", in.ID, err)
+	}
+	return e.result(in, toolreg.StatusOK, approvalRequested, ""), nil
+}
+
+func (e *Effector) rejected(in *toolreg.Intent, msg string) toolreg.Result {
+	return e.result(in, toolreg.StatusRejected, nil, msg)
+}
+
+func (e *Effector) result(in *toolreg.Intent, st toolreg.Status, payload []byte, msg string) toolreg.Result {
+	return toolreg.Result{
+		IntentID:      in.ID,
+		EntityKey:     append([]byte(nil), in.EntityKey...),
+		Seq:           in.Seq,
+		Status:        st,
+		Payload:       payload,
+		ErrorMessage:  strings.ToValidUTF8(msg, "\uFFFD"), // a proto3 string must be UTF-8
+		CompletedAtMs: e.cfg.now().UnixMilli(),
+	}
+}
+
+func (e *Effector) timeout(tool string) time.Duration {
+	if d, ok := e.cfg.toolTimeouts[tool]; ok {
+		return d
+	}
+	return e.cfg.timeout
+}
+
+type runOutcome struct {
+	v   any
+	err error
+}
+
+// invoke runs the tool's function through the ToolRunner, in its own
+// goroutine so that the timeout holds even for a function that ignores ctx:
+// the claim is completed (ERROR) before the lease ends, so no other worker
+// runs the intent again while this one is stuck.
+func (e *Effector) invoke(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool) (any, error) {
+	d := e.timeout(t.Name())
+	ctx, cancel := context.WithTimeoutCause(ctx, d, &TimeoutError{Tool: t.Name(), Timeout: d})
+	defer cancel()
+	ctx = withIntent(ctx, in)
+	done := make(chan runOutcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- runOutcome{err: &toolreg.ToolPanicError{Tool: t.Name(), Value: p, Stack: debug.Stack()}}
+			}
+		}()
+		v, err := e.runner.Run(ctx, t, in.ArgsJSON)
+		done <- runOutcome{v, err}
+	}()
+	select {
+	case o := <-done:
+		return o.v, o.err
+	case <-ctx.Done():
+		cause := context.Cause(ctx)
+		var te *TimeoutError
+		if errors.As(cause, &te) {
+			return nil, te
+		}
+		return nil, fmt.Errorf("effector: tool %q was canceled while running; its effect is unknown: %w", t.Name(), cause)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
