@@ -224,7 +224,7 @@ func TestBindRefuses(t *testing.T) {
 		{
 			name: "a param with no field of its json name",
 			bind: bindOne(&toolreg.Param{Name: "customer_id", Schema: str()}, func(context.Context, NoFieldArg) (int, error) { return 0, nil }),
-			want: []string{"tools.yaml:33:3", `param "customer_id" has no field in bindings_test.NoFieldArg`, "add CustomerId string `json:\"customer_id\"`"},
+			want: []string{"tools.yaml:33:3", `param "customer_id" has no field in bindings_test.NoFieldArg`, "add CustomerID string `json:\"customer_id\"`"},
 		},
 		{
 			name: "an exported field that is no param",

@@ -360,26 +360,27 @@ func describe(s *toolreg.Schema) string {
 }
 
 // exportName turns a json name into a suggested Go field name:
-// customer_id -> CustomerId.
+// customer_id -> CustomerID, max-results -> MaxResults.
 func exportName(name string) string {
 	var b strings.Builder
-	up := true
-	for _, r := range name {
-		if r == '_' || r == '-' {
-			up = true
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' }) {
+		if initialisms[strings.ToLower(w)] {
+			b.WriteString(strings.ToUpper(w))
 			continue
 		}
-		if up && r >= 'a' && r <= 'z' {
-			r -= 'a' - 'A'
+		if c := w[0]; c >= 'a' && c <= 'z' {
+			w = string(c-'a'+'A') + w[1:]
 		}
-		up = false
-		b.WriteRune(r)
+		b.WriteString(w)
 	}
-	if b.Len() == 0 {
-		return "Field"
+	if c := b.String(); c == "" || c[0] < 'A' || c[0] > 'Z' {
+		return "Field" + b.String()
 	}
 	return b.String()
 }
+
+// initialisms are the words Go names spell in capitals.
+var initialisms = map[string]bool{"id": true, "url": true, "uri": true, "http": true, "json": true, "api": true, "uuid": true, "ip": true, "sql": true}
 
 // typeName renders t as Go source spells it, without package paths' noise.
 func typeName(t reflect.Type) string {
