@@ -1,0 +1,333 @@
+package loader
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// MaxFileSize is the largest manifest file the loader reads: 1 MiB. A
+// manifest is a few kilobytes; anything this large is refused, unread.
+const MaxFileSize = 1 << 20
+
+// Load reads the manifests at paths, files or directories (searched
+// recursively for .yaml, .yml and .cue files), validates each against
+// schema.cue and returns their tools: files in sorted path order, each file's
+// tools in the order it declares them.
+//
+// When any manifest is invalid, Load returns no specs and an error that lists
+// every problem of every file: a *toolreg.ToolDefinitionError. A tool name
+// declared twice gives a *toolreg.DuplicateToolError naming both places; when
+// there are both kinds, the error joins them (find each with errors.As).
+func Load(paths ...string) ([]*toolreg.Spec, error) {
+	return load(osSource{}, paths)
+}
+
+// LoadFS is Load reading from fsys; paths are fs.FS paths ("manifests",
+// "manifests/refund.yaml"), and positions in errors name files by them.
+func LoadFS(fsys fs.FS, paths ...string) ([]*toolreg.Spec, error) {
+	return load(fsSource{fsys}, paths)
+}
+
+// source is the file system Load and LoadFS read.
+type source interface {
+	stat(name string) (fs.FileInfo, error)
+	readDir(name string) ([]fs.DirEntry, error)
+	open(name string) (io.ReadCloser, error)
+	join(dir, name string) string
+	valid(name string) bool
+}
+
+type osSource struct{}
+
+func (osSource) stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
+func (osSource) readDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+func (osSource) open(name string) (io.ReadCloser, error)    { return os.Open(name) }
+func (osSource) join(dir, name string) string               { return filepath.Join(dir, name) }
+func (osSource) valid(name string) bool                     { return name != "" }
+
+type fsSource struct{ fsys fs.FS }
+
+func (s fsSource) stat(name string) (fs.FileInfo, error)      { return fs.Stat(s.fsys, name) }
+func (s fsSource) readDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(s.fsys, name) }
+func (s fsSource) open(name string) (io.ReadCloser, error)    { return s.fsys.Open(name) }
+func (fsSource) join(dir, name string) string                 { return path.Join(dir, name) }
+func (fsSource) valid(name string) bool                       { return fs.ValidPath(name) }
+
+func isManifest(name string) bool {
+	switch path.Ext(filepath.ToSlash(name)) {
+	case ".yaml", ".yml", ".cue":
+		return true
+	}
+	return false
+}
+
+// collect expands paths into the sorted, de-duplicated manifest files they
+// name. A path that does not exist, or a file that is no manifest, is a problem.
+func collect(src source, paths []string) ([]string, []toolreg.Problem) {
+	var files []string
+	var ps []toolreg.Problem
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := src.readDir(dir)
+		if err != nil {
+			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: dir}, Message: fmt.Sprintf("cannot read directory: %v", unwrapPathError(err))})
+			return
+		}
+		for _, e := range entries {
+			name := src.join(dir, e.Name())
+			switch {
+			case e.IsDir():
+				// Hidden directories (.git) and cue.mod hold no manifests.
+				if !strings.HasPrefix(e.Name(), ".") && e.Name() != "cue.mod" {
+					walk(name)
+				}
+			case isManifest(e.Name()) && !strings.HasPrefix(e.Name(), "."):
+				// A symlink to a directory is not followed: it could loop.
+				if e.Type()&fs.ModeSymlink != 0 {
+					if fi, err := src.stat(name); err != nil || fi.IsDir() {
+						continue
+					}
+				}
+				files = append(files, name)
+			}
+		}
+	}
+	for _, p := range paths {
+		if !src.valid(p) {
+			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: "invalid path: use a slash-separated path relative to the file system's root, such as manifests/refund.yaml"})
+			continue
+		}
+		fi, err := src.stat(p)
+		switch {
+		case err != nil:
+			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: fmt.Sprintf("cannot read: %v", unwrapPathError(err))})
+		case fi.IsDir():
+			walk(p)
+		case !isManifest(p):
+			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: "not a manifest: a manifest file ends in .yaml, .yml or .cue"})
+		default:
+			files = append(files, p)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files), ps
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// read returns the file's bytes, refusing one over MaxFileSize or not text.
+func read(src source, name string) ([]byte, *toolreg.Problem) {
+	fail := func(format string, args ...any) ([]byte, *toolreg.Problem) {
+		return nil, &toolreg.Problem{Pos: toolreg.Pos{File: name}, Message: fmt.Sprintf(format, args...)}
+	}
+	f, err := src.open(name)
+	if err != nil {
+		return fail("cannot read: %v", unwrapPathError(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return fail("cannot read: %v", unwrapPathError(err))
+	}
+	if len(b) > MaxFileSize {
+		return fail("file is over the %d-byte (1 MiB) limit for a manifest: split it, or check it is the file you meant", MaxFileSize)
+	}
+	if !utf8.Valid(b) || slices.Contains(b, 0) {
+		return fail("file is not UTF-8 text: a manifest is YAML or CUE text")
+	}
+	return b, nil
+}
+
+// found is one tool found by the loader, with what orders it.
+type found struct {
+	spec *toolreg.Spec
+	file int // index of the file in sorted order
+	doc  int // YAML document index; for CUE, 0
+}
+
+// unit is the work of one YAML file or one CUE package, done in parallel with
+// the others; its results are written in place.
+type unit struct {
+	files []int // indexes into the sorted files; one for YAML, a package's for CUE
+	cue   []*cueFile
+	src   []byte
+
+	tools []found
+	probs []toolreg.Problem
+}
+
+func load(src source, paths []string) ([]*toolreg.Spec, error) {
+	files, probs := collect(src, paths)
+	index := make(map[string]int, len(files))
+	for i, f := range files {
+		index[f] = i
+	}
+
+	// Read and split the work: each YAML file is a unit; the CUE files of one
+	// directory form one CUE package, one unit.
+	var units []*unit
+	cuePkgs := map[string]*unit{}
+	for i, name := range files {
+		b, p := read(src, name)
+		if p != nil {
+			probs = append(probs, *p)
+			continue
+		}
+		if path.Ext(filepath.ToSlash(name)) != ".cue" {
+			units = append(units, &unit{files: []int{i}, src: b})
+			continue
+		}
+		if len(strings.TrimSpace(string(b))) == 0 {
+			probs = append(probs, toolreg.Problem{Pos: toolreg.Pos{File: name}, Message: "empty file: a CUE manifest declares tools under `tools` in package " + schemaPackage})
+			continue
+		}
+		f, ps := parseCUE(name, b)
+		if ps != nil {
+			probs = append(probs, ps...)
+			continue
+		}
+		dir := filepath.Dir(name)
+		u := cuePkgs[dir]
+		if u == nil {
+			u = &unit{}
+			cuePkgs[dir] = u
+			units = append(units, u)
+		}
+		u.files = append(u.files, i)
+		u.cue = append(u.cue, f)
+	}
+
+	parallel(len(units), func(i int) {
+		u := units[i]
+		if u.cue != nil {
+			u.loadCUE(index)
+		} else {
+			u.loadYAML(files[u.files[0]])
+		}
+	})
+
+	var all []found
+	for _, u := range units {
+		all = append(all, u.tools...)
+		probs = append(probs, u.probs...)
+	}
+	slices.SortStableFunc(all, func(a, b found) int {
+		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.doc, b.doc),
+			cmp.Compare(a.spec.Pos.Line, b.spec.Pos.Line), cmp.Compare(a.spec.Pos.Col, b.spec.Pos.Col))
+	})
+
+	var errs []error
+	if len(probs) > 0 {
+		slices.SortStableFunc(probs, func(a, b toolreg.Problem) int {
+			return cmp.Or(cmp.Compare(fileOrder(index, a.Pos.File), fileOrder(index, b.Pos.File)),
+				cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
+		})
+		errs = append(errs, &toolreg.ToolDefinitionError{Problems: probs})
+	}
+	first := make(map[string]*toolreg.Spec, len(all))
+	specs := make([]*toolreg.Spec, 0, len(all))
+	for _, f := range all {
+		if prev, ok := first[f.spec.Name]; ok {
+			errs = append(errs, &toolreg.DuplicateToolError{Name: f.spec.Name, First: prev.Pos, Second: f.spec.Pos})
+			continue
+		}
+		first[f.spec.Name] = f.spec
+		specs = append(specs, f.spec)
+	}
+	switch len(errs) {
+	case 0:
+		return specs, nil
+	case 1:
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
+}
+
+// fileOrder sorts problems of files the loader read by the files' order, and
+// others (such as a path that does not exist) first.
+func fileOrder(index map[string]int, file string) int {
+	if i, ok := index[file]; ok {
+		return i
+	}
+	return -1
+}
+
+func (u *unit) loadYAML(name string) {
+	for _, d := range parseYAML(name, u.src) {
+		if d.prob != nil {
+			u.probs = append(u.probs, *d.prob)
+			continue
+		}
+		if ps := checkYAMLTool(d.root); ps != nil {
+			u.probs = append(u.probs, ps...)
+			continue
+		}
+		s := decodeSpec(d.root)
+		if ps := checkSpec(s); ps != nil {
+			u.probs = append(u.probs, ps...)
+			continue
+		}
+		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index})
+	}
+	u.src = nil
+}
+
+func (u *unit) loadCUE(index map[string]int) {
+	tools, ps := evalCUE(u.cue)
+	u.probs = append(u.probs, ps...)
+	for _, t := range tools {
+		s := decodeSpec(t.root)
+		s.Name = t.name
+		if ps := checkSpec(s); ps != nil {
+			u.probs = append(u.probs, ps...)
+			continue
+		}
+		u.tools = append(u.tools, found{spec: s, file: fileOrder(index, s.Pos.File)})
+	}
+	u.cue = nil
+}
+
+// parallel calls fn(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}

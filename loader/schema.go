@@ -1,0 +1,320 @@
+package loader
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// schemaFile is the file name the embedded schema is compiled under, so that
+// positions inside it can be told from positions in manifests.
+const schemaFile = "schema.cue"
+
+// toolDef is #Tool of the embedded schema, compiled once per process. CUE
+// values may be unified with values of other contexts (cuelang.org/go v0.17),
+// so each document is built in a context of its own and unified with it: the
+// document's context, and all it retains, is garbage once the document is
+// checked, while this one stays the size of the schema.
+var toolDef = sync.OnceValue(func() cue.Value {
+	v := cuecontext.New().CompileString(toolreg.SchemaCUE, cue.Filename(schemaFile))
+	if err := v.Err(); err != nil {
+		panic("loader: embedded schema.cue does not compile: " + err.Error())
+	}
+	return v.LookupPath(cue.MakePath(cue.Def("Tool")))
+})
+
+// checkYAMLTool checks one YAML document against #Tool and returns its
+// problems.
+func checkYAMLTool(root *node) []toolreg.Problem {
+	v := cuecontext.New().BuildExpr(root.expr())
+	err := v.Unify(toolDef()).Validate(cue.Concrete(true))
+	if err == nil {
+		return nil
+	}
+	tool := ""
+	if n, _, ok := root.get("name"); ok && n.kind == kindString {
+		tool = n.text
+	}
+	ps := translate(cueerrors.Errors(err), 0, tool, root, func(e cueerrors.Error) toolreg.Pos {
+		return root.posOf(e.Path())
+	})
+	return withMissing(ps, tool, root, true)
+}
+
+// withMissing adds to ps the missing required fields of the tool tree that ps
+// does not already report. CUE reports a missing field only when nothing else
+// is wrong; a manifest's author wants every problem at once.
+// A CUE tool's name is its key, so only a YAML tool can miss it (withName).
+func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) []toolreg.Problem {
+	if tree == nil || tree.kind != kindMap {
+		return ps
+	}
+	has := map[string]bool{}
+	for _, p := range ps {
+		has[p.Path+"\x00"+p.Message] = true
+	}
+	add := func(pos toolreg.Pos, path, msg string) {
+		if !has[path+"\x00"+msg] {
+			has[path+"\x00"+msg] = true
+			ps = append(ps, toolreg.Problem{Pos: pos, Tool: tool, Path: path, Message: msg})
+		}
+	}
+	for _, k := range []string{"name", "description"} {
+		if _, _, ok := tree.get(k); !ok && (k != "name" || withName) {
+			add(tree.pos, k, "missing "+k+requiredHint(k))
+		}
+	}
+	if params, _, ok := tree.get("params"); ok {
+		missingTypes(params, "params", add)
+	}
+	return ps
+}
+
+// missingTypes reports the params under a params or properties mapping that
+// have no type, and those nested in their items and additionalProperties.
+func missingTypes(params *node, path string, add func(toolreg.Pos, string, string)) {
+	if params.kind != kindMap {
+		return
+	}
+	var schema func(n *node, pos toolreg.Pos, path string)
+	schema = func(n *node, pos toolreg.Pos, path string) {
+		if n.kind != kindMap {
+			return
+		}
+		if _, _, ok := n.get("type"); !ok {
+			add(pos, path, missingType(n))
+		}
+		if it, kp, ok := n.get("items"); ok {
+			schema(it, kp, path+".items")
+		}
+		if ap, kp, ok := n.get("additionalProperties"); ok {
+			schema(ap, kp, path+".additionalProperties")
+		}
+		if props, _, ok := n.get("properties"); ok {
+			missingTypes(props, path+".properties", add)
+		}
+	}
+	for i, k := range params.keys {
+		schema(params.vals[i], params.kpos[i], path+"."+k)
+	}
+}
+
+// missingType is the message for a schema without a type.
+func missingType(n *node) string {
+	return "missing type: set type to one of " + typeNames + typoHint(n)
+}
+
+var typeNames = "string, integer, number, boolean, array, object"
+
+// keywords lists the keys #Schema takes for each type, for hints on a key it
+// refuses.
+var keywords = map[string][]string{
+	"":        {"type", "description", "default", "enum", "required"},
+	"string":  {"minLength", "maxLength", "pattern", "format"},
+	"integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+	"number":  {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+	"boolean": {},
+	"array":   {"minItems", "maxItems", "uniqueItems", "items"},
+	"object":  {"properties", "additionalProperties"},
+}
+
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "annotations"}
+
+var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
+
+// translate turns CUE's errors about one tool into Problems: one per path,
+// worded for someone editing a manifest. where finds a problem's position in
+// the manifest; tree is the tool as written, to look values up.
+//
+// errs are CUE's errors about the tool; their paths start with prefix elements
+// that lead to the tool (tools.<name> in a CUE package), which are dropped.
+func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, where func(e cueerrors.Error) toolreg.Pos) []toolreg.Problem {
+	var ps []toolreg.Problem
+	done := map[string]bool{} // paths that already have their problem
+	for _, e := range errs {
+		path := e.Path()
+		if len(path) >= prefix {
+			path = path[prefix:]
+		}
+		key := strings.Join(path, ".")
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		if strings.HasSuffix(msg, "errors in empty disjunction:") || strings.HasSuffix(msg, "errors in empty disjunction") {
+			continue // its parts follow as errors of their own
+		}
+		var last string
+		if len(path) > 0 {
+			last = path[len(path)-1]
+		}
+		at := tree.lookup(path)
+		switch {
+		case strings.HasPrefix(msg, "required field missing: type"):
+			msg = missingType(at)
+		case msg == "field is required but not present":
+			msg = "missing " + last + requiredHint(last)
+		case strings.Contains(msg, "field not allowed"):
+			msg = "field not allowed: " + notAllowedHint(tree, path)
+		case last == "type" && unknownType(msg, at) != "":
+			msg = fmt.Sprintf("unknown type %s: use one of %s", unknownType(msg, at), typeNames)
+		case len(path) == 1 && last == "name" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("invalid tool name %q: use 1 to 64 letters, digits, '_' or '-'", tool)
+		case len(path) == 1 && last == "description" && strings.HasPrefix(msg, `invalid value "" (out of bound !="")`):
+			msg = "empty description: say what the tool does, for the model"
+		case len(path) >= 2 && path[len(path)-2] == "params" && at != nil && strings.Contains(msg, "invalid value"):
+			msg = fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", last)
+		default:
+			if m := mismatchRE.FindStringSubmatch(msg); m != nil {
+				msg = fmt.Sprintf("got %s %s, want %s", article(m[3]), m[1], article(m[4]))
+			}
+		}
+		if done[key+"\x00"+msg] {
+			continue
+		}
+		done[key+"\x00"+msg] = true
+		ps = append(ps, toolreg.Problem{Pos: where(e), Tool: tool, Path: key, Message: msg})
+	}
+	return ps
+}
+
+var conflictRE = regexp.MustCompile(`^conflicting values ("(?:[^"\\]|\\.)*") and ("(?:[^"\\]|\\.)*")`)
+
+// unknownType returns the quoted type a param names that is none of the six,
+// from the value as written or from CUE's message about it; or "".
+func unknownType(msg string, at *node) string {
+	if at != nil && at.kind == kindString && !toolreg.Type(at.text).Valid() {
+		return strconv.Quote(at.text)
+	}
+	if m := conflictRE.FindStringSubmatch(msg); m != nil {
+		for _, q := range m[1:] {
+			if t, err := strconv.Unquote(q); err == nil && !toolreg.Type(t).Valid() {
+				return q
+			}
+		}
+	}
+	return ""
+}
+
+// typoHint points at the keys of a param without a type that are no keyword,
+// such as "tpye".
+func typoHint(param *node) string {
+	if param == nil {
+		return ""
+	}
+	var odd []string
+	for _, k := range param.keys {
+		known := false
+		for _, ks := range keywords {
+			known = known || slices.Contains(ks, k)
+		}
+		if !known {
+			odd = append(odd, fmt.Sprintf("%q", k))
+		}
+	}
+	if len(odd) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(odd, ", ") + " is no param keyword: a typo?)"
+}
+
+func article(t string) string {
+	switch t {
+	case "int":
+		return "an integer"
+	case "float", "number":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "list":
+		return "a list"
+	case "struct":
+		return "a mapping"
+	case "null":
+		return "null"
+	}
+	return t
+}
+
+func requiredHint(field string) string {
+	switch field {
+	case "name":
+		return ": name the tool (1 to 64 letters, digits, '_' or '-')"
+	case "description":
+		return ": say what the tool does, for the model"
+	case "type":
+		return ": set type to one of " + typeNames
+	}
+	return ""
+}
+
+// notAllowedHint says which keys fit where the refused key is written.
+func notAllowedHint(tree *node, path []string) string {
+	if len(path) == 0 {
+		return ""
+	}
+	bad := path[len(path)-1]
+	if len(path) == 1 {
+		return fmt.Sprintf("a tool takes %s; %q is none of them", strings.Join(toolKeys, ", "), bad)
+	}
+	if path[0] == "annotations" {
+		return fmt.Sprintf("annotations take title, destructiveHint, idempotentHint, openWorldHint; %q is none of them", bad)
+	}
+	if len(path) >= 2 && (path[len(path)-2] == "params" || path[len(path)-2] == "properties") {
+		return fmt.Sprintf("%q is not a valid name", bad)
+	}
+	parent := tree.lookup(path[:len(path)-1])
+	typ := ""
+	if t, _, ok := parent.get("type"); ok && t.kind == kindString {
+		typ = t.text
+	}
+	if _, ok := keywords[typ]; !ok || typ == "" {
+		return fmt.Sprintf("%q is not allowed here", bad)
+	}
+	allowed := slices.Concat(keywords[""], keywords[typ])
+	if path[len(path)-2] != "params" && path[len(path)-2] != "properties" {
+		allowed = slices.DeleteFunc(allowed, func(s string) bool { return s == "required" })
+	}
+	for t, ks := range keywords {
+		if t != "" && t != typ && slices.Contains(ks, bad) {
+			return fmt.Sprintf("%s does not apply to type %s, which takes %s", bad, typ, strings.Join(allowed, ", "))
+		}
+	}
+	return fmt.Sprintf("%q is no keyword of type %s, which takes %s", bad, typ, strings.Join(allowed, ", "))
+}
+
+// lookup returns the node at path (CUE path elements), or nil.
+func (n *node) lookup(path []string) *node {
+	cur := n
+	for _, el := range path {
+		if cur == nil {
+			return nil
+		}
+		switch cur.kind {
+		case kindMap:
+			v, _, ok := cur.get(unquoteLabel(el))
+			if !ok {
+				return nil
+			}
+			cur = v
+		case kindList:
+			var i int
+			if _, err := fmt.Sscanf(el, "%d", &i); err != nil || i < 0 || i >= len(cur.items) {
+				return nil
+			}
+			cur = cur.items[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}

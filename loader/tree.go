@@ -1,0 +1,151 @@
+package loader
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/token"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// kind is the JSON kind of a node.
+type kind uint8
+
+const (
+	kindNull kind = iota
+	kindBool
+	kindInt
+	kindFloat
+	kindString
+	kindList
+	kindMap
+)
+
+func (k kind) String() string {
+	return [...]string{"null", "bool", "integer", "number", "string", "list", "mapping"}[k]
+}
+
+// node is one manifest value with its source position: the common form of a
+// YAML document and of a CUE tool, so that decoding into a Spec, and finding
+// where a problem is, work the same for both.
+type node struct {
+	kind kind
+	pos  toolreg.Pos
+	// text is a scalar's value: "true"/"false" for a bool, the JSON number
+	// text of an int or float, the string itself for a string.
+	text  string
+	keys  []string
+	kpos  []toolreg.Pos // where each key is written
+	vals  []*node       // mapping values, parallel to keys; or list items
+	items []*node
+}
+
+// get returns the value under key and where the key is written.
+func (n *node) get(key string) (*node, toolreg.Pos, bool) {
+	if n == nil || n.kind != kindMap {
+		return nil, toolreg.Pos{}, false
+	}
+	for i, k := range n.keys {
+		if k == key {
+			return n.vals[i], n.kpos[i], true
+		}
+	}
+	return nil, toolreg.Pos{}, false
+}
+
+// posOf returns the position of the value at path (CUE error path elements,
+// labels possibly quoted), falling back to the deepest ancestor found. For a
+// mapping entry it is the key's position, which is what an editor jumps to.
+func (n *node) posOf(path []string) toolreg.Pos {
+	best := n.pos
+	cur := n
+	for _, el := range path {
+		if cur == nil {
+			break
+		}
+		switch cur.kind {
+		case kindMap:
+			v, kp, ok := cur.get(unquoteLabel(el))
+			if !ok {
+				return best
+			}
+			best, cur = kp, v
+		case kindList:
+			i, err := strconv.Atoi(el)
+			if err != nil || i < 0 || i >= len(cur.items) {
+				return best
+			}
+			cur = cur.items[i]
+			best = cur.pos
+		default:
+			return best
+		}
+	}
+	return best
+}
+
+// unquoteLabel turns a CUE path element back into the key it names: CUE quotes
+// labels that are not identifiers ("my-key").
+func unquoteLabel(el string) string {
+	if strings.HasPrefix(el, `"`) {
+		if u, err := strconv.Unquote(el); err == nil {
+			return u
+		}
+	}
+	return el
+}
+
+// value returns the node as encoding/json decodes JSON into any with UseNumber.
+func (n *node) value() any {
+	switch n.kind {
+	case kindBool:
+		return n.text == "true"
+	case kindInt, kindFloat:
+		return json.Number(n.text)
+	case kindString:
+		return n.text
+	case kindList:
+		l := make([]any, len(n.items))
+		for i, it := range n.items {
+			l[i] = it.value()
+		}
+		return l
+	case kindMap:
+		m := make(map[string]any, len(n.keys))
+		for i, k := range n.keys {
+			m[k] = n.vals[i].value()
+		}
+		return m
+	}
+	return nil
+}
+
+// expr returns the node as a CUE expression, for validation against the schema.
+func (n *node) expr() ast.Expr {
+	switch n.kind {
+	case kindBool:
+		return ast.NewBool(n.text == "true")
+	case kindInt:
+		return &ast.BasicLit{Kind: token.INT, Value: n.text}
+	case kindFloat:
+		return &ast.BasicLit{Kind: token.FLOAT, Value: n.text}
+	case kindString:
+		return ast.NewString(n.text)
+	case kindList:
+		l := &ast.ListLit{Elts: make([]ast.Expr, len(n.items))}
+		for i, it := range n.items {
+			l.Elts[i] = it.expr()
+		}
+		return l
+	case kindMap:
+		s := &ast.StructLit{Elts: make([]ast.Decl, len(n.keys))}
+		for i, k := range n.keys {
+			s.Elts[i] = &ast.Field{Label: ast.NewString(k), Value: n.vals[i].expr()}
+		}
+		return s
+	}
+	return ast.NewNull()
+}
