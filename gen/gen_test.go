@@ -1,0 +1,165 @@
+package gen
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// moduleRoot is the toolreg module's root, two levels up from this file.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// manifestSets are the manifest sets generated code must bind for: the
+// example set and the loader's good test manifests.
+var manifestSets = []string{"manifests", "gen/testdata/manifests"}
+
+func load(t *testing.T, dir string) []*toolreg.Spec {
+	t.Helper()
+	specs, err := loader.Load(filepath.Join(moduleRoot(t), dir))
+	if err != nil {
+		t.Fatalf("loading %s: %v", dir, err)
+	}
+	if len(specs) == 0 {
+		t.Fatalf("%s holds no tools", dir)
+	}
+	return specs
+}
+
+func TestGenerateMatchesGolden(t *testing.T) {
+	t.Parallel()
+	for _, set := range manifestSets {
+		t.Run(set, func(t *testing.T) {
+			t.Parallel()
+			got, err := Generate(load(t, set), Options{Package: "tools", Source: set})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", strings.ReplaceAll(set, "/", "_")+".golden")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./gen -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("generated code (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGeneratedCodeAlwaysBinds compiles the generated code of every manifest
+// set with a program that binds a function to every tool through the
+// generated helpers, and runs it: Bind must succeed.
+func TestGeneratedCodeAlwaysBinds(t *testing.T) {
+	root := moduleRoot(t)
+	for _, set := range manifestSets {
+		t.Run(set, func(t *testing.T) {
+			specs := load(t, set)
+			src, err := Generate(specs, Options{Package: "tools"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			mustWrite(t, filepath.Join(dir, "tools", "tools.go"), src)
+			mustWrite(t, filepath.Join(dir, "main.go"), bindAllProgram(specs, filepath.Join(root, set)))
+			mustWrite(t, filepath.Join(dir, "go.mod"), []byte(fmt.Sprintf(
+				"module gentest\n\ngo 1.26\n\nrequire github.com/beam-agents/toolreg v0.0.0\n\nreplace github.com/beam-agents/toolreg => %s\n", root)))
+			sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(dir, "go.sum"), sum)
+			cmd := exec.CommandContext(context.Background(), "go", "run", ".")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("generated code did not bind: %v\n%s", err, out)
+			}
+			if want := fmt.Sprintf("bound %d tools", len(specs)); !strings.Contains(string(out), want) {
+				t.Fatalf("program said %q, want %q", out, want)
+			}
+		})
+	}
+}
+
+func bindAllProgram(specs []*toolreg.Spec, manifests string) []byte {
+	var b strings.Builder
+	b.WriteString("package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"os\"\n\n\t\"github.com/beam-agents/toolreg/bindings\"\n\t\"github.com/beam-agents/toolreg/loader\"\n\n\t\"gentest/tools\"\n)\n\n")
+	b.WriteString("func main() {\n")
+	fmt.Fprintf(&b, "\tspecs, err := loader.Load(%q)\n\tif err != nil {\n\t\tfmt.Println(err)\n\t\tos.Exit(1)\n\t}\n", manifests)
+	b.WriteString("\tb := bindings.New(specs)\n")
+	for _, s := range specs {
+		n := goName(s.Name)
+		fmt.Fprintf(&b, "\ttools.Bind%s(b, func(ctx context.Context, a tools.%sArgs) (string, error) { return \"ok\", nil })\n", n, n)
+	}
+	b.WriteString("\tbound, err := b.Bind()\n\tif err != nil {\n\t\tfmt.Println(err)\n\t\tos.Exit(1)\n\t}\n")
+	b.WriteString("\tfmt.Printf(\"bound %d tools\\n\", len(bound.Pipeline.Tools()))\n}\n")
+	return []byte(b.String())
+}
+
+func mustWrite(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGenerateRefusesWhatHasNoGoType(t *testing.T) {
+	t.Parallel()
+	spec := &toolreg.Spec{Name: "bulk", Description: "Bulk.", Pos: toolreg.Pos{File: "bulk.yaml", Line: 1, Col: 1},
+		Params: []*toolreg.Param{
+			{Name: "ids", Pos: toolreg.Pos{File: "bulk.yaml", Line: 4, Col: 3}, Schema: toolreg.Schema{Type: toolreg.TypeArray}},
+			{Name: "meta", Pos: toolreg.Pos{File: "bulk.yaml", Line: 6, Col: 3}, Schema: toolreg.Schema{Type: toolreg.TypeObject}},
+		}}
+	_, err := Generate([]*toolreg.Spec{spec}, Options{Package: "tools"})
+	var def *toolreg.ToolDefinitionError
+	if err == nil || !errors.As(err, &def) || len(def.Problems) != 2 {
+		t.Fatalf("err = %v, want a ToolDefinitionError with two problems", err)
+	}
+	for i, want := range []string{
+		"bulk.yaml:4:3: bulk: params.ids: array without items has no Go element type: declare items",
+		"bulk.yaml:6:3: bulk: params.meta: object without properties or additionalProperties has no Go type: declare one",
+	} {
+		if got := def.Problems[i].String(); got != want {
+			t.Errorf("problem %d = %q, want %q", i, got, want)
+		}
+	}
+}
+
+func TestGoName(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"customer_id": "CustomerID", "lookup_customer": "LookupCustomer", "http.post": "HTTPPost",
+		"order_ids": "OrderIDs", "2fa-code": "X2faCode", "send-email": "SendEmail", "sku": "SKU",
+	} {
+		if got := goName(in); got != want {
+			t.Errorf("goName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
