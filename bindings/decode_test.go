@@ -133,6 +133,8 @@ func TestFastPathDecodesValidCalls(t *testing.T) {
 		{"a call relying on defaults", `{"query":"x"}`, nil, nil},
 		{"a call with nulls for defaulted params", `{"query":"x","limit":null,"tags":null}`, nil, nil},
 		{"an empty tag list", ` { "query" : "x" , "tags" : [ ] } `, nil, nil},
+		{"lax: an integer string and a Pydantic boolean string", `{"query":"x","limit":" +7 ","exact":"ON"}`, nil, nil},
+		{"lax: 5.0 for an integer and 0 for a boolean", `{"query":"x","limit":5.0,"exact":0}`, nil, nil},
 		{"escapes and non-ASCII in strings", `{"query":"caf\u00e9 \"q\"\n","tags":["ü","\ud83d\ude00"]}`, nil, nil},
 		{"wide: defaults only", `{"small":-100}`, nil, nil},
 		{"wide: every field", `{"small":100,"port":1,"ratio":0.25,"note":"n","page":3,"code":"XY12","mode":"ünï","ids":[0,7],"level":2,"step":15,"ws":[0.5,1.5],"on":false,"weight":2}`, nil, nil},
@@ -164,8 +166,9 @@ func TestFastPathDecodesValidCalls(t *testing.T) {
 	}
 }
 
-// TestDecoderFallsBackForWhatThePlanLeaves checks coerced and invalid calls go
-// the reference way, with its results and errors.
+// TestDecoderFallsBackForWhatThePlanLeaves checks that calls the plan is not
+// sure of (exponents, 1.0 for a boolean, escaped keys, invalid calls) go the
+// reference way, with its results and errors.
 func TestDecoderFallsBackForWhatThePlanLeaves(t *testing.T) {
 	t.Parallel()
 	search := mustDecoder[searchArgs](t, searchSpec())
@@ -175,8 +178,9 @@ func TestDecoderFallsBackForWhatThePlanLeaves(t *testing.T) {
 		want    searchArgs
 		problem []toolreg.ArgProblem
 	}{
-		{"a string integer is coerced", `{"query":"x","limit":"7"}`, searchArgs{Query: "x", Limit: 7, Tags: []string{}}, nil},
-		{"a Pydantic boolean string is coerced", `{"query":"x","exact":"on","limit":5.0}`, searchArgs{Query: "x", Limit: 5, Exact: true, Tags: []string{}}, nil},
+		{"an integer with an exponent is coerced", `{"query":"x","limit":1e1}`, searchArgs{Query: "x", Limit: 10, Tags: []string{}}, nil},
+		{"1.0 for a boolean is coerced", `{"query":"x","exact":1.0}`, searchArgs{Query: "x", Limit: 10, Exact: true, Tags: []string{}}, nil},
+		{"an escaped key is read", `{"qu\u0065ry":"x"}`, searchArgs{Query: "x", Limit: 10, Tags: []string{}}, nil},
 		{"a duplicate tag is refused", `{"query":"x","tags":["a","a"]}`, searchArgs{}, []toolreg.ArgProblem{{Path: "/tags", Want: "unique items", Got: "items 0 and 1 equal"}}},
 		{"a limit out of range and a missing query are both reported", `{"limit":0}`, searchArgs{}, []toolreg.ArgProblem{
 			{Path: "/limit", Want: "at least 1", Got: "0"},
@@ -187,7 +191,7 @@ func TestDecoderFallsBackForWhatThePlanLeaves(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if _, ok := search.fast(json.RawMessage(tt.args)); ok {
-				t.Fatalf("fast path took %s, which needs coercion or is invalid", tt.args)
+				t.Fatalf("fast path took %s, which it leaves to the reference path", tt.args)
 			}
 			got, err := search.decode(json.RawMessage(tt.args))
 			if tt.problem == nil {
@@ -241,6 +245,9 @@ var fuzzSeeds = []string{
 	`{"small":1,"level":2}`, `{"small":1,"level":4}`, `{"small":1,"step":7}`, `{"small":1,"email":"nope"}`,
 	`{"small":1,"ids":[]}`, `{"small":1,"ids":[1,-1]}`, `{"small":1,"ws":[0.1,0.10000000000000000001]}`,
 	`{"small":1,"note":null,"page":null,"on":null}`, `{"small":1,"on":"off"}`, `{"small":1,"code":"ab"}`,
+	`{"small":"7","port":"80","ratio":"0.5","on":"yes","weight":true,"ids":["1",2.0],"ws":["1.5",true],"page":"2"}`,
+	`{"small":" -100.000 "}`, `{"small":1,"on":1}`, `{"small":1,"on":-0}`, `{"small":1,"on":1.0}`, `{"small":true}`,
+	`{"small":100.0}`, `{"small":1.50}`, `{"small":-0.0}`, `{"small":1,"ratio":"1e-3"}`, `{"small":1,"ratio":".5"}`, `{"small":1,"ratio":"nan"}`,
 	`{"opts":{},"meta":{"a":"1"}}`, `{"opts":{"depth":null}}`, `{"opts":null}`,
 }
 

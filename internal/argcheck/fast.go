@@ -41,9 +41,10 @@ const (
 
 // scalarPlan says how to read and check one scalar value.
 type scalarPlan struct {
-	kind scalarKind
-	bits int  // for kInt and kUint: 8, 16, 32 or 64
-	slow bool // a keyword the plan does not check (format, a float enum ...)
+	kind   scalarKind
+	bits   int  // for kInt and kUint: 8, 16, 32 or 64
+	slow   bool // a keyword the plan does not check (a float enum, "regex" format ...)
+	strict bool // coerce nothing
 
 	// strings
 	minLen, maxLen int // -1 when unset
@@ -215,7 +216,7 @@ func (c *Checker) fieldPlan(sf reflect.StructField, n *node, sch *jsonschema.Sch
 }
 
 func (c *Checker) scalarPlan(t reflect.Type, n *node, sch *jsonschema.Schema) (scalarPlan, bool) {
-	sp := scalarPlan{minLen: -1, maxLen: -1}
+	sp := scalarPlan{minLen: -1, maxLen: -1, strict: c.strict}
 	if n.multipleOf != nil && n.typ != "integer" {
 		sp.slow = true
 	}
@@ -568,7 +569,10 @@ func (f *fieldPlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 	return true
 }
 
-// decode reads one scalar into at, checking the schema's keywords.
+// decode reads one scalar into at, checking the schema's keywords. It
+// coerces as the reference path does (unless strict), and leaves to that path
+// what it cannot match exactly, such as 1e1 for an integer or 1.0 for a
+// boolean.
 func (sp *scalarPlan) decode(s *scanner, at unsafe.Pointer) bool {
 	if sp.slow {
 		return false
@@ -582,21 +586,17 @@ func (sp *scalarPlan) decode(s *scanner, at unsafe.Pointer) bool {
 		*(*string)(at) = v
 		return true
 	case kBool:
-		switch {
-		case s.literal("true"):
-			*(*bool)(at) = true
-		case s.literal("false"):
-			*(*bool)(at) = false
-		default:
-			return false
+		v, ok := sp.boolean(s)
+		if ok {
+			*(*bool)(at) = v
 		}
-		return true
+		return ok
 	case kInt:
-		tok, isInt := s.number()
-		if !isInt {
+		digits, ok := sp.integer(s)
+		if !ok {
 			return false
 		}
-		v, err := strconv.ParseInt(unsafeString(tok), 10, sp.bits)
+		v, err := strconv.ParseInt(digits, 10, sp.bits)
 		if err != nil || !sp.intOK(v) {
 			return false
 		}
@@ -612,11 +612,11 @@ func (sp *scalarPlan) decode(s *scanner, at unsafe.Pointer) bool {
 		}
 		return true
 	case kUint:
-		tok, isInt := s.number()
-		if !isInt {
+		digits, ok := sp.integer(s)
+		if !ok {
 			return false
 		}
-		v, err := strconv.ParseUint(unsafeString(tok), 10, sp.bits)
+		v, err := strconv.ParseUint(digits, 10, sp.bits)
 		if err != nil || v > math.MaxInt64 || !sp.intOK(int64(v)) {
 			return false
 		}
@@ -632,18 +632,129 @@ func (sp *scalarPlan) decode(s *scanner, at unsafe.Pointer) bool {
 		}
 		return true
 	case kFloat64:
-		tok, _ := s.number()
-		if tok == nil || hugeNumber(unsafeString(tok)) {
-			return false
-		}
-		v, err := strconv.ParseFloat(unsafeString(tok), 64)
-		if err != nil || !sp.floatOK(v) {
+		v, ok := sp.number(s)
+		if !ok || !sp.floatOK(v) {
 			return false
 		}
 		*(*float64)(at) = v
 		return true
 	}
 	return false
+}
+
+// boolean reads true or false, or under lax rules a Pydantic boolean string
+// or the integer 0 or 1.
+func (sp *scalarPlan) boolean(s *scanner) (value, ok bool) {
+	switch {
+	case s.literal("true"):
+		return true, true
+	case s.literal("false"):
+		return false, true
+	case sp.strict:
+		return false, false
+	case s.peek() == '"':
+		v, ok := s.str()
+		if !ok {
+			return false, false
+		}
+		return boolString(v)
+	}
+	tok, isInt := s.number()
+	switch {
+	case !isInt:
+		return false, false // 1.0 and 1e0 are booleans too: the reference path knows
+	case string(tok) == "1":
+		return true, true
+	case string(tok) == "0" || string(tok) == "-0":
+		return false, true
+	}
+	return false, false
+}
+
+// integer returns the decimal digits of an integer value: a JSON integer, a
+// number with a zero fraction written without exponent (10.0), or under lax
+// rules a string holding an integer or a boolean.
+func (sp *scalarPlan) integer(s *scanner) (string, bool) {
+	switch c := s.peek(); {
+	case c == '"':
+		if sp.strict {
+			return "", false
+		}
+		v, ok := s.str()
+		if !ok {
+			return "", false
+		}
+		return intString(v)
+	case c == 't' || c == 'f':
+		if sp.strict {
+			return "", false
+		}
+		switch {
+		case s.literal("true"):
+			return "1", true
+		case s.literal("false"):
+			return "0", true
+		}
+		return "", false
+	}
+	tok, isInt := s.number()
+	if tok == nil {
+		return "", false
+	}
+	if isInt {
+		return unsafeString(tok), true
+	}
+	// d+.0* with no exponent: the integer part. Anything else goes the
+	// reference way (exact rational arithmetic).
+	dot := -1
+	for i, c := range tok {
+		switch {
+		case c == '.':
+			dot = i
+		case c == 'e' || c == 'E':
+			return "", false
+		case dot >= 0 && c != '0':
+			return "", false
+		}
+	}
+	return unsafeString(tok[:dot]), true
+}
+
+// number reads a JSON number, or under lax rules a string holding a decimal
+// number or a boolean.
+func (sp *scalarPlan) number(s *scanner) (float64, bool) {
+	switch c := s.peek(); {
+	case c == '"':
+		if sp.strict {
+			return 0, false
+		}
+		v, ok := s.str()
+		if !ok {
+			return 0, false
+		}
+		text, ok := floatString(v)
+		if !ok {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		return f, err == nil
+	case c == 't' || c == 'f':
+		switch {
+		case sp.strict:
+			return 0, false
+		case s.literal("true"):
+			return 1, true
+		case s.literal("false"):
+			return 0, true
+		}
+		return 0, false
+	}
+	tok, _ := s.number()
+	if tok == nil || hugeNumber(unsafeString(tok)) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(unsafeString(tok), 64)
+	return f, err == nil
 }
 
 func (sp *scalarPlan) stringOK(v string) bool {
