@@ -140,30 +140,88 @@ type binding struct {
 // effectSet maps a bound function (or function variable) to its bindings.
 type effectSet map[types.Object][]binding
 
-// bindingsOf finds every bindings.Effect call in pkgs and what it binds.
+// binder is a function that binds its argument at index arg as an effect:
+// bindings.Effect itself, or a wrapper that passes a parameter on to a binder,
+// such as the Bind<Tool> helpers toolreg gen writes.
+type binder struct {
+	arg  int
+	tool string // the tool name, when the wrapper fixes it
+}
+
+// bindingsOf finds every function bound as an effect in pkgs, directly with
+// bindings.Effect or through wrappers of it, followed to a fixed point.
 func bindingsOf(pkgs []*pkg) effectSet {
+	binders := make(map[types.Object]binder)
 	set := make(effectSet)
-	for _, p := range pkgs {
-		for _, f := range p.files {
-			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok || len(call.Args) != 3 || !isFunc(typeutil.Callee(p.info, call), bindingsPath, "Effect") {
-					return true
+	seen := make(map[*ast.CallExpr]bool)
+	for changed := true; changed; {
+		changed = false
+		for _, p := range pkgs {
+			for _, f := range p.files {
+				for _, decl := range f.Decls {
+					fd, _ := decl.(*ast.FuncDecl)
+					ast.Inspect(decl, func(n ast.Node) bool {
+						call, ok := n.(*ast.CallExpr)
+						if !ok || seen[call] {
+							return true
+						}
+						bd, ok := binderOf(p.info, call, binders)
+						if !ok || bd.arg >= len(call.Args) {
+							return true
+						}
+						if bd.tool == "" && isFunc(typeutil.Callee(p.info, call), bindingsPath, "Effect") {
+							if tv, ok := p.info.Types[call.Args[1]]; ok && tv.Value != nil {
+								bd.tool = strings.Trim(tv.Value.ExactString(), `"`)
+							}
+						}
+						obj := funcObject(p.info, call.Args[bd.arg])
+						if obj == nil { // a function literal: nothing else can name it
+							seen[call] = true
+							return true
+						}
+						if i := paramIndex(p.info, fd, obj); i >= 0 {
+							// A wrapper: its callers' argument i is what gets bound.
+							binders[origin(p.info.Defs[fd.Name])] = binder{arg: i, tool: bd.tool}
+							seen[call], changed = true, true
+							return true
+						}
+						set[obj] = append(set[obj], binding{tool: bd.tool, pos: p.fset.Position(call.Pos()), arg: call.Args[bd.arg]})
+						seen[call] = true
+						return true
+					})
 				}
-				obj := funcObject(p.info, call.Args[2])
-				if obj == nil { // a function literal: nothing else can name it
-					return true
-				}
-				b := binding{pos: p.fset.Position(call.Pos()), arg: call.Args[2]}
-				if tv, ok := p.info.Types[call.Args[1]]; ok && tv.Value != nil {
-					b.tool = strings.Trim(tv.Value.ExactString(), `"`)
-				}
-				set[obj] = append(set[obj], b)
-				return true
-			})
+			}
 		}
 	}
 	return set
+}
+
+// binderOf reports whether call calls bindings.Effect or a known wrapper.
+func binderOf(info *types.Info, call *ast.CallExpr, binders map[types.Object]binder) (binder, bool) {
+	callee := typeutil.Callee(info, call)
+	if isFunc(callee, bindingsPath, "Effect") && len(call.Args) == 3 {
+		return binder{arg: 2}, true
+	}
+	bd, ok := binders[origin(callee)]
+	return bd, ok
+}
+
+// paramIndex returns the index of obj among fd's parameters, or -1.
+func paramIndex(info *types.Info, fd *ast.FuncDecl, obj types.Object) int {
+	if fd == nil {
+		return -1
+	}
+	fn, ok := info.Defs[fd.Name].(*types.Func)
+	if !ok {
+		return -1
+	}
+	params := fn.Signature().Params()
+	for i := range params.Len() {
+		if params.At(i) == obj {
+			return i
+		}
+	}
+	return -1
 }
 
 // funcObject returns the function, method or variable an expression names.

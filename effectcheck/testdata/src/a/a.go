@@ -43,3 +43,19 @@ func MethodValue(ctx context.Context, m *Mailer) {
 func Bypass(t *toolreg.Tool) any {
 	return t.Unwrap() // want `Tool.Unwrap outside package effector bypasses the side-effect guard`
 }
+
+// BindRefundLater is a wrapper like the Bind<Tool> helpers toolreg gen writes:
+// what its callers pass is bound as an effect.
+func BindRefundLater(b *bindings.Binder, fn func(context.Context, RefundArgs) (string, error)) {
+	bindings.Effect(b, "refund_later", fn)
+}
+
+func refundLater(ctx context.Context, a RefundArgs) (string, error) { return "ok", nil }
+
+func BindThroughWrapper(b *bindings.Binder) {
+	BindRefundLater(b, refundLater) // the binding: not reported
+}
+
+func CallsWrapped(ctx context.Context) {
+	refundLater(ctx, RefundArgs{}) // want `a call of refundLater, bound as side-effecting tool "refund_later"`
+}
