@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,4 +189,27 @@ func TestToolRunnerRefusesAHandMadeBindingOfTheWrongShape(t *testing.T) {
 	if _, err := effector.NewToolRunner().Run(context.Background(), nil, nil); err == nil {
 		t.Errorf("Run(nil tool) = nil error")
 	}
+}
+
+func ExampleToolRunner_Run() {
+	b := bindings.New([]*toolreg.Spec{refundSpec(), lookupSpec()})
+	bindings.Effect(b, "refund", func(_ context.Context, a RefundArgs) (string, error) {
+		return fmt.Sprintf("refunded %d cents on %s", a.Cents, a.OrderID), nil
+	})
+	bindings.ReadOnly(b, "lookup", func(context.Context, LookupArgs) (string, error) { return "found", nil })
+	bound, err := b.Bind()
+	if err != nil {
+		panic(err)
+	}
+	r := effector.NewToolRunner()
+	ctx := context.Background()
+
+	refund, _ := bound.Effector.Get("refund")
+	fmt.Println(r.Run(ctx, refund, json.RawMessage(`{"order_id":"o-1","cents":250}`)))
+
+	lookup, _ := bound.Pipeline.Get("lookup")
+	fmt.Println(r.Run(ctx, lookup, json.RawMessage(`{"order_id":"o-1"}`)))
+	// Output:
+	// refunded 250 cents on o-1 <nil>
+	// <nil> toolreg: tool "lookup" is read-only: the effector runs only side-effecting tools; run it inline with the runner
 }
