@@ -1,0 +1,232 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+// DefaultIntentTTL is how long a staged intent stays executable unless
+// WithIntentTTL says otherwise.
+const DefaultIntentTTL = time.Hour
+
+var (
+	// ErrNoClock is returned by Act on an activation made without WithClock.
+	ErrNoClock = errors.New("runner: the activation has no clock: pass runner.WithClock, such as the time of the activation's input event, so that a replay stages the same intents")
+	// ErrDrained is returned by Drain, and by Act, once the activation has been drained.
+	ErrDrained = errors.New("runner: the activation was already drained: its intents were handed over once; start a new activation for new work")
+)
+
+// Activation is the in-pipeline context of one activation: one step of one
+// entity's agent, identified by (entity key, seq). Through it the pipeline runs
+// read-only tools inline (RunTool) and requests side-effecting ones (Act),
+// which it stages as intents for the effector and hands over with Drain.
+//
+// Act runs nothing and sends nothing. Each intent's id is IntentID(entity key,
+// seq, step), where step counts the Act calls, so re-running the same
+// activation with the same calls in the same order stages byte-identical
+// intents, and the effector executes each at most once. An activation that
+// fails must not be drained: it then leaves nothing behind, and its retry
+// stages the same intents again.
+//
+// Nothing here reads the wall clock or randomness: created and expiry times
+// come from the clock given with WithClock.
+//
+// An Activation is safe for concurrent use, but Act calls made concurrently
+// take steps in whatever order they run; call Act from one goroutine, in a
+// deterministic order, for ids that are stable across replays.
+type Activation struct {
+	pipeline  *registry.Registry
+	entityKey []byte
+	seq       int64
+	runner    *Runner
+	clock     func() time.Time
+	ttl       time.Duration
+	sign      bool
+	keyID     string
+	key       []byte
+
+	mu      sync.Mutex
+	step    uint32
+	full    bool // the step cursor has passed math.MaxUint32
+	staged  []*toolreg.Intent
+	drained bool
+}
+
+// ActivationOption configures an Activation.
+type ActivationOption func(*Activation)
+
+// WithClock sets the clock that dates staged intents (created_at_ms, and
+// expires_at_ms = created + TTL). There is no default: without a clock Act
+// returns ErrNoClock, since a clock the activation did not choose would make a
+// replay stage different bytes. Pass one that a replay repeats, such as a
+// function returning the activation's input event time; time.Now works where
+// byte-identical replays do not matter.
+func WithClock(now func() time.Time) ActivationOption {
+	return func(a *Activation) { a.clock = now }
+}
+
+// WithIntentTTL sets how long after its creation an intent may still be
+// executed; the effector refuses it as EXPIRED after that. The default, and
+// any d <= 0, is DefaultIntentTTL (1h).
+func WithIntentTTL(d time.Duration) ActivationOption {
+	return func(a *Activation) {
+		if d > 0 {
+			a.ttl = d
+		}
+	}
+}
+
+// WithStartStep sets the step index of the first Act. The default is 0; an
+// activation that continues an earlier one's steps starts where it stopped.
+func WithStartStep(step uint32) ActivationOption {
+	return func(a *Activation) { a.step = step }
+}
+
+// WithRunner sets the Runner RunTool uses. The default is New() with no
+// options.
+func WithRunner(r *Runner) ActivationOption {
+	return func(a *Activation) {
+		if r != nil {
+			a.runner = r
+		}
+	}
+}
+
+// WithSigningKey signs every staged intent with HMAC-SHA256 under keyID (see
+// toolreg.Intent.SignHMAC), for an effector that requires signatures. The
+// default is to stage intents unsigned. The key is copied; an empty key makes
+// Act fail rather than stage unsigned intents.
+func WithSigningKey(keyID string, key []byte) ActivationOption {
+	return func(a *Activation) {
+		a.sign = true
+		a.keyID = keyID
+		a.key = append([]byte(nil), key...)
+	}
+}
+
+// NewActivation returns the activation (entityKey, seq) over pipeline, the
+// pipeline's table: every tool's contract, and the functions of read-only
+// tools only (bindings.Bound.Pipeline). entityKey is copied.
+func NewActivation(pipeline *registry.Registry, entityKey []byte, seq int64, opts ...ActivationOption) *Activation {
+	a := &Activation{
+		pipeline:  pipeline,
+		entityKey: append([]byte(nil), entityKey...),
+		seq:       seq,
+		ttl:       DefaultIntentTTL,
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	if a.runner == nil {
+		a.runner = New()
+	}
+	return a
+}
+
+// Step returns the step index the next Act will take.
+func (a *Activation) Step() uint32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.step
+}
+
+// RunTool runs the read-only tool called name inline, through the Runner, and
+// returns its result; see Runner.Run for what it refuses (a side-effecting
+// tool with *toolreg.SideEffectToolError, bad arguments with
+// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError.
+// It does not advance the step cursor: only intents take steps, so adding or
+// removing a read-only call does not change the ids of the intents after it.
+func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	t, err := a.pipeline.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return a.runner.Run(ctx, t, args)
+}
+
+// Act requests the side-effecting tool called name with args: it validates
+// args against the tool's contract exactly as the runner would
+// (toolreg.Tool.CheckArgs), stages an intent for the effector, advances the
+// step cursor, and returns the intent. It runs nothing and sends nothing; the
+// intent leaves only through Drain. Callers must not modify the intent.
+//
+// The intent has kind TOOL, attempt 0, the canonical JSON of the validated
+// args (coerced, defaults applied), id IntentID(entity key, seq, step), and
+// created/expiry times from the clock.
+//
+// Act refuses, staging nothing and leaving the step where it was: an unknown
+// name (*toolreg.ToolNotFoundError), a read-only tool, which runs inline with
+// RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
+// contract (*toolreg.ToolArgumentError), an activation with no clock
+// (ErrNoClock), and one already drained (ErrDrained).
+func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.drained:
+		return nil, ErrDrained
+	case a.clock == nil:
+		return nil, ErrNoClock
+	case a.full:
+		return nil, fmt.Errorf("runner: activation %x/%d has used every step index: no more intents fit in it", a.entityKey, a.seq)
+	}
+	t, err := a.pipeline.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !t.SideEffect() {
+		return nil, &toolreg.ReadOnlyToolError{Name: name}
+	}
+	canonical, err := t.CheckArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	created := a.clock().UnixMilli()
+	in := &toolreg.Intent{
+		ID:          toolreg.IntentID(a.entityKey, a.seq, a.step),
+		EntityKey:   a.entityKey,
+		Seq:         a.seq,
+		StepIndex:   a.step,
+		ToolName:    t.Name(),
+		ArgsJSON:    canonical,
+		CreatedAtMs: created,
+		ExpiresAtMs: created + a.ttl.Milliseconds(),
+		Kind:        toolreg.KindTool,
+	}
+	if a.sign {
+		if err := in.SignHMAC(a.keyID, a.key); err != nil {
+			return nil, err
+		}
+	}
+	a.staged = append(a.staged, in)
+	if a.step == math.MaxUint32 {
+		a.full = true
+	} else {
+		a.step++
+	}
+	return in, nil
+}
+
+// Drain hands over the staged intents, in the order they were staged, and
+// ends the activation: a second Drain, and any later Act, returns ErrDrained.
+// Call it only once the activation has succeeded; the caller then sends the
+// intents to the effector.
+func (a *Activation) Drain() ([]*toolreg.Intent, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.drained {
+		return nil, ErrDrained
+	}
+	a.drained = true
+	out := a.staged
+	a.staged = nil
+	return out, nil
+}
