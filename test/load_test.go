@@ -1,10 +1,11 @@
 package test
 
 import (
-	"encoding/json"
 	"testing"
+	"testing/fstest"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
 )
 
 // The manifests of the scenarios, as a reviewer reads them in a PR.
@@ -39,36 +40,27 @@ params:
     default: 10
 `
 
-// loadSpecs returns the specs of src.
-// TODO: load src with loader.LoadFS once the loader lands; until then these
-// are the Specs it declares, built in Go.
+// loadSpecs loads src as the manifest manifests/tools.yaml, with the real loader.
 func loadSpecs(t *testing.T, src string) []*toolreg.Spec {
 	t.Helper()
-	if src != manifests {
-		t.Fatalf("no Go specs for this manifest")
+	specs, err := loadErrSpecs(src)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pos := func(line int) toolreg.Pos { return toolreg.Pos{File: "manifests/tools.yaml", Line: line, Col: 1} }
-	return []*toolreg.Spec{
-		{Name: "lookup_customer", Description: "Look up a customer by id.", Pos: pos(1), Params: []*toolreg.Param{
-			{Name: "customer_id", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "The customer's id."}, Pos: pos(4)},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: new(1.0)}, Pos: pos(7)},
-		}},
-		{Name: "charge", Description: "Charge a customer's card.", SideEffect: true, Pos: pos(12), Params: []*toolreg.Param{
-			{Name: "customer_id", Schema: toolreg.Schema{Type: toolreg.TypeString}, Pos: pos(16)},
-			{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: new(1.0)}, Pos: pos(18)},
-		}},
-	}
+	return specs
 }
 
-// loadErr returns the error of loading src.
+// loadErr returns the error of loading src as manifests/tools.yaml.
 func loadErr(t *testing.T, src string) error {
 	t.Helper()
-	if src != untypedManifest {
-		t.Fatalf("no Go specs for this manifest")
+	specs, err := loadErrSpecs(src)
+	if err == nil {
+		t.Fatalf("the loader accepted the manifest: %d tools", len(specs))
 	}
-	spec := &toolreg.Spec{Name: "lookup_customer", Description: "Look up a customer by id.", Params: []*toolreg.Param{
-		{Name: "customer_id", Schema: toolreg.Schema{Type: toolreg.TypeString}},
-		{Name: "limit", Schema: toolreg.Schema{Default: json.Number("10"), HasDefault: true}, Pos: toolreg.Pos{File: "manifests/untyped.yaml", Line: 6}},
-	}}
-	return spec.Validate()
+	return err
+}
+
+func loadErrSpecs(src string) ([]*toolreg.Spec, error) {
+	fsys := fstest.MapFS{"manifests/tools.yaml": {Data: []byte(src)}}
+	return loader.LoadFS(fsys, "manifests")
 }

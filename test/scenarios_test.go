@@ -106,7 +106,7 @@ const validLookup = `{"customer_id":"c-42","limit":3}`
 const validCharge = `{"customer_id":"c-42","cents":500}`
 
 // Scenario: Bare decorator derives name and description from the function.
-// Go: a manifest with a name and description and no side_effect key, bound with bindings.ReadOnly, gives a Tool with that name and description and SideEffect() == false.
+// Go: a manifest (loader.LoadFS) with a name and description and no side_effect key, bound with bindings.ReadOnly, gives a Tool with that name and description and SideEffect() == false.
 func TestBareDecoratorDerivesNameAndDescriptionFromTheFunction(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -186,7 +186,7 @@ func TestSchemaReflectsParameterTypesAndRequiredness(t *testing.T) {
 }
 
 // Scenario: Missing type annotations are rejected at decoration time.
-// Go: a manifest param without a type, and a Go field of untyped type any, are both refused at startup with a *toolreg.ToolDefinitionError naming the param (or field).
+// Go: a manifest param without a type (loader.LoadFS) and a Go field of untyped type any (Bind) are both refused at startup with a *toolreg.ToolDefinitionError naming the param or field and its line.
 func TestMissingTypeAnnotationsAreRejectedAtDecorationTime(t *testing.T) {
 	t.Parallel()
 	t.Run("a manifest param without a type is refused", func(t *testing.T) {
@@ -196,8 +196,8 @@ func TestMissingTypeAnnotationsAreRejectedAtDecorationTime(t *testing.T) {
 		if !errors.As(err, &de) {
 			t.Fatalf("loading error = %v, want a *toolreg.ToolDefinitionError", err)
 		}
-		if !strings.Contains(err.Error(), "limit") || !strings.Contains(err.Error(), "type") {
-			t.Errorf("error = %q, want it to name the param limit and its missing type", err)
+		if !strings.Contains(err.Error(), "manifests/tools.yaml:6") || !strings.Contains(err.Error(), "params.limit: missing type") {
+			t.Errorf("error = %q, want it to name the param limit, its line and its missing type", err)
 		}
 	})
 	t.Run("an untyped Go field is refused", func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestMissingTypeAnnotationsAreRejectedAtDecorationTime(t *testing.T) {
 		if !errors.As(err, &de) || bound != nil {
 			t.Fatalf("Bind() = %v, %v; want a *toolreg.ToolDefinitionError", bound, err)
 		}
-		if !strings.Contains(err.Error(), "Untyped.Limit is untyped") || !strings.Contains(err.Error(), "params.limit") {
+		if !strings.Contains(err.Error(), "manifests/tools.yaml:7:3: lookup_customer: params.limit: field test.Untyped.Limit is untyped") {
 			t.Errorf("error = %q, want it to name the field Limit and the param limit", err)
 		}
 		if calls.Load() != 0 {
