@@ -107,7 +107,7 @@ func (g *generator) tool(s *toolreg.Spec) {
 	var decls bytes.Buffer // named types this tool needs, written after its struct
 
 	fmt.Fprintf(&g.body, "\n// Name%s is the name of the tool %s.\nconst Name%s = %q\n", base, s.Name, base, s.Name)
-	fmt.Fprintf(&g.body, "\n// %s are the arguments of %s: %s\ntype %s ", args, s.Name, oneLine(s.Description), args)
+	fmt.Fprintf(&g.body, "\n%s\ntype %s ", comment(fmt.Sprintf("%s are the arguments of %s: %s", args, s.Name, s.Description), ""), args)
 	g.structOf(&g.body, &decls, s, "params", base, s.Params)
 	g.body.WriteString("\n")
 	g.body.Write(decls.Bytes())
@@ -140,9 +140,8 @@ func (g *generator) structOf(w, decls *bytes.Buffer, s *toolreg.Spec, path, pref
 			typ = "*" + typ
 		}
 		if doc := fieldDoc(p); doc != "" {
-			for _, line := range strings.Split(doc, "\n") {
-				fmt.Fprintf(w, "\t// %s\n", line)
-			}
+			w.WriteString(comment(doc, "\t"))
+			w.WriteString("\n")
 		}
 		fmt.Fprintf(w, "\t%s %s `json:%q`\n", field, typ, p.Name)
 	}
@@ -160,7 +159,7 @@ func fieldDoc(p *toolreg.Param) string {
 	} else if !p.Required() {
 		parts = append(parts, "Optional: nil when the call leaves it out.")
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, " ")
 }
 
 // typeOf returns the Go type of a value of schema s, declaring named types
@@ -187,11 +186,7 @@ func (g *generator) typeOf(decls *bytes.Buffer, s *toolreg.Spec, pos toolreg.Pos
 		case sc.Properties != nil:
 			tn := g.typeName(s, pos, path, name)
 			var nested bytes.Buffer
-			fmt.Fprintf(decls, "\n// %s is %s of %s.", tn, strings.TrimPrefix(path, "params."), s.Name)
-			if sc.Description != "" {
-				fmt.Fprintf(decls, " %s", oneLine(sc.Description))
-			}
-			fmt.Fprintf(decls, "\ntype %s ", tn)
+			fmt.Fprintf(decls, "\n%s\ntype %s ", comment(strings.TrimSpace(fmt.Sprintf("%s is %s of %s. %s", tn, strings.TrimPrefix(path, "params."), s.Name, sc.Description)), ""), tn)
 			g.structOf(decls, &nested, s, path+".properties", name, sc.Properties)
 			decls.WriteString("\n")
 			decls.Write(nested.Bytes())
@@ -293,6 +288,23 @@ func isIdent(s string) bool {
 	return true
 }
 
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+// comment renders text as a // comment wrapped at about 80 columns, each
+// line indented by indent.
+func comment(text, indent string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len(w) > 76-len(indent) {
+			b.WriteString("\n")
+			n = 0
+		}
+		if n == 0 {
+			b.WriteString(indent)
+			b.WriteString("//")
+		}
+		b.WriteString(" ")
+		b.WriteString(w)
+		n += 1 + len(w)
+	}
+	return b.String()
 }
