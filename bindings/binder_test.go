@@ -478,10 +478,40 @@ func TestBindAcceptsEveryFittingType(t *testing.T) {
 		{Name: "score", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &toolreg.Schema{Type: toolreg.TypeNumber}}},
 		{Name: "note", Schema: str(), Optional: true},
 	}}
+	var got AllTypes
 	b := bindings.New([]*toolreg.Spec{spec})
-	bindings.ReadOnly(b, "all", func(_ context.Context, a AllTypes) (map[string]any, error) { return nil, a.unused() })
-	if _, err := b.Bind(); err != nil {
+	bindings.ReadOnly(b, "all", func(_ context.Context, a AllTypes) (map[string]any, error) {
+		got = a
+		return map[string]any{"ok": true}, a.unused()
+	})
+	bound, err := b.Bind()
+	if err != nil {
 		t.Fatalf("Bind() = %v, want nil", err)
+	}
+	// What Bind accepted, the bound tool decodes.
+	tool, _ := bound.Pipeline.Get("all")
+	res, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"a@b.c","u":"7","n":2.5,"b":"yes",`+
+		`"tags":["t"],"addr":{"street":"Main","zip":12345},"score":{"a":1,"b":0.5},"note":"n"}`))
+	if err != nil {
+		t.Fatalf("Call() = %v", err)
+	}
+	want := AllTypes{S: "x", Email: "a@b.c", I: 1, U: 7, N: 2.5, B: true, Tags: []string{"t"},
+		Addr: Address{Street: "Main", Zip: 12345}, Score: map[string]float64{"a": 1, "b": 0.5}, Note: ptr("n")}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(AllTypes{})); diff != "" {
+		t.Errorf("the function got (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"ok": true}, res); diff != "" {
+		t.Errorf("Call() result (-want +got):\n%s", diff)
+	}
+	if _, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"e","n":1,"b":true,"tags":[],"addr":{"street":"s","zip":1},"score":{}}`)); err == nil {
+		t.Errorf("Call() without the required u succeeded")
+	}
+	got.Note = ptr("stale")
+	if _, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"e","u":0,"n":1,"b":true,"tags":[],"addr":{"street":"s","zip":1},"score":{}}`)); err != nil {
+		t.Fatalf("Call() = %v", err)
+	}
+	if got.Note != nil {
+		t.Errorf("an absent optional param decoded to %q, want a nil pointer", *got.Note)
 	}
 }
 
