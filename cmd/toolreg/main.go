@@ -1,0 +1,9 @@
+package main
+
+import (
+	"os"
+
+	"github.com/beam-agents/toolreg/internal/cli"
+)
+
+func main() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
