@@ -503,11 +503,11 @@ func TestBindAcceptsEveryFittingType(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"ok": true}, res); diff != "" {
 		t.Errorf("Call() result (-want +got):\n%s", diff)
 	}
-	if _, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"e","n":1,"b":true,"tags":[],"addr":{"street":"s","zip":1},"score":{}}`)); err == nil {
+	if _, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"a@b.c","n":1,"b":true,"tags":[],"addr":{"street":"s","zip":1},"score":{}}`)); err == nil {
 		t.Errorf("Call() without the required u succeeded")
 	}
 	got.Note = ptr("stale")
-	if _, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"e","u":0,"n":1,"b":true,"tags":[],"addr":{"street":"s","zip":1},"score":{}}`)); err != nil {
+	if _, err := tool.Call(context.Background(), json.RawMessage(`{"s":"x","email":"a@b.c","u":0,"n":1,"b":true,"tags":[],"addr":{"street":"s","zip":1},"score":{}}`)); err != nil {
 		t.Fatalf("Call() = %v", err)
 	}
 	if got.Note != nil {
