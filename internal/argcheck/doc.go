@@ -1,51 +1,63 @@
 // Package argcheck validates a tool call's JSON arguments against the tool's
-// parameters JSON Schema, the way toolreg's Tool.CheckArgs, the runner and the
-// effector all do, and normalizes them for decoding.
+// parameters JSON Schema and normalizes them for decoding. It is the one
+// implementation behind toolreg's Tool.CheckArgs, the runner, Act and the
+// effector, so every path accepts and refuses the same calls.
 //
-// A Checker is compiled once per tool from the schema toolreg renders (a
-// closed object with properties, required and additionalProperties: false;
-// nested objects and arrays; default, enum, minimum/maximum, lengths, pattern,
-// format, uniqueItems ...). Validation proper is santhosh-tekuri/jsonschema/v6,
-// with format assertions on. Before it, the checker
+// A Checker is compiled once per tool (Compile) from the schema toolreg
+// renders: a closed object with properties, required and
+// additionalProperties: false; nested objects and arrays; default, enum,
+// minimum/maximum (also exclusive), multipleOf, minLength/maxLength,
+// pattern, format, minItems/maxItems, uniqueItems. Validation proper is
+// santhosh-tekuri/jsonschema/v6 with format assertions on. Check does, in
+// order:
 //
-//   - reads empty arguments (only whitespace) and a bare null as {};
+//  1. Parse. Empty arguments (only whitespace) and a bare null mean no
+//     arguments, {}: models calling a tool without params send either.
+//     Malformed JSON, text after the value, and a value that is not an
+//     object are refused.
+//  2. Guard. A number longer than 400 characters or with an exponent of
+//     1000 or more is refused wherever it appears, before exact rational
+//     arithmetic could spend unbounded time on it (1e999999999).
+//  3. Normalize, recursively through object properties, additionalProperties
+//     and array items: a null for a member that is not required (it has a
+//     default or is optional) is dropped, so it means absent, which is what
+//     OpenAI's strict mode sends for an optional param; a null for a required
+//     member stays and is refused. Absent members with a default get it.
+//     Scalars are coerced as Pydantic v2's lax mode does (the table below),
+//     unless the Checker is strict.
+//  4. Validate the result against the schema, and report every problem found,
+//     each as a Problem with a JSON Pointer path, what the schema wants and
+//     what came: unknown keys, missing required members, wrong types, broken
+//     constraints.
 //
-//   - drops a null given for a member that is not required (it has a default
-//     or is optional): a null means absent, as OpenAI's strict mode sends for
-//     optional params; a null for a required member stays and is refused;
+// Lax coercion, following Pydantic v2's conversion table for JSON input:
 //
-//   - applies defaults to absent members, recursively inside present objects;
+//	schema type  accepted
+//	integer      JSON integers; numbers with a zero fraction (10.0, 1e2);
+//	             strings holding an integer, with optional surrounding
+//	             whitespace, sign and decimal zeros (" +10 ", "10.00");
+//	             true and false as 1 and 0
+//	number       JSON numbers; strings holding a decimal number ("2.5",
+//	             "-1e3", ".5"; not "nan", "inf", hex or underscores);
+//	             true and false as 1 and 0
+//	boolean      true and false; the numbers 0 and 1 (0.0 and 1.0 too);
+//	             the strings "0", "off", "f", "false", "n", "no", "1", "on",
+//	             "t", "true", "y", "yes" in any letter case
+//	string       strings only
+//	array        arrays only, items coerced by their own type
+//	object       objects only, members coerced by their own type
 //
-//   - coerces scalars as Pydantic v2's lax mode does, recursively inside
-//     arrays, object properties and additionalProperties, unless compiled
-//     strict:
+// A value that cannot be coerced stays as it came, and validation reports
+// it. A strict Checker coerces nothing; it still writes an integral number
+// such as 10.0 as 10, since JSON Schema counts both as integers and Go's
+// decoder takes only the second. A null-for-optional is absent in strict mode
+// too: it is how a caller says "not given", not a loosely typed value.
 //
-//     integer  JSON integers; numbers with a zero fraction (10.0, 1e2); strings
-//     holding an integer (" +10 ", "10.00": surrounding whitespace,
-//     a sign and trailing decimal zeros allowed); true and false as
-//     1 and 0
-//     number   JSON numbers; strings holding a decimal number ("2.5", "-1e3",
-//     ".5"; not "nan", "inf", hex or underscores); true and false
-//     boolean  true and false; the numbers 0 and 1 (also 0.0 and 1.0); the
-//     strings '0','off','f','false','n','no','1','on','t','true',
-//     'y','yes' in any letter case
-//     string   strings only
-//
-//     A value that cannot be coerced is left as it came, and the validator
-//     reports it. Strict mode coerces nothing, but still writes an integral
-//     number such as 10.0 as 10 (JSON Schema counts both as integers).
-//
-//   - refuses numbers longer than 400 characters or with an exponent of 1000
-//     or more, wherever they appear, before exact arithmetic could spend
-//     unbounded time on them.
-//
-// Every problem found is reported, each as a Problem with a JSON Pointer path,
-// what the schema wants and what came: unknown keys, missing required members,
-// wrong types, broken constraints, malformed JSON, arguments that are not an
-// object.
-//
-// Plan compiles a Checker together with a Go struct type into a decoder that
-// validates while it decodes straight into the struct, for the common valid
-// call; whatever it is not sure of it hands back to Check, so its answers are
-// the same (a differential fuzz test holds it to that).
+// Checker.Plan compiles a Checker together with a Go struct type into a
+// decoder that validates while it decodes straight into the struct, coercion
+// included, with no intermediate map: the fast path of the runner. Whatever it
+// is not sure of (nested objects, exponents in integers, escaped keys,
+// duplicate keys, any invalid call) it hands back to the caller, who takes
+// the reference path: Check, canonical JSON, encoding/json. A differential
+// fuzz test in package bindings holds the two paths to the same results.
 package argcheck

@@ -508,6 +508,9 @@ func (f *fieldPlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 		return false
 	}
 	if f.unique {
+		if n > maxUniqueScan {
+			return false
+		}
 		for i := 0; i < n; i++ {
 			for j := i + 1; j < n; j++ {
 				if out.Index(i).Equal(out.Index(j)) {
@@ -519,6 +522,10 @@ func (f *fieldPlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 	reflect.NewAt(f.sliceTyp, at).Elem().Set(out)
 	return true
 }
+
+// maxUniqueScan bounds the arrays whose uniqueness the plan checks pair by
+// pair; longer ones go to the validator, which hashes.
+const maxUniqueScan = 32
 
 func (f *fieldPlan) countOK(n int) bool {
 	return (f.minItems < 0 || n >= f.minItems) && (f.maxItems < 0 || n <= f.maxItems)
@@ -554,6 +561,9 @@ func (f *fieldPlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 		return false
 	}
 	if f.unique {
+		if len(list) > maxUniqueScan {
+			return false
+		}
 		for i := range list {
 			for j := i + 1; j < len(list); j++ {
 				if list[i] == list[j] {
