@@ -115,7 +115,13 @@ type (
 		V     string `json:"v"`
 		Extra string `json:"extra"`
 	}
-	NoFieldArg struct{}
+	NoFieldArg   struct{}
+	StringOptArg struct {
+		V int `json:"v,omitempty,string"`
+	}
+	EmbeddedArg struct {
+		Address
+	}
 )
 
 func TestBindRefuses(t *testing.T) {
@@ -329,6 +335,16 @@ func TestBindRefuses(t *testing.T) {
 			name: "an optional param without default bound to a non-pointer",
 			bind: bindOne(&toolreg.Param{Name: "v", Schema: intg(), Optional: true}, func(context.Context, IntArg) (int, error) { return 0, nil }),
 			want: []string{"tools.yaml:33:3", "field bindings_test.IntArg.V (int) cannot tell an absent optional param from a zero one", "use the pointer *int, or give the param a default"},
+		},
+		{
+			name: "a field with the json option string",
+			bind: bindOne(&toolreg.Param{Name: "v", Schema: intg()}, func(context.Context, StringOptArg) (int, error) { return 0, nil }),
+			want: []string{"tools.yaml:30:3", `field bindings_test.StringOptArg.V has the json option "string"`, "remove it"},
+		},
+		{
+			name: "an embedded struct",
+			bind: bindOne(&toolreg.Param{Name: "street", Schema: str()}, func(context.Context, EmbeddedArg) (int, error) { return 0, nil }),
+			want: []string{"tools.yaml:30:3", "field bindings_test.EmbeddedArg.Address is embedded", "give it a name and a json tag"},
 		},
 		{
 			name: "an untyped field",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,7 @@ func (c *checker) checkStruct(t reflect.Type, goPath string, props []*toolreg.Pa
 			c.add(pos, path, "field %s.%s is embedded: give it a name and a json tag, one field per param", goPath, f.Name)
 			continue
 		}
-		if strings.Contains(opts, "string") {
+		if slices.Contains(strings.Split(opts, ","), "string") {
 			c.add(pos, path, "field %s.%s has the json option \"string\", which changes how the value is encoded: remove it and give the field the param's own type", goPath, f.Name)
 		}
 		if prev, ok := fields[name]; ok {
