@@ -1,0 +1,74 @@
+package redisstore
+
+import (
+	"context"
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/effectortest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg/internal/redistest"
+)
+
+// BenchmarkClaimComplete measures one intent through the store (Claim's SET NX
+// PX, then Complete's compare-and-set script) against the floor the issue
+// names, from one client to one redis-server in the same run: a SET NX plus a
+// SET per intent. Both are sequential, so each is bound by round trips.
+// Compare with: benchstat -col /impl.
+func BenchmarkClaimComplete(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+
+	b.Run("impl=floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			key := "floor:intent-" + strconv.Itoa(i)
+			if err := rdb.SetNX(ctx, key, "token", time.Minute).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if err := rdb.Set(ctx, key, result, time.Hour).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("impl=store", func(b *testing.B) {
+		s := New(rdb, WithKeyPrefix("store:"))
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			id := "intent-" + strconv.Itoa(i)
+			c, err := s.Claim(ctx, id, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Complete(ctx, id, c.Token, result, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// One intent through effector.Process with this store: claim, argument
+	// validation, the tool (a no-op that records its call), encoding the
+	// result, complete.
+	b.Run("impl=process", func(b *testing.B) {
+		s := New(rdb, WithKeyPrefix("process:"))
+		e, calls := effectortest.Effector(b, s)
+		intents := make([]*toolreg.Intent, b.N)
+		for i := range intents {
+			intents[i] = effectortest.Intent(b.Name(), int64(b.N), uint32(i)) // fresh ids per round
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, in := range intents {
+			if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
+				b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
+			}
+		}
+		b.StopTimer()
+		if got := calls.Total(); got != b.N {
+			b.Fatalf("the tool ran %d times for %d intents", got, b.N)
+		}
+	})
+}
