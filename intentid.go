@@ -17,18 +17,17 @@ var intentNamespace = [16]byte{0x6f, 0x3e, 0x9d, 0x2a, 0x1c, 0x47, 0x5b, 0x8e, 0
 // its arguments, so a retried activation stages the same ids and the effector
 // executes each at most once.
 func IntentID(entityKey []byte, seq int64, step uint32) string {
-	name := make([]byte, 0, 2*len(entityKey)+32)
-	name = hex.AppendEncode(name, entityKey)
-	name = append(name, '|')
-	name = strconv.AppendInt(name, seq, 10)
-	name = append(name, '|')
-	name = strconv.AppendUint(name, uint64(step), 10)
+	// namespace || name, on the stack for the usual short keys.
+	var buf [128]byte
+	b := append(buf[:0], intentNamespace[:]...)
+	b = hex.AppendEncode(b, entityKey)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, '|')
+	b = strconv.AppendUint(b, uint64(step), 10)
 
-	h := sha1.New() // UUIDv5 is defined with SHA-1; it names, it does not protect.
-	h.Write(intentNamespace[:])
-	h.Write(name)
-	var sum [sha1.Size]byte
-	u := h.Sum(sum[:0])[:16]
+	sum := sha1.Sum(b) // UUIDv5 is defined with SHA-1; it names, it does not protect.
+	u := sum[:16]
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -470,6 +471,8 @@ func TestJSONIsRefusedWithAClearError(t *testing.T) {
 		{"bytes that are not base64", `{"entity_key":"not base64!"}`, "illegal base64"},
 		{"unknown_fields that are not protobuf", `{"unknown_fields":"/w=="}`, "unknown_fields"},
 		{"trailing data", `{"seq":1} {}`, "after the object"},
+		{"a seq that is not an integer", `{"seq":1.5}`, "1.5 is not a 64-bit integer"},
+		{"a negative step", `{"step_index":"-1"}`, "is not an unsigned 32-bit integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -657,4 +660,63 @@ func TestEveryFixtureDecodesAndEncodesAsProtobufGoDoes(t *testing.T) {
 		assertSameAsProtobufGo(t, intentDesc, readFixture(t, fx.file))
 	}
 	assertSameAsProtobufGo(t, resultDesc, readFixture(t, "tool_result.bin"))
+}
+
+// The JSON form is protojson's, with proto field names: each reads the other's.
+func TestJSONInteroperatesWithProtojson(t *testing.T) {
+	t.Parallel()
+	files := []struct {
+		name string
+		desc protoreflect.MessageDescriptor
+	}{{"tool_result.bin", resultDesc}}
+	for _, fx := range intentFixtures {
+		if fx.file != "tool_intent_future_field.bin" { // protojson has no place for unknown fields
+			files = append(files, struct {
+				name string
+				desc protoreflect.MessageDescriptor
+			}{fx.file, intentDesc})
+		}
+	}
+	for _, f := range files {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			raw := readFixture(t, f.name)
+			newMsg := func() wireMessage {
+				if f.desc == resultDesc {
+					return new(toolreg.Result)
+				}
+				return new(toolreg.Intent)
+			}
+
+			// protojson -> toolreg
+			m := dynamicpb.NewMessage(f.desc)
+			if err := proto.Unmarshal(raw, m); err != nil {
+				t.Fatal(err)
+			}
+			pj, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := newMsg()
+			if err := json.Unmarshal(pj, v); err != nil {
+				t.Fatalf("reading protojson %s: %v", pj, err)
+			}
+			if got, _ := v.MarshalBinary(); !bytes.Equal(got, raw) {
+				t.Errorf("protojson %s read to\n%x; want\n%x", pj, got, raw)
+			}
+
+			// toolreg -> protojson
+			ours, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := dynamicpb.NewMessage(f.desc)
+			if err := protojson.Unmarshal(ours, back); err != nil {
+				t.Fatalf("protojson reading %s: %v", ours, err)
+			}
+			if got, _ := (proto.MarshalOptions{Deterministic: true}).Marshal(back); !bytes.Equal(got, raw) {
+				t.Errorf("protojson read our %s to\n%x; want\n%x", ours, got, raw)
+			}
+		})
+	}
 }

@@ -22,7 +22,9 @@ import (
 //     signed intent still verifies after a trip through JSON;
 //   - enums are their wire names ("TOOL", "HMAC_SHA256", "OK"), or their
 //     number as a string when this version has no name for it;
-//   - integers are JSON numbers;
+//   - integers are JSON numbers, and read from numbers or decimal strings (as
+//     protojson writes 64-bit integers), so protojson output with proto field
+//     names reads too;
 //   - fields this version does not know are kept, as base64 protobuf bytes,
 //     under "unknown_fields".
 //
@@ -33,13 +35,13 @@ import (
 type intentJSON struct {
 	IntentID        string          `json:"intent_id"`
 	EntityKey       []byte          `json:"entity_key"`
-	Seq             int64           `json:"seq"`
-	StepIndex       uint32          `json:"step_index"`
+	Seq             jsonInt64       `json:"seq"`
+	StepIndex       jsonUint32      `json:"step_index"`
 	ToolName        string          `json:"tool_name"`
 	ArgsJSON        string          `json:"args_json"`
-	CreatedAtMs     int64           `json:"created_at_ms"`
-	ExpiresAtMs     int64           `json:"expires_at_ms"`
-	Attempt         uint32          `json:"attempt"`
+	CreatedAtMs     jsonInt64       `json:"created_at_ms"`
+	ExpiresAtMs     jsonInt64       `json:"expires_at_ms"`
+	Attempt         jsonUint32      `json:"attempt"`
 	Kind            IntentKind      `json:"kind"`
 	TraceID         []byte          `json:"trace_id,omitempty"`
 	SignatureScheme SignatureScheme `json:"signature_scheme,omitempty"`
@@ -49,14 +51,14 @@ type intentJSON struct {
 }
 
 type resultJSON struct {
-	IntentID      string `json:"intent_id"`
-	EntityKey     []byte `json:"entity_key"`
-	Seq           int64  `json:"seq"`
-	Status        Status `json:"status"`
-	Payload       []byte `json:"payload,omitempty"`
-	ErrorMessage  string `json:"error_message,omitempty"`
-	CompletedAtMs int64  `json:"completed_at_ms"`
-	UnknownFields []byte `json:"unknown_fields,omitempty"`
+	IntentID      string    `json:"intent_id"`
+	EntityKey     []byte    `json:"entity_key"`
+	Seq           jsonInt64 `json:"seq"`
+	Status        Status    `json:"status"`
+	Payload       []byte    `json:"payload,omitempty"`
+	ErrorMessage  string    `json:"error_message,omitempty"`
+	CompletedAtMs jsonInt64 `json:"completed_at_ms"`
+	UnknownFields []byte    `json:"unknown_fields,omitempty"`
 }
 
 // MarshalJSON writes the intent's JSON form (see the package's JSON notes in
@@ -66,9 +68,9 @@ func (in Intent) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(intentJSON{
-		IntentID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, StepIndex: in.StepIndex,
+		IntentID: in.ID, EntityKey: in.EntityKey, Seq: jsonInt64(in.Seq), StepIndex: jsonUint32(in.StepIndex),
 		ToolName: in.ToolName, ArgsJSON: string(in.ArgsJSON),
-		CreatedAtMs: in.CreatedAtMs, ExpiresAtMs: in.ExpiresAtMs, Attempt: in.Attempt,
+		CreatedAtMs: jsonInt64(in.CreatedAtMs), ExpiresAtMs: jsonInt64(in.ExpiresAtMs), Attempt: jsonUint32(in.Attempt),
 		Kind: in.Kind, TraceID: in.TraceID, SignatureScheme: in.SignatureScheme,
 		SigningKeyID: in.SigningKeyID, Signature: in.Signature, UnknownFields: in.unknown,
 	})
@@ -90,9 +92,9 @@ func (in *Intent) UnmarshalJSON(data []byte) error {
 		args = json.RawMessage(j.ArgsJSON)
 	}
 	*in = Intent{
-		ID: j.IntentID, EntityKey: nilIfEmpty(j.EntityKey), Seq: j.Seq, StepIndex: j.StepIndex,
+		ID: j.IntentID, EntityKey: nilIfEmpty(j.EntityKey), Seq: int64(j.Seq), StepIndex: uint32(j.StepIndex),
 		ToolName: j.ToolName, ArgsJSON: args,
-		CreatedAtMs: j.CreatedAtMs, ExpiresAtMs: j.ExpiresAtMs, Attempt: j.Attempt,
+		CreatedAtMs: int64(j.CreatedAtMs), ExpiresAtMs: int64(j.ExpiresAtMs), Attempt: uint32(j.Attempt),
 		Kind: j.Kind, TraceID: nilIfEmpty(j.TraceID), SignatureScheme: j.SignatureScheme,
 		SigningKeyID: j.SigningKeyID, Signature: nilIfEmpty(j.Signature), unknown: nilIfEmpty(j.UnknownFields),
 	}
@@ -106,8 +108,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(resultJSON{
-		IntentID: r.IntentID, EntityKey: r.EntityKey, Seq: r.Seq, Status: r.Status,
-		Payload: r.Payload, ErrorMessage: r.ErrorMessage, CompletedAtMs: r.CompletedAtMs,
+		IntentID: r.IntentID, EntityKey: r.EntityKey, Seq: jsonInt64(r.Seq), Status: r.Status,
+		Payload: r.Payload, ErrorMessage: r.ErrorMessage, CompletedAtMs: jsonInt64(r.CompletedAtMs),
 		UnknownFields: r.unknown,
 	})
 }
@@ -122,8 +124,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*r = Result{
-		IntentID: j.IntentID, EntityKey: nilIfEmpty(j.EntityKey), Seq: j.Seq, Status: j.Status,
-		Payload: nilIfEmpty(j.Payload), ErrorMessage: j.ErrorMessage, CompletedAtMs: j.CompletedAtMs,
+		IntentID: j.IntentID, EntityKey: nilIfEmpty(j.EntityKey), Seq: int64(j.Seq), Status: j.Status,
+		Payload: nilIfEmpty(j.Payload), ErrorMessage: j.ErrorMessage, CompletedAtMs: int64(j.CompletedAtMs),
 		unknown: nilIfEmpty(j.UnknownFields),
 	}
 	return nil
@@ -206,4 +208,45 @@ func parseEnum(what, s string, name func(int32) string, last int32) (int32, erro
 		return 0, fmt.Errorf("toolreg: unknown %s %q: want one of %s, or a number", what, s, strings.Join(names, ", "))
 	}
 	return int32(n), nil
+}
+
+// jsonInt64 and jsonUint32 write a JSON number and read a number or a string
+// of decimal digits.
+type (
+	jsonInt64  int64
+	jsonUint32 uint32
+)
+
+func (n *jsonInt64) UnmarshalJSON(b []byte) error {
+	v, err := parseJSONInt(b, 64, true)
+	*n = jsonInt64(v)
+	return err
+}
+
+func (n *jsonUint32) UnmarshalJSON(b []byte) error {
+	v, err := parseJSONInt(b, 32, false)
+	*n = jsonUint32(v)
+	return err
+}
+
+func parseJSONInt(b []byte, bits int, signed bool) (int64, error) {
+	s := string(b)
+	if s == "null" {
+		return 0, nil
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if signed {
+		v, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return 0, fmt.Errorf("%s is not a %d-bit integer", b, bits)
+		}
+		return v, nil
+	}
+	v, err := strconv.ParseUint(s, 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not an unsigned %d-bit integer", b, bits)
+	}
+	return int64(v), nil
 }
