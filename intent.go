@@ -28,6 +28,10 @@ const (
 // ToolIntent. Its ID is a pure function of (EntityKey, Seq, StepIndex), so a
 // retried activation stages the same intent, and the effector executes each
 // ID at most once.
+//
+// MarshalBinary and UnmarshalBinary read and write the beam-agents v1 protobuf
+// bytes, keeping fields this version does not know; MarshalJSON and
+// UnmarshalJSON a form for people. SignHMAC and VerifyHMAC sign and check it.
 type Intent struct {
 	ID              string          // field 1: UUIDv5 of the activation position
 	EntityKey       []byte          // field 2
@@ -61,7 +65,8 @@ const (
 	StatusRejected    Status = 4 // the intent was refused before execution; nothing ran
 )
 
-// Result is the terminal outcome of one intent: beam-agents' ToolResult.
+// Result is the terminal outcome of one intent: beam-agents' ToolResult. It
+// has the same binary and JSON forms as Intent.
 type Result struct {
 	IntentID      string // field 1
 	EntityKey     []byte // field 2

@@ -12,26 +12,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The JSON form of Intent and Result is for people: logs, dead-letter dumps,
-// fixtures written by hand. It has the README's snake_case field names, and it
-// reads back to the same wire bytes:
-//
-//   - bytes fields (entity_key, trace_id, signature, payload) are standard
-//     base64, as protojson writes them;
-//   - args_json is a JSON string holding the canonical JSON text exactly, so a
-//     signed intent still verifies after a trip through JSON;
-//   - enums are their wire names ("TOOL", "HMAC_SHA256", "OK"), or their
-//     number as a string when this version has no name for it;
-//   - integers are JSON numbers, and read from numbers or decimal strings (as
-//     protojson writes 64-bit integers), so protojson output with proto field
-//     names reads too;
-//   - fields this version does not know are kept, as base64 protobuf bytes,
-//     under "unknown_fields".
-//
-// Empty trace_id, signature fields, payload, error_message and unknown_fields
-// are left out. Unknown JSON keys are refused, so a typo is an error rather
-// than a zero value.
-
 type intentJSON struct {
 	IntentID        string          `json:"intent_id"`
 	EntityKey       []byte          `json:"entity_key"`
@@ -61,8 +41,26 @@ type resultJSON struct {
 	UnknownFields []byte    `json:"unknown_fields,omitempty"`
 }
 
-// MarshalJSON writes the intent's JSON form (see the package's JSON notes in
-// wirejson.go): snake_case names, base64 bytes, args_json as a string.
+// MarshalJSON writes the intent's JSON form. The JSON form of Intent and
+// Result is for people: logs, dead-letter dumps,
+// fixtures written by hand. It has the README's snake_case field names, and it
+// reads back to the same wire bytes:
+//
+//   - bytes fields (entity_key, trace_id, signature, payload) are standard
+//     base64, as protojson writes them;
+//   - args_json is a JSON string holding the canonical JSON text exactly, so a
+//     signed intent still verifies after a trip through JSON;
+//   - enums are their wire names ("TOOL", "HMAC_SHA256", "OK"), or their
+//     number as a string when this version has no name for it;
+//   - integers are JSON numbers, and read from numbers or decimal strings (as
+//     protojson writes 64-bit integers), so protojson output with proto field
+//     names reads too;
+//   - fields this version does not know are kept, as base64 protobuf bytes,
+//     under "unknown_fields".
+//
+// Empty trace_id, signature fields, payload, error_message and unknown_fields
+// are left out. Unknown JSON keys are refused, so a typo is an error rather
+// than a zero value.
 func (in Intent) MarshalJSON() ([]byte, error) {
 	if err := in.checkUTF8(); err != nil {
 		return nil, err
@@ -101,8 +99,9 @@ func (in *Intent) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the result's JSON form: snake_case names, the payload as
-// base64 (it is bytes on the wire; an OK result's payload is canonical JSON).
+// MarshalJSON writes the result's JSON form, as Intent.MarshalJSON describes:
+// the payload is base64, since it is bytes on the wire (an OK result's payload
+// is canonical JSON).
 func (r Result) MarshalJSON() ([]byte, error) {
 	if err := r.checkUTF8(); err != nil {
 		return nil, err
