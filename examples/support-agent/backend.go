@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/examples/support-agent/tools"
+)
+
+// backend stands in for the services a real support agent calls: a customer
+// database, an order system, a payment provider and a mail relay. The payment
+// provider and the mail relay record every call with its idempotency key, the
+// intent id, so the trace can show how many times each effect happened.
+type backend struct {
+	customers map[string]customer
+	orders    map[string]order
+
+	mu      sync.Mutex
+	refunds []refund // every refund the payment provider applied
+	outbox  []email  // every email the relay sent
+}
+
+type customer struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Email  string `json:"email"`
+	Plan   string `json:"plan"`
+	Status string `json:"status"`
+}
+
+type order struct {
+	ID         string   `json:"id"`
+	CustomerID string   `json:"customer_id"`
+	Status     string   `json:"status"`
+	Total      float64  `json:"total"`
+	Charges    []string `json:"charges"`
+}
+
+type refund struct {
+	ID             string  `json:"refund_id"`
+	OrderID        string  `json:"order_id"`
+	Amount         float64 `json:"amount"`
+	Reason         string  `json:"reason"`
+	IdempotencyKey string  `json:"-"`
+}
+
+type email struct {
+	ID             string `json:"message_id"`
+	To             string `json:"to"`
+	Subject        string `json:"subject"`
+	IdempotencyKey string `json:"-"`
+}
+
+func newBackend() *backend {
+	return &backend{
+		customers: map[string]customer{
+			"cus_8f3k2p": {ID: "cus_8f3k2p", Name: "Ada Lovelace", Email: "ada@example.test", Plan: "pro", Status: "active"},
+		},
+		orders: map[string]order{
+			"ord_2026_000123": {ID: "ord_2026_000123", CustomerID: "cus_8f3k2p", Status: "paid", Total: 49.90,
+				Charges: []string{"ch_1 49.90 2026-11-28", "ch_2 49.90 2026-11-28 (duplicate)"}},
+			"ord_2026_000098": {ID: "ord_2026_000098", CustomerID: "cus_8f3k2p", Status: "delivered", Total: 12.00,
+				Charges: []string{"ch_0 12.00 2026-10-02"}},
+		},
+	}
+}
+
+// bind binds every tool of the manifests through the generated helpers.
+func (be *backend) bind(b *bindings.Binder) {
+	tools.BindLookupCustomer(b, be.lookupCustomer)
+	tools.BindLookupOrder(b, be.lookupOrder)
+	tools.BindSearchOrders(b, be.searchOrders)
+	tools.BindSearchKB(b, be.searchKB)
+	tools.BindRefundOrder(b, be.refundOrder)
+	tools.BindSendEmail(b, be.sendEmail)
+}
+
+func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArgs) (customer, error) {
+	c, ok := be.customers[a.CustomerID]
+	if !ok {
+		return customer{}, fmt.Errorf("no customer %s", a.CustomerID)
+	}
+	return c, nil
+}
+
+func (be *backend) lookupOrder(ctx context.Context, a tools.LookupOrderArgs) (order, error) {
+	o, ok := be.orders[a.OrderID]
+	if !ok {
+		return order{}, fmt.Errorf("no order %s", a.OrderID)
+	}
+	return o, nil
+}
+
+func (be *backend) searchOrders(ctx context.Context, a tools.SearchOrdersArgs) ([]order, error) {
+	var out []order
+	for _, o := range be.orders {
+		if o.CustomerID == a.CustomerID && (a.Status == nil || string(*a.Status) == o.Status) {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	if int64(len(out)) > a.Limit {
+		out = out[:a.Limit]
+	}
+	return out, nil
+}
+
+type article struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) ([]article, error) {
+	all := []article{
+		{"Refunds for duplicate charges", "https://help.example.test/refunds/duplicate"},
+		{"How long does a refund take?", "https://help.example.test/refunds/timing"},
+		{"Changing your plan", "https://help.example.test/billing/plans"},
+	}
+	var out []article
+	for _, art := range all {
+		if strings.Contains(strings.ToLower(art.Title), strings.ToLower(strings.Fields(a.Query)[0])) && int64(len(out)) < a.TopK {
+			out = append(out, art)
+		}
+	}
+	return out, nil
+}
+
+// refundOrder is side-effecting: it moves money. It runs only in the effector,
+// which gives it the intent's identity to pass downstream as an idempotency key.
+func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (refund, error) {
+	in, ok := effector.IntentFrom(ctx)
+	if !ok {
+		return refund{}, errors.New("refund_order runs only in the effector")
+	}
+	o, ok := be.orders[a.OrderID]
+	if !ok {
+		return refund{}, fmt.Errorf("no order %s", a.OrderID)
+	}
+	if a.Amount > o.Total {
+		return refund{}, fmt.Errorf("refund %.2f exceeds the order total %.2f", a.Amount, o.Total)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	r := refund{ID: fmt.Sprintf("re_%03d", len(be.refunds)+1), OrderID: a.OrderID, Amount: a.Amount, Reason: string(a.Reason), IdempotencyKey: in.ID}
+	be.refunds = append(be.refunds, r)
+	return r, nil
+}
+
+func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (email, error) {
+	in, ok := effector.IntentFrom(ctx)
+	if !ok {
+		return email{}, errors.New("send_email runs only in the effector")
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	m := email{ID: fmt.Sprintf("msg_%03d", len(be.outbox)+1), To: a.To, Subject: a.Subject, IdempotencyKey: in.ID}
+	be.outbox = append(be.outbox, m)
+	return m, nil
+}
+
+// effects counts what the payment provider and the mail relay applied.
+func (be *backend) effects() (refunds, emails int) {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	return len(be.refunds), len(be.outbox)
+}
