@@ -75,24 +75,71 @@ func wideSpec(strict bool) *toolreg.Spec {
 	}
 }
 
-// nestedArgs has a shape the plan leaves to the reference path.
+// nestedArgs has nested objects, maps, slices of structs and slices of
+// slices.
 type nestedArgs struct {
 	Opts struct {
-		Depth int `json:"depth"`
+		Depth int  `json:"depth"`
+		Deep  bool `json:"deep"`
 	} `json:"opts"`
-	Meta map[string]int `json:"meta"`
+	Meta   map[string]int      `json:"meta"`
+	Items  []nestedItem        `json:"items"`
+	Filter *nestedFilter       `json:"filter"`
+	Groups map[string][]string `json:"groups"`
+	Matrix [][]int             `json:"matrix"`
+}
+
+type nestedItem struct {
+	Name string `json:"name"`
+	Qty  uint8  `json:"qty"`
+}
+
+type nestedFilter struct {
+	Min  float64  `json:"min"`
+	Tags []string `json:"tags"`
 }
 
 func nestedSpec() *toolreg.Spec {
+	obj := func(props ...*toolreg.Param) toolreg.Schema {
+		return toolreg.Schema{Type: toolreg.TypeObject, Properties: props}
+	}
+	arr := func(items toolreg.Schema) toolreg.Schema {
+		return toolreg.Schema{Type: toolreg.TypeArray, Items: &items}
+	}
+	withDefault := func(s toolreg.Schema, def any) toolreg.Schema { s.HasDefault, s.Default = true, def; return s }
+	opts := obj(
+		&toolreg.Param{Name: "depth", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("2")}},
+		&toolreg.Param{Name: "deep", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}},
+	)
+	items := arr(obj(
+		&toolreg.Param{Name: "name", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: iptr(1)}},
+		&toolreg.Param{Name: "qty", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("1"), Maximum: fptr(10)}},
+	))
+	items.MinItems = iptr(1)
+	tags := arr(toolreg.Schema{Type: toolreg.TypeString})
+	tags.UniqueItems = true
+	filter := obj(
+		&toolreg.Param{Name: "min", Schema: toolreg.Schema{Type: toolreg.TypeNumber, HasDefault: true, Default: json.Number("0")}},
+		&toolreg.Param{Name: "tags", Schema: tags, Optional: true},
+	)
+	matrix := arr(arr(toolreg.Schema{Type: toolreg.TypeInteger}))
+	matrix.UniqueItems = true
 	return &toolreg.Spec{
 		Name: "nested", Description: "Nested.",
 		Params: []*toolreg.Param{
-			{Name: "opts", Schema: toolreg.Schema{Type: toolreg.TypeObject, Properties: []*toolreg.Param{
-				{Name: "depth", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("2")}},
-			}}},
-			{Name: "meta", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &toolreg.Schema{Type: toolreg.TypeInteger}}, Optional: true},
+			{Name: "opts", Schema: withDefault(opts, map[string]any{"deep": true})},
+			{Name: "meta", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &toolreg.Schema{Type: toolreg.TypeInteger, Minimum: fptr(0)}}, Optional: true},
+			{Name: "items", Schema: items, Optional: true},
+			{Name: "filter", Schema: filter, Optional: true},
+			{Name: "groups", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &tags}, Optional: true},
+			{Name: "matrix", Schema: matrix, Optional: true},
 		},
 	}
+}
+
+// float32Args has a field the plan leaves to the reference path.
+type float32Args struct {
+	Ratio float32 `json:"ratio"`
 }
 
 func mustDecoder[A any](t testing.TB, spec *toolreg.Spec) *argDecoder[A] {
@@ -112,8 +159,12 @@ func TestPlanCoversTheCommonShapes(t *testing.T) {
 	if mustDecoder[wideArgs](t, wideSpec(false)).plan == nil {
 		t.Error("no plan for flat scalars, pointers and slices")
 	}
-	if mustDecoder[nestedArgs](t, nestedSpec()).plan != nil {
-		t.Error("a plan for nested objects, which it does not handle")
+	if mustDecoder[nestedArgs](t, nestedSpec()).plan == nil {
+		t.Error("no plan for nested objects, maps and slices of structs")
+	}
+	ratio := &toolreg.Spec{Name: "ratio", Description: "Ratio.", Params: []*toolreg.Param{{Name: "ratio", Schema: toolreg.Schema{Type: toolreg.TypeNumber}}}}
+	if mustDecoder[float32Args](t, ratio).plan != nil {
+		t.Error("a plan for a float32 field, which rounds twice on the reference path")
 	}
 }
 
@@ -123,12 +174,16 @@ func TestFastPathDecodesValidCalls(t *testing.T) {
 	t.Parallel()
 	search := mustDecoder[searchArgs](t, searchSpec())
 	wide := mustDecoder[wideArgs](t, wideSpec(false))
+	nested := mustDecoder[nestedArgs](t, nestedSpec())
 	tests := []struct {
 		name string
 		args string
 		fast func(string) (any, bool)
 		ref  func(string) (any, error)
 	}{
+		{"nested: defaults only, the object's default gaining its own", `{}`, nil, nil},
+		{"nested: every shape", `{"opts":{"deep":"no"},"meta":{"a":1,"b":"2"},"items":[{"name":"x"},{"name":"y","qty":"3"}],"filter":{"tags":["a","b"]},"groups":{"g":["x"],"h":[]},"matrix":null}`, nil, nil},
+		{"nested: nulls inside nested objects", `{"opts":{"deep":true,"depth":null},"filter":{"min":null,"tags":null}}`, nil, nil},
 		{"the benchmark call", `{"query":"golang","limit":20,"exact":true,"tags":["a","b"]}`, nil, nil},
 		{"a call relying on defaults", `{"query":"x"}`, nil, nil},
 		{"a call with nulls for defaulted params", `{"query":"x","limit":null,"tags":null}`, nil, nil},
@@ -146,10 +201,14 @@ func TestFastPathDecodesValidCalls(t *testing.T) {
 			var fast, ref any
 			var ok bool
 			var err error
-			if len(tt.name) > 5 && tt.name[:5] == "wide:" {
+			switch {
+			case len(tt.name) > 5 && tt.name[:5] == "wide:":
 				fast, ok = wide.fast(json.RawMessage(tt.args))
 				ref, err = wide.reference(json.RawMessage(tt.args))
-			} else {
+			case len(tt.name) > 7 && tt.name[:7] == "nested:":
+				fast, ok = nested.fast(json.RawMessage(tt.args))
+				ref, err = nested.reference(json.RawMessage(tt.args))
+			default:
 				fast, ok = search.fast(json.RawMessage(tt.args))
 				ref, err = search.reference(json.RawMessage(tt.args))
 			}
@@ -248,7 +307,10 @@ var fuzzSeeds = []string{
 	`{"small":"7","port":"80","ratio":"0.5","on":"yes","weight":true,"ids":["1",2.0],"ws":["1.5",true],"page":"2"}`,
 	`{"small":" -100.000 "}`, `{"small":1,"on":1}`, `{"small":1,"on":-0}`, `{"small":1,"on":1.0}`, `{"small":true}`,
 	`{"small":100.0}`, `{"small":1.50}`, `{"small":-0.0}`, `{"small":1,"ratio":"1e-3"}`, `{"small":1,"ratio":".5"}`, `{"small":1,"ratio":"nan"}`,
-	`{"opts":{},"meta":{"a":"1"}}`, `{"opts":{"depth":null}}`, `{"opts":null}`,
+	`{"opts":{},"meta":{"a":"1"}}`, `{"opts":{"depth":null}}`, `{"opts":null}`, `{"opts":{"deep":true,"deep":false}}`,
+	`{"opts":{"deep":"no"},"meta":{"a":1,"b":"2"},"items":[{"name":"x"},{"name":"y","qty":"3"}],"filter":{"tags":["a","b"]},"groups":{"g":["x"],"h":[]},"matrix":[[1],[2,3]]}`,
+	`{"meta":{"a":1,"a":2}}`, `{"meta":{"a":null}}`, `{"items":[]}`, `{"items":[{"qty":1}]}`, `{"items":[{"name":"x","qty":11}]}`,
+	`{"filter":{"tags":["a","a"]}}`, `{"filter":null}`, `{"filter":{}}`, `{"groups":{"g":["x","x"]}}`, `{"matrix":[[1],[1]]}`, `{"matrix":[[1],[1.0]]}`,
 }
 
 // FuzzDecodeAgreesWithReference is the differential test of the plan: for any

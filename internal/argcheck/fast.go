@@ -15,18 +15,55 @@ import (
 )
 
 // Plan decodes a tool's arguments straight into one Go struct type while it
-// validates them, for the common call: a JSON object whose values already
-// have their declared types. It is built once per (schema, type) by
+// validates them, for the common call: a JSON object whose values have their
+// declared types or coerce simply. It is built once per (schema, type) by
 // Checker.Plan and is safe for concurrent use.
 //
 // Plan.Decode either succeeds, and then its result is the one Check plus
 // encoding/json would give, or it reports false and the caller takes the
 // reference path (Check, then json.Unmarshal), which also explains the
-// problems. Decode reports false for anything it is not sure of: coercion,
-// escaped keys, duplicate keys, a broken constraint, a format keyword, and
-// every kind of invalid input.
+// problems. Decode reports false for anything it is not sure of: exponents in
+// integers, escaped or repeated keys, a broken constraint, and every kind of
+// invalid input.
 type Plan struct {
+	root *objectPlan
+}
+
+// objectPlan reads a JSON object into a struct.
+type objectPlan struct {
 	fields []fieldPlan
+}
+
+type fieldPlan struct {
+	name     string // the JSON name
+	offset   uintptr
+	required bool
+	def      []byte // the default as JSON text; nil when none
+	val      *valuePlan
+}
+
+type valueKind uint8
+
+const (
+	vScalar valueKind = iota + 1
+	vPtr
+	vSlice
+	vStruct
+	vMap
+)
+
+// valuePlan reads one JSON value into a Go value of type typ.
+type valuePlan struct {
+	kind   valueKind
+	typ    reflect.Type
+	scalar scalarPlan  // vScalar
+	elem   *valuePlan  // vPtr, vSlice (items), vMap (values)
+	obj    *objectPlan // vStruct
+
+	minItems, maxItems int // vSlice; -1 when unset
+	unique             bool
+	strings            bool // vSlice of a string kind: the one-allocation path
+	slow               bool // a keyword the plan does not check here
 }
 
 type scalarKind uint8
@@ -64,42 +101,35 @@ type scalarPlan struct {
 	fbounds                  uint8 // bit 1 min, 2 max, 4 exclusive min, 8 exclusive max
 }
 
-type fieldPlan struct {
-	name     string
-	offset   uintptr
-	required bool
-	def      []byte // the default as JSON text; nil when none
-
-	ptr      bool         // the field is *T for a scalar T
-	ptrType  reflect.Type // T, when ptr
-	slice    bool         // the field is []T for a scalar T
-	sliceTyp reflect.Type
-	elemSize uintptr
-
-	scalar scalarPlan
-
-	minItems, maxItems int // -1 when unset
-	unique             bool
-}
-
 var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
+// maxPlanDepth bounds how deep a plan follows nested types.
+const maxPlanDepth = 16
+
 // Plan returns a decoder of the arguments into values of struct type t, or
-// nil when t or the schema has a shape the plan does not handle (nested
-// objects, maps, float32, custom unmarshalers, fields that are no param ...);
-// then every call takes the reference path.
+// nil when t or the schema has a shape the plan does not handle (float32,
+// custom unmarshalers, embedded structs, fields that are no param, schema
+// keywords toolreg does not render ...); then every call takes the reference
+// path.
 func (c *Checker) Plan(t reflect.Type) *Plan {
-	root := c.root
-	if t.Kind() != reflect.Struct || root.typ != "object" || !root.closed || len(root.props) > 64 {
+	if t.Kind() != reflect.Struct || implementsUnmarshaler(t) {
 		return nil
 	}
-	if implementsUnmarshaler(t) {
+	obj, ok := c.objectPlan(t, c.root, c.schema, 0)
+	if !ok {
 		return nil
 	}
-	p := &Plan{}
+	return &Plan{root: obj}
+}
+
+func (c *Checker) objectPlan(t reflect.Type, n *node, sch *jsonschema.Schema, depth int) (*objectPlan, bool) {
+	if n.typ != "object" || !n.closed || n.addl != nil || n.exotic || n.enum != nil || len(n.props) > 64 || sch == nil {
+		return nil, false
+	}
+	p := &objectPlan{}
 	seen := map[string]bool{}
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
@@ -107,36 +137,98 @@ func (c *Checker) Plan(t reflect.Type) *Plan {
 			continue
 		}
 		if sf.Anonymous {
-			return nil
+			return nil, false
 		}
 		name, ok := plainJSONName(sf)
 		if !ok {
-			return nil
+			return nil, false
 		}
-		n := root.props[name]
-		if n == nil || seen[name] {
-			return nil
+		pn := n.props[name]
+		if pn == nil || seen[name] {
+			return nil, false
 		}
 		seen[name] = true
-		f, ok := c.fieldPlan(sf, n, c.schema.Properties[name])
+		val, ok := c.valuePlan(sf.Type, pn, sch.Properties[name], depth+1)
 		if !ok {
-			return nil
+			return nil, false
 		}
-		f.name = name
-		f.required = root.required[name]
-		if n.hasDefault {
-			def, err := json.Marshal(n.def)
+		f := fieldPlan{name: name, offset: sf.Offset, required: n.required[name], val: val}
+		if pn.hasDefault {
+			def, err := json.Marshal(pn.def)
 			if err != nil {
-				return nil
+				return nil, false
 			}
 			f.def = def
 		}
 		p.fields = append(p.fields, f)
 	}
-	if len(seen) != len(root.props) {
-		return nil // a param with no field: the reference path decides
+	if len(seen) != len(n.props) {
+		return nil, false // a param with no field: the reference path decides
 	}
-	return p
+	return p, true
+}
+
+func (c *Checker) valuePlan(t reflect.Type, n *node, sch *jsonschema.Schema, depth int) (*valuePlan, bool) {
+	if depth > maxPlanDepth || n.exotic || sch == nil || implementsUnmarshaler(t) {
+		return nil, false
+	}
+	vp := &valuePlan{typ: t, minItems: -1, maxItems: -1}
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem, ok := c.valuePlan(t.Elem(), n, sch, depth+1)
+		if !ok || elem.kind == vPtr {
+			return nil, false
+		}
+		vp.kind, vp.elem = vPtr, elem
+	case reflect.Slice:
+		if n.typ != "array" || n.items == nil {
+			return nil, false
+		}
+		items := sch.Items2020
+		if is, ok := sch.Items.(*jsonschema.Schema); ok && items == nil {
+			items = is
+		}
+		elem, ok := c.valuePlan(t.Elem(), n.items, items, depth+1)
+		if !ok {
+			return nil, false
+		}
+		vp.kind, vp.elem = vSlice, elem
+		if n.minItems != nil {
+			vp.minItems = *n.minItems
+		}
+		if n.maxItems != nil {
+			vp.maxItems = *n.maxItems
+		}
+		vp.unique = n.unique
+		// Equal scalars are equal JSON values; for composite items the
+		// validator's notion of equality is left to it.
+		vp.slow = n.enum != nil || n.format != "" || n.unique && elem.kind != vScalar
+		vp.strings = elem.kind == vScalar && elem.scalar.kind == kString
+	case reflect.Struct:
+		obj, ok := c.objectPlan(t, n, sch, depth)
+		if !ok {
+			return nil, false
+		}
+		vp.kind, vp.obj = vStruct, obj
+	case reflect.Map:
+		ap, _ := sch.AdditionalProperties.(*jsonschema.Schema)
+		if n.typ != "object" || n.addl == nil || ap == nil || len(n.props) > 0 || n.enum != nil ||
+			t.Key().Kind() != reflect.String || implementsUnmarshaler(t.Key()) {
+			return nil, false
+		}
+		elem, ok := c.valuePlan(t.Elem(), n.addl, ap, depth+1)
+		if !ok {
+			return nil, false
+		}
+		vp.kind, vp.elem = vMap, elem
+	default:
+		sp, ok := c.scalarPlan(t, n, sch)
+		if !ok {
+			return nil, false
+		}
+		vp.kind, vp.scalar = vScalar, sp
+	}
+	return vp, true
 }
 
 // plainJSONName returns the field's JSON name, refusing tag options that
@@ -169,50 +261,6 @@ func implementsUnmarshaler(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
 	return t.Implements(unmarshalerType) || pt.Implements(unmarshalerType) ||
 		t.Implements(textUnmarshalerType) || pt.Implements(textUnmarshalerType)
-}
-
-func (c *Checker) fieldPlan(sf reflect.StructField, n *node, sch *jsonschema.Schema) (fieldPlan, bool) {
-	f := fieldPlan{name: sf.Name, offset: sf.Offset, minItems: -1, maxItems: -1}
-	t := sf.Type
-	if implementsUnmarshaler(t) {
-		return f, false
-	}
-	switch {
-	case t.Kind() == reflect.Pointer:
-		if implementsUnmarshaler(t.Elem()) || n.typ == "array" || n.typ == "object" {
-			return f, false
-		}
-		f.ptr, f.ptrType = true, t.Elem()
-		t = t.Elem()
-	case t.Kind() == reflect.Slice:
-		if n.typ != "array" || n.items == nil || implementsUnmarshaler(t.Elem()) {
-			return f, false
-		}
-		f.slice, f.sliceTyp, f.elemSize = true, t, t.Elem().Size()
-		if n.minItems != nil {
-			f.minItems = *n.minItems
-		}
-		if n.maxItems != nil {
-			f.maxItems = *n.maxItems
-		}
-		f.unique = n.unique
-		if n.enum != nil || n.format != "" {
-			return f, false
-		}
-		var items *jsonschema.Schema
-		if sch != nil {
-			items = sch.Items2020
-			if is, ok := sch.Items.(*jsonschema.Schema); ok && items == nil {
-				items = is
-			}
-		}
-		sp, ok := c.scalarPlan(t.Elem(), n.items, items)
-		f.scalar = sp
-		return f, ok
-	}
-	sp, ok := c.scalarPlan(t, n, sch)
-	f.scalar = sp
-	return f, ok
 }
 
 func (c *Checker) scalarPlan(t reflect.Type, n *node, sch *jsonschema.Schema) (scalarPlan, bool) {
@@ -365,73 +413,81 @@ func (sp *scalarPlan) intBounds(n *node) bool {
 func (p *Plan) Decode(args []byte, dst unsafe.Pointer) bool {
 	s := scanner{b: args}
 	s.ws()
-	var present, nulled uint64
-	switch {
-	case s.i == len(s.b):
-	case s.literal("null"):
-	case s.b[s.i] == '{':
-		s.i++
-		s.ws()
-		if s.peek() == '}' {
-			s.i++
-			break
-		}
-		for {
-			key, ok := s.key()
-			if !ok {
-				return false
-			}
-			fi := p.field(key)
-			if fi < 0 || present&(1<<fi) != 0 {
-				return false // unknown or repeated key
-			}
-			present |= 1 << fi
-			s.ws()
-			if s.peek() != ':' {
-				return false
-			}
-			s.i++
-			s.ws()
-			f := &p.fields[fi]
-			if s.literal("null") {
-				if f.required {
-					return false
-				}
-				nulled |= 1 << fi
-			} else if !f.decode(&s, dst) {
-				return false
-			}
-			s.ws()
-			switch s.peek() {
-			case ',':
-				s.i++
-				s.ws()
-				continue
-			case '}':
-				s.i++
-			default:
-				return false
-			}
-			break
-		}
-	default:
-		return false
+	var ok bool
+	if s.i == len(s.b) || s.literal("null") {
+		ok = p.root.fill(0, 0, dst) // no arguments: {}
+	} else {
+		ok = p.root.decode(&s, dst)
 	}
 	s.ws()
-	if s.i != len(s.b) {
+	return ok && s.i == len(s.b)
+}
+
+// decode reads an object into the struct at base.
+func (o *objectPlan) decode(s *scanner, base unsafe.Pointer) bool {
+	if s.peek() != '{' {
 		return false
 	}
-	for i := range p.fields {
-		f := &p.fields[i]
+	s.i++
+	s.ws()
+	var present, nulled uint64
+	if s.peek() == '}' {
+		s.i++
+		return o.fill(present, nulled, base)
+	}
+	for {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		fi := o.field(key)
+		if fi < 0 || present&(1<<fi) != 0 {
+			return false // unknown or repeated key
+		}
+		present |= 1 << fi
+		s.ws()
+		if s.peek() != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		f := &o.fields[fi]
+		if s.literal("null") {
+			if f.required {
+				return false
+			}
+			nulled |= 1 << fi // null for an optional member means absent
+		} else if !f.val.decode(s, unsafe.Add(base, f.offset)) {
+			return false
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.ws()
+			continue
+		case '}':
+			s.i++
+			return o.fill(present, nulled, base)
+		}
+		return false
+	}
+}
+
+// fill checks that every required member came and applies the defaults of
+// the absent ones, decoding each default's text as if it had come.
+func (o *objectPlan) fill(present, nulled uint64, base unsafe.Pointer) bool {
+	for i := range o.fields {
 		if present&(1<<i) != 0 && nulled&(1<<i) == 0 {
 			continue
 		}
+		f := &o.fields[i]
 		if f.required {
 			return false
 		}
 		if f.def != nil {
 			ds := scanner{b: f.def}
-			if !f.decode(&ds, dst) || ds.i != len(ds.b) {
+			if !f.val.decode(&ds, unsafe.Add(base, f.offset)) || ds.i != len(ds.b) {
 				return false
 			}
 		}
@@ -439,54 +495,66 @@ func (p *Plan) Decode(args []byte, dst unsafe.Pointer) bool {
 	return true
 }
 
-func (p *Plan) field(key []byte) int {
-	for i := range p.fields {
-		if p.fields[i].nameEq(key) {
+func (o *objectPlan) field(key []byte) int {
+	for i := range o.fields {
+		if string(key) == o.fields[i].name {
 			return i
 		}
 	}
 	return -1
 }
 
-// nameEq compares against the JSON name, which Plan stores in name.
-func (f *fieldPlan) nameEq(key []byte) bool { return string(key) == f.name }
-
-// decode reads one value into the field.
-func (f *fieldPlan) decode(s *scanner, base unsafe.Pointer) bool {
-	at := unsafe.Add(base, f.offset)
-	switch {
-	case f.ptr:
-		v := reflect.New(f.ptrType)
-		if !f.scalar.decode(s, v.UnsafePointer()) {
+// decode reads one value into the Go value at at, which holds its zero value.
+func (vp *valuePlan) decode(s *scanner, at unsafe.Pointer) bool {
+	if vp.slow {
+		return false
+	}
+	switch vp.kind {
+	case vScalar:
+		return vp.scalar.decode(s, at)
+	case vPtr:
+		v := reflect.New(vp.elem.typ)
+		if !vp.elem.decode(s, v.UnsafePointer()) {
 			return false
 		}
 		*(*unsafe.Pointer)(at) = v.UnsafePointer()
 		return true
-	case f.slice:
-		return f.decodeSlice(s, at)
+	case vStruct:
+		return vp.obj.decode(s, at)
+	case vSlice:
+		if vp.strings {
+			return vp.decodeStrings(s, at)
+		}
+		return vp.decodeSlice(s, at)
+	case vMap:
+		return vp.decodeMap(s, at)
 	}
-	return f.scalar.decode(s, at)
+	return false
 }
 
-func (f *fieldPlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
+// maxUniqueScan bounds the arrays whose uniqueness the plan checks pair by
+// pair; longer ones go to the validator, which hashes.
+const maxUniqueScan = 32
+
+func (vp *valuePlan) countOK(n int) bool {
+	return (vp.minItems < 0 || n >= vp.minItems) && (vp.maxItems < 0 || n <= vp.maxItems)
+}
+
+// decodeSlice reads an array element by element through reflect.
+func (vp *valuePlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 	if s.peek() != '[' {
 		return false
 	}
 	s.i++
 	s.ws()
-	if f.sliceTyp.Elem().Kind() == reflect.String {
-		return f.decodeStrings(s, at)
-	}
-	// Other element kinds: decode into a scratch value per element and build
-	// the slice with reflect; calls with such arrays are rarer.
-	out := reflect.MakeSlice(f.sliceTyp, 0, 4)
-	elem := reflect.New(f.sliceTyp.Elem())
+	out := reflect.MakeSlice(vp.typ, 0, 4)
+	elem := reflect.New(vp.elem.typ)
 	if s.peek() == ']' {
 		s.i++
 	} else {
 		for {
 			elem.Elem().SetZero()
-			if !f.scalar.decode(s, elem.UnsafePointer()) {
+			if !vp.elem.decode(s, elem.UnsafePointer()) {
 				return false
 			}
 			out = reflect.Append(out, elem.Elem())
@@ -504,10 +572,10 @@ func (f *fieldPlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 		}
 	}
 	n := out.Len()
-	if !f.countOK(n) {
+	if !vp.countOK(n) {
 		return false
 	}
-	if f.unique {
+	if vp.unique {
 		if n > maxUniqueScan {
 			return false
 		}
@@ -519,20 +587,17 @@ func (f *fieldPlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 			}
 		}
 	}
-	reflect.NewAt(f.sliceTyp, at).Elem().Set(out)
+	reflect.NewAt(vp.typ, at).Elem().Set(out)
 	return true
 }
 
-// maxUniqueScan bounds the arrays whose uniqueness the plan checks pair by
-// pair; longer ones go to the validator, which hashes.
-const maxUniqueScan = 32
-
-func (f *fieldPlan) countOK(n int) bool {
-	return (f.minItems < 0 || n >= f.minItems) && (f.maxItems < 0 || n <= f.maxItems)
-}
-
 // decodeStrings reads an array of strings with one allocation for the slice.
-func (f *fieldPlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
+func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	s.ws()
 	var buf [8]string
 	list := buf[:0]
 	if s.peek() == ']' {
@@ -540,7 +605,7 @@ func (f *fieldPlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 	} else {
 		for {
 			var v string
-			if !f.scalar.decode(s, unsafe.Pointer(&v)) {
+			if !vp.elem.scalar.decode(s, unsafe.Pointer(&v)) {
 				return false
 			}
 			list = append(list, v)
@@ -557,10 +622,10 @@ func (f *fieldPlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 			break
 		}
 	}
-	if !f.countOK(len(list)) {
+	if !vp.countOK(len(list)) {
 		return false
 	}
-	if f.unique {
+	if vp.unique {
 		if len(list) > maxUniqueScan {
 			return false
 		}
@@ -572,10 +637,59 @@ func (f *fieldPlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 			}
 		}
 	}
-	out := reflect.MakeSlice(f.sliceTyp, len(list), len(list))
-	dst := unsafe.Slice((*string)(out.UnsafePointer()), len(list))
-	copy(dst, list)
-	reflect.NewAt(f.sliceTyp, at).Elem().Set(out)
+	out := reflect.MakeSlice(vp.typ, len(list), len(list))
+	copy(unsafe.Slice((*string)(out.UnsafePointer()), len(list)), list)
+	reflect.NewAt(vp.typ, at).Elem().Set(out)
+	return true
+}
+
+// decodeMap reads an object of additional properties into a map.
+func (vp *valuePlan) decodeMap(s *scanner, at unsafe.Pointer) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	s.i++
+	s.ws()
+	m := reflect.MakeMap(vp.typ)
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		elem := reflect.New(vp.elem.typ)
+		keyType := vp.typ.Key()
+		for {
+			kb, ok := s.key()
+			if !ok {
+				return false
+			}
+			key := reflect.ValueOf(string(kb)).Convert(keyType)
+			if m.MapIndex(key).IsValid() {
+				return false // a repeated key
+			}
+			s.ws()
+			if s.peek() != ':' {
+				return false
+			}
+			s.i++
+			s.ws()
+			elem.Elem().SetZero()
+			if !vp.elem.decode(s, elem.UnsafePointer()) {
+				return false
+			}
+			m.SetMapIndex(key, elem.Elem())
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				s.ws()
+				continue
+			}
+			if s.peek() != '}' {
+				return false
+			}
+			s.i++
+			break
+		}
+	}
+	reflect.NewAt(vp.typ, at).Elem().Set(m)
 	return true
 }
 

@@ -35,6 +35,21 @@ type node struct {
 
 	pattern string
 	format  string
+
+	// exotic marks a keyword toolreg does not render (allOf, const,
+	// minProperties ...): the validator enforces it, and the fast decoder,
+	// which does not know it, leaves values of this node alone.
+	exotic bool
+}
+
+// knownKeywords are the keywords toolreg renders and the checker knows.
+var knownKeywords = map[string]bool{
+	"$schema": true, "title": true, "description": true, "examples": true,
+	"type": true, "default": true, "enum": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"minLength": true, "maxLength": true, "pattern": true, "format": true,
+	"minItems": true, "maxItems": true, "uniqueItems": true, "items": true,
+	"properties": true, "required": true, "additionalProperties": true,
 }
 
 // parseSchema reads the subset of JSON Schema that toolreg's Spec renders.
@@ -54,8 +69,17 @@ func parseSchema(raw []byte) (*node, error) {
 
 func buildNode(m map[string]any, at string) (*node, error) {
 	n := &node{}
-	if t, ok := m["type"].(string); ok {
+	for k := range m {
+		if !knownKeywords[k] {
+			n.exotic = true
+		}
+	}
+	switch t := m["type"].(type) {
+	case string:
 		n.typ = t
+	case nil:
+	default:
+		n.exotic = true // a list of types
 	}
 	if def, ok := m["default"]; ok {
 		n.hasDefault, n.def = true, def
