@@ -26,8 +26,10 @@ func openForTest(t testing.TB, path string, opts ...Option) *Store {
 	return s
 }
 
+// TestConformance is deliberately not parallel with this package's other
+// tests: the suite's 40ms leases and result lifetimes are checked right after
+// an fsynced commit, and fsync under extra load can take longer than that.
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	storetest.Run(t, func(t *testing.T) effector.DedupStore {
 		return openForTest(t, filepath.Join(t.TempDir(), "dedup.db"))
 	})
@@ -102,7 +104,7 @@ func TestTwoHandlesOnOneFile(t *testing.T) {
 	})
 
 	t.Run("concurrent claims through both handles give exactly one owner per intent", func(t *testing.T) {
-		const intents, perHandle = 40, 4
+		const intents, perHandle = 20, 4
 		var claimed [intents]atomic.Int32
 		var wg sync.WaitGroup
 		errs := make(chan error, 2*perHandle)
