@@ -1,0 +1,34 @@
+// Package provider renders one tool contract (a toolreg.Spec) in the form each
+// model provider accepts, says what a form loses, and vets a set of tools for
+// what a provider would refuse or degrade.
+//
+// The forms, by name (see Forms):
+//
+//   - "openai": a Chat Completions function tool,
+//     {"type":"function","function":{"name","description","parameters"}};
+//   - "openai-responses": the Responses API function tool,
+//     {"type":"function","name","description","parameters","strict":false};
+//   - "openai-strict" and "openai-strict-responses": the same two with
+//     strict: true. Every object is closed and lists every property in
+//     required; a param the manifest makes optional becomes nullable
+//     ("type":["integer","null"]), and null then means "not given"; keywords
+//     strict mode does not support (default, minLength, maxLength, uniqueItems,
+//     formats other than the nine it knows) move into the description;
+//   - "anthropic": {"name","description","input_schema"};
+//   - "gemini": a function declaration {"name","description","parameters"} in
+//     Gemini's JSON Schema subset: exclusiveMinimum/Maximum, multipleOf,
+//     uniqueItems, format and non-string enums move into the description, and
+//     additionalProperties is left out;
+//   - "mcp": an MCP tools/list entry {"name","title","description",
+//     "inputSchema","annotations"}, with readOnlyHint = !side_effect and the
+//     other hints where the manifest gives them.
+//
+// Rendering never changes what toolreg accepts: arguments are validated
+// against the manifest whatever form the model saw. A form that drops a
+// constraint only stops the provider from enforcing it; each such change is
+// reported as a Note.
+//
+// A tool that cannot be made strict (an object param that is an open map, a
+// schema nested deeper than strict mode allows, ...) is refused with an
+// *UnsupportedError that says why; it is not silently sent non-strict.
+package provider

@@ -1,0 +1,426 @@
+package provider
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/beam-agents/toolreg"
+)
+
+type wrapper int
+
+const (
+	wrapOpenAIChat wrapper = iota
+	wrapOpenAIResponses
+	wrapAnthropic
+	wrapGemini
+	wrapMCP
+)
+
+// rules are what a form does with the contract.
+type rules struct {
+	form   string
+	wrap   wrapper
+	strict bool // OpenAI strict mode
+	gemini bool // Gemini's schema subset
+}
+
+func rulesFor(form string) (rules, bool) {
+	switch form {
+	case OpenAI:
+		return rules{form: form, wrap: wrapOpenAIChat}, true
+	case OpenAIResponses:
+		return rules{form: form, wrap: wrapOpenAIResponses}, true
+	case OpenAIStrict:
+		return rules{form: form, wrap: wrapOpenAIChat, strict: true}, true
+	case OpenAIStrictResponses:
+		return rules{form: form, wrap: wrapOpenAIResponses, strict: true}, true
+	case Anthropic:
+		return rules{form: form, wrap: wrapAnthropic}, true
+	case Gemini:
+		return rules{form: form, wrap: wrapGemini, gemini: true}, true
+	case MCP:
+		return rules{form: form, wrap: wrapMCP}, true
+	}
+	return rules{}, false
+}
+
+// Limits of OpenAI strict mode (Structured Outputs guide, "Objects have
+// limitations on nesting depth and size").
+const (
+	strictMaxDepth      = 10   // levels of object nesting
+	strictMaxProperties = 5000 // object properties in the whole schema
+	strictMaxEnumValues = 1000 // enum values in the whole schema
+)
+
+// strictFormats are the string formats strict mode accepts; any other format
+// moves into the description.
+var strictFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+
+type walker struct {
+	rules
+	spec     *toolreg.Spec
+	b        []byte
+	notes    []Note
+	problems []toolreg.Problem
+
+	props, enums int // strict mode's whole-schema counters
+}
+
+func (w *walker) str(s string) {
+	q, _ := toolreg.CanonicalJSON(s) // a string always encodes
+	w.b = append(w.b, q...)
+}
+
+func (w *walker) key(k string) {
+	w.b = append(w.b, ',', '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+
+func (w *walker) note(pos toolreg.Pos, path, keyword string, a Action, detail string) {
+	if !pos.IsValid() {
+		pos = w.spec.Pos
+	}
+	w.notes = append(w.notes, Note{Form: w.form, Tool: w.spec.Name, Pos: pos, Path: path, Keyword: keyword, Action: a, Detail: detail})
+}
+
+func (w *walker) problem(pos toolreg.Pos, path, format string, args ...any) {
+	if !pos.IsValid() {
+		pos = w.spec.Pos
+	}
+	w.problems = append(w.problems, toolreg.Problem{Pos: pos, Tool: w.spec.Name, Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// tool writes the whole tool in the form's wrapper.
+func (w *walker) tool() {
+	s := w.spec
+	switch w.wrap {
+	case wrapOpenAIChat:
+		w.b = append(w.b, `{"type":"function","function":{"name":`...)
+		w.str(s.Name)
+		w.desc()
+		w.key("parameters")
+		w.params()
+		if w.strict {
+			w.b = append(w.b, `,"strict":true`...)
+		}
+		w.b = append(w.b, "}}"...)
+	case wrapOpenAIResponses:
+		w.b = append(w.b, `{"type":"function","name":`...)
+		w.str(s.Name)
+		w.desc()
+		w.key("parameters")
+		w.params()
+		// The Responses API takes strict as true when it is left out, so the
+		// non-strict form must say false.
+		w.b = strconv.AppendBool(append(w.b, `,"strict":`...), w.strict)
+		w.b = append(w.b, '}')
+	case wrapAnthropic:
+		w.b = append(w.b, `{"name":`...)
+		w.str(s.Name)
+		w.desc()
+		w.key("input_schema")
+		w.params()
+		w.b = append(w.b, '}')
+	case wrapGemini:
+		w.b = append(w.b, `{"name":`...)
+		w.str(s.Name)
+		w.desc()
+		// Gemini refuses an object parameters schema with no properties: a tool
+		// without params declares none.
+		if len(s.Params) > 0 {
+			w.key("parameters")
+			w.params()
+		}
+		w.b = append(w.b, '}')
+	case wrapMCP:
+		w.b = append(w.b, `{"name":`...)
+		w.str(s.Name)
+		if a := s.Annotations; a != nil && a.Title != "" {
+			w.key("title")
+			w.str(a.Title)
+		}
+		w.desc()
+		w.key("inputSchema")
+		w.params()
+		w.annotations()
+		w.b = append(w.b, '}')
+	}
+}
+
+func (w *walker) desc() {
+	if w.spec.Description != "" {
+		w.key("description")
+		w.str(w.spec.Description)
+	}
+}
+
+// annotations writes MCP's tool annotations. readOnlyHint and idempotentHint
+// are always written (the MCP SDK's ToolAnnotations always carries them, and
+// false is the protocol's default for both); the others only when set.
+func (w *walker) annotations() {
+	a := w.spec.Annotations
+	if a == nil {
+		a = &toolreg.Annotations{}
+	}
+	w.b = append(w.b, `,"annotations":{`...)
+	if a.Title != "" {
+		w.b = append(w.b, `"title":`...)
+		w.str(a.Title)
+		w.b = append(w.b, ',')
+	}
+	w.b = strconv.AppendBool(append(w.b, `"readOnlyHint":`...), !w.spec.SideEffect)
+	if a.DestructiveHint != nil {
+		w.b = strconv.AppendBool(append(w.b, `,"destructiveHint":`...), *a.DestructiveHint)
+	}
+	w.b = strconv.AppendBool(append(w.b, `,"idempotentHint":`...), a.IdempotentHint != nil && *a.IdempotentHint)
+	if a.OpenWorldHint != nil {
+		w.b = strconv.AppendBool(append(w.b, `,"openWorldHint":`...), *a.OpenWorldHint)
+	}
+	w.b = append(w.b, '}')
+}
+
+// params writes the parameters object schema.
+func (w *walker) params() {
+	w.b = append(w.b, `{"type":"object"`...)
+	w.object(&toolreg.Schema{Type: toolreg.TypeObject, Properties: w.spec.Params}, "params", w.spec.Pos, 1, true)
+	w.b = append(w.b, '}')
+}
+
+// kw is one constraint keyword a schema declares, with its JSON value.
+type kw struct {
+	key, value string
+}
+
+// keywords lists the constraint keywords s declares, in the order toolreg
+// writes them. Items, properties and additionalProperties are schemas and are
+// walked instead.
+func keywords(s *toolreg.Schema) []kw {
+	var ks []kw
+	val := func(key string, v any) {
+		b, err := toolreg.CanonicalJSON(v)
+		if err != nil {
+			b = []byte(fmt.Sprintf("%q", fmt.Sprint(v)))
+		}
+		ks = append(ks, kw{key, string(b)})
+	}
+	num := func(key string, v *float64) {
+		if v != nil {
+			ks = append(ks, kw{key, strconv.FormatFloat(*v, 'g', -1, 64)})
+		}
+	}
+	integer := func(key string, v *int) {
+		if v != nil {
+			ks = append(ks, kw{key, strconv.Itoa(*v)})
+		}
+	}
+	if s.HasDefault {
+		val("default", s.Default)
+	}
+	if s.Enum != nil {
+		val("enum", s.Enum)
+	}
+	num("minimum", s.Minimum)
+	num("maximum", s.Maximum)
+	num("exclusiveMinimum", s.ExclusiveMinimum)
+	num("exclusiveMaximum", s.ExclusiveMaximum)
+	num("multipleOf", s.MultipleOf)
+	integer("minLength", s.MinLength)
+	integer("maxLength", s.MaxLength)
+	if s.Pattern != "" {
+		val("pattern", s.Pattern)
+	}
+	if s.Format != "" {
+		val("format", s.Format)
+	}
+	integer("minItems", s.MinItems)
+	integer("maxItems", s.MaxItems)
+	if s.UniqueItems {
+		ks = append(ks, kw{"uniqueItems", "true"})
+	}
+	return ks
+}
+
+// keeps reports whether the form keeps keyword k of s in the schema; a
+// keyword it does not keep moves into the description.
+func (w *walker) keeps(k kw, s *toolreg.Schema) bool {
+	switch {
+	case w.strict:
+		switch k.key {
+		case "default", "minLength", "maxLength", "uniqueItems":
+			return false
+		case "format":
+			return slices.Contains(strictFormats, s.Format)
+		}
+	case w.gemini:
+		switch k.key {
+		case "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems", "format":
+			return false
+		case "enum":
+			// Gemini's enum holds strings only.
+			return s.Type == toolreg.TypeString
+		}
+	}
+	return true
+}
+
+// schema writes s, a value at manifest path. optional is true for an object
+// member a call may leave out: strict mode makes it required and nullable.
+func (w *walker) schema(s *toolreg.Schema, path string, pos toolreg.Pos, optional bool, depth int) {
+	ks := keywords(s)
+	var moved []string
+	nullable := w.strict && optional
+	if nullable {
+		moved = append(moved, "null means not given")
+		w.note(pos, path, "required", Rewritten, "optional param made required and nullable: null means not given")
+	}
+	for _, k := range ks {
+		if !w.keeps(k, s) {
+			moved = append(moved, k.key+": "+k.value)
+			w.note(pos, path, k.key, Moved, k.key+": "+k.value+" moved into the description")
+		}
+	}
+	if w.gemini && s.AdditionalProperties != nil && s.Type == toolreg.TypeObject {
+		b, _ := s.AdditionalProperties.MarshalJSON()
+		moved = append(moved, "additionalProperties: "+string(b))
+		w.note(pos, path, "additionalProperties", Moved, "additionalProperties schema moved into the description")
+	}
+
+	w.b = append(w.b, `{"type":`...)
+	if nullable {
+		w.b = append(w.b, '[')
+		w.str(string(s.Type))
+		w.b = append(w.b, `,"null"]`...)
+	} else {
+		w.str(string(s.Type))
+	}
+	if d := description(s.Description, moved); d != "" {
+		w.key("description")
+		w.str(d)
+	}
+	for _, k := range ks {
+		if !w.keeps(k, s) {
+			continue
+		}
+		w.key(k.key)
+		if k.key == "enum" && w.strict {
+			w.enums += len(s.Enum)
+			if nullable && !slices.Contains(s.Enum, nil) {
+				// A nullable enum must list null, or strict mode cannot send it.
+				w.b = append(w.b, k.value[:len(k.value)-1]...)
+				w.b = append(w.b, ",null]"...)
+				continue
+			}
+		}
+		w.b = append(w.b, k.value...)
+	}
+	if s.Items != nil {
+		w.key("items")
+		w.schema(s.Items, path+".items", pos, false, depth)
+	}
+	if s.Type == toolreg.TypeObject {
+		w.object(s, path, pos, depth+1, false)
+	} else if s.AdditionalProperties != nil && !w.gemini {
+		// Not meaningful on a non-object, but kept as toolreg writes it.
+		w.key("additionalProperties")
+		w.schema(s.AdditionalProperties, path+".additionalProperties", pos, false, depth)
+	}
+	w.b = append(w.b, '}')
+}
+
+// description joins a schema's description with the keywords moved into it.
+func description(d string, moved []string) string {
+	if len(moved) == 0 {
+		return d
+	}
+	m := strings.Join(moved, "; ")
+	if d == "" {
+		return m
+	}
+	return d + " (" + m + ")"
+}
+
+// object writes the members of an object schema (properties, required,
+// additionalProperties) after its opening keywords. depth counts object
+// nesting, the parameters object being 1.
+func (w *walker) object(s *toolreg.Schema, path string, pos toolreg.Pos, depth int, root bool) {
+	if w.strict {
+		if depth > strictMaxDepth {
+			w.problem(pos, path, "nested %d objects deep: strict mode allows %d levels; flatten the param", depth, strictMaxDepth)
+		}
+		w.props += len(s.Properties)
+		if root {
+			defer w.strictTotals(pos)
+		}
+		if s.AdditionalProperties != nil {
+			w.problem(pos, path+".additionalProperties", "an object with additionalProperties (a map with free keys) cannot be strict: strict mode needs every member named; declare its properties, or take a list of {key, value} objects")
+		}
+	}
+	if w.gemini && len(s.Properties) == 0 {
+		if !root {
+			w.problem(pos, path, "gemini refuses an object schema with no properties: declare its properties, or take the value as a JSON string")
+		}
+		return
+	}
+	if w.gemini {
+		// Gemini's schema has no additionalProperties: the object is open to the
+		// provider, while toolreg still refuses members it does not name.
+		w.note(pos, path, "additionalProperties", Dropped, "additionalProperties: false dropped: the provider does not close the object (toolreg still refuses unknown members)")
+	}
+	w.b = append(w.b, `,"properties":{`...)
+	for i, p := range s.Properties {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(p.Name)
+		w.b = append(w.b, ':')
+		ppos := p.Pos
+		if !ppos.IsValid() {
+			ppos = pos
+		}
+		w.schema(&p.Schema, path+"."+p.Name, ppos, !p.Required(), depth)
+	}
+	w.b = append(w.b, '}')
+	n := 0
+	for _, p := range s.Properties {
+		if w.strict || p.Required() {
+			n++
+		}
+	}
+	// Anthropic's SDK and Gemini take an empty required list as absent; leave
+	// it out there so the form survives their types unchanged.
+	if n > 0 || !(w.gemini || (root && w.wrap == wrapAnthropic)) {
+		w.b = append(w.b, `,"required":[`...)
+		n = 0
+		for _, p := range s.Properties {
+			if w.strict || p.Required() {
+				if n > 0 {
+					w.b = append(w.b, ',')
+				}
+				w.str(p.Name)
+				n++
+			}
+		}
+		w.b = append(w.b, ']')
+	}
+	switch {
+	case w.gemini:
+	case s.AdditionalProperties != nil && !w.strict:
+		w.key("additionalProperties")
+		w.schema(s.AdditionalProperties, path+".additionalProperties", pos, false, depth)
+	default:
+		w.b = append(w.b, `,"additionalProperties":false`...)
+	}
+}
+
+func (w *walker) strictTotals(pos toolreg.Pos) {
+	if w.props > strictMaxProperties {
+		w.problem(pos, "params", "%d object properties in all: strict mode allows %d", w.props, strictMaxProperties)
+	}
+	if w.enums > strictMaxEnumValues {
+		w.problem(pos, "params", "%d enum values in all: strict mode allows %d", w.enums, strictMaxEnumValues)
+	}
+}

@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// Severity ranks a Finding.
+type Severity int
+
+const (
+	// Info: the form changed the contract in a way that loses nothing the model
+	// needs (toolreg still enforces it).
+	Info Severity = iota
+	// Warning: the provider will take the tool but degrade it: a constraint it
+	// no longer enforces, a param the model is told nothing about.
+	Warning
+	// Error: the provider will refuse the tool, or the list.
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	}
+	return fmt.Sprintf("Severity(%d)", int(s))
+}
+
+// Finding is one thing a provider would refuse or degrade.
+type Finding struct {
+	Form     string
+	Severity Severity
+	Pos      toolreg.Pos
+	Tool     string // empty for a finding about the whole list
+	Path     string
+	Message  string
+}
+
+// String renders the finding as file:line:col: severity: form: tool: path: message.
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s: %s: %s: ", f.Pos, f.Severity, f.Form)
+	if f.Tool != "" {
+		s += f.Tool + ": "
+	}
+	if f.Path != "" {
+		s += f.Path + ": "
+	}
+	return s + f.Message
+}
+
+// Worst returns the highest severity among fs, and false when fs is empty.
+func Worst(fs []Finding) (Severity, bool) {
+	if len(fs) == 0 {
+		return Info, false
+	}
+	w := Info
+	for _, f := range fs {
+		w = max(w, f.Severity)
+	}
+	return w, true
+}
+
+// Limits the providers document and enforce.
+const (
+	openAIMaxDescription = 1024 // a function's description, in characters
+	openAIMaxTools       = 128  // tools in one request
+)
+
+var (
+	openAIName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	// Gemini: starts with a letter or underscore; letters, digits, '_', '.',
+	// ':' and '-'; at most 64.
+	geminiName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$`)
+	// MCP (2025-11-25): 1 to 128 of letters, digits, '_', '-' and '.'.
+	mcpName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
+)
+
+// Vet reports what the named form's provider would refuse (Error) or degrade
+// (Warning) in specs, and what rendering changed harmlessly (Info): name rules,
+// description limits, tools that cannot be rendered (strict mode), keywords
+// moved into descriptions, params without a description. It returns an
+// *UnknownFormError for an unknown form.
+func Vet(form string, specs []*toolreg.Spec) ([]Finding, error) {
+	set, err := RenderAll(form, specs)
+	if set == nil {
+		return nil, err
+	}
+	return set.Findings, nil
+}
+
+func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) []Finding {
+	var fs []Finding
+	add := func(sev Severity, pos toolreg.Pos, tool, path, format string, args ...any) {
+		fs = append(fs, Finding{Form: form, Severity: sev, Pos: pos, Tool: tool, Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	isOpenAI := form == OpenAI || form == OpenAIResponses || form == OpenAIStrict || form == OpenAIStrictResponses
+	if isOpenAI && len(specs) > openAIMaxTools {
+		add(Error, toolreg.Pos{}, "", "", "%d tools: OpenAI takes at most %d in one request; send a subset", len(specs), openAIMaxTools)
+	}
+	// Each tool's findings together, in the order given.
+	probs := make(map[string][]toolreg.Problem)
+	for _, err := range renderErrs {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			probs[ue.Tool] = append(probs[ue.Tool], ue.Problems...)
+		}
+	}
+	byTool := make(map[string][]Note)
+	for _, n := range notes {
+		byTool[n.Tool] = append(byTool[n.Tool], n)
+	}
+	for _, s := range specs {
+		var re *regexp.Regexp
+		rule := ""
+		switch form {
+		case Gemini:
+			re, rule = geminiName, "start with a letter or '_', then letters, digits, '_', '.', ':' or '-', at most 64"
+		case MCP:
+			re, rule = mcpName, "1 to 128 letters, digits, '_', '-' or '.'"
+		default:
+			re, rule = openAIName, "1 to 64 letters, digits, '_' or '-'"
+		}
+		if !re.MatchString(s.Name) {
+			add(Error, s.Pos, s.Name, "name", "%s refuses the name %q: use %s", form, s.Name, rule)
+		}
+		switch {
+		case s.Description == "":
+			add(Warning, s.Pos, s.Name, "description", "no description: the model chooses tools by it; say what the tool does and when to use it")
+		case isOpenAI && utf8.RuneCountInString(s.Description) > openAIMaxDescription:
+			add(Error, s.Pos, s.Name, "description", "description is %d characters: OpenAI refuses more than %d; shorten it", utf8.RuneCountInString(s.Description), openAIMaxDescription)
+		}
+		if form == MCP && s.Annotations != nil && !s.SideEffect && s.Annotations.DestructiveHint != nil && *s.Annotations.DestructiveHint {
+			add(Warning, s.Pos, s.Name, "annotations.destructiveHint", "a read-only tool (side_effect: false) marked destructive: MCP clients ignore destructiveHint when readOnlyHint is true; fix one of them")
+		}
+		for _, p := range probs[s.Name] {
+			add(Error, p.Pos, p.Tool, p.Path, "%s", p.Message)
+		}
+		vetParams(s, s.Params, "params", add)
+		for _, n := range byTool[s.Name] {
+			sev := Warning
+			if n.Action != Moved {
+				sev = Info
+			}
+			add(sev, n.Pos, n.Tool, n.Path, "%s", n.Detail)
+		}
+		// A name given twice would mix two tools' findings; report it once.
+		delete(probs, s.Name)
+		delete(byTool, s.Name)
+	}
+	return fs
+}
+
+// vetParams warns of params, at any depth, that tell the model nothing.
+func vetParams(s *toolreg.Spec, ps []*toolreg.Param, path string, add func(Severity, toolreg.Pos, string, string, string, ...any)) {
+	for _, p := range ps {
+		pp := path + "." + p.Name
+		pos := p.Pos
+		if !pos.IsValid() {
+			pos = s.Pos
+		}
+		if p.Description == "" {
+			add(Warning, pos, s.Name, pp, "param has no description: the model guesses what to send; describe it")
+		}
+		vetSchema(s, &p.Schema, pp, pos, add)
+	}
+}
+
+func vetSchema(s *toolreg.Spec, sc *toolreg.Schema, path string, pos toolreg.Pos, add func(Severity, toolreg.Pos, string, string, string, ...any)) {
+	vetParams(s, sc.Properties, path+".properties", add)
+	if sc.Items != nil {
+		vetSchema(s, sc.Items, path+".items", pos, add)
+	}
+}

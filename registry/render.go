@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"encoding/json"
+	"runtime"
+	"slices"
+	"sync"
+	"weak"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
+)
+
+// ProviderSchema returns every tool rendered in the named provider form (see
+// provider.Forms: "openai", "openai-responses", "openai-strict",
+// "openai-strict-responses", "anthropic", "gemini", "mcp"), in registration
+// order: the tools list to send that provider.
+//
+// Each form is rendered once and cached; later calls cost a lookup and a
+// slice copy, not schema work. Registering a tool invalidates the cache. The
+// slice is the caller's; the bytes are shared and must not be modified.
+//
+// An unknown form gives a *provider.UnknownFormError. A tool the form cannot
+// express (openai-strict: an open map param, ...) makes it fail with that
+// tool's *provider.UnsupportedError (or a *provider.MultiError of them, for
+// errors.As); ProviderRender still reports on the others.
+func (r *Registry) ProviderSchema(form string) ([]json.RawMessage, error) {
+	set, err := r.ProviderRender(form)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(set.Tools), nil
+}
+
+// ProviderList is ProviderSchema as one JSON array, rendered once and cached:
+// a tools/list response body costs no work per request. The bytes are shared
+// and must not be modified.
+func (r *Registry) ProviderList(form string) (json.RawMessage, error) {
+	e := r.rendered(form)
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.list, nil
+}
+
+// ProviderRender returns the cached rendering of every tool in the named form
+// with its report: what each tool's form moved or dropped (Notes) and what the
+// provider would refuse or degrade (Findings, as provider.Vet gives them).
+// The *provider.Set is returned even when err says some tools cannot be
+// rendered; it is shared and must not be modified. Only an unknown form gives
+// a nil Set.
+func (r *Registry) ProviderRender(form string) (*provider.Set, error) {
+	e := r.rendered(form)
+	return e.set, e.err
+}
+
+// rendering is one form's cached result for the first n registered tools.
+type rendering struct {
+	n    int
+	set  *provider.Set
+	list json.RawMessage
+	err  error
+}
+
+type renderCache struct {
+	mu    sync.Mutex
+	forms map[string]*rendering
+}
+
+// caches holds each live Registry's renderings. It sits beside Registry, not
+// in it, only because registry.go has another owner for now; the key is weak
+// and a cleanup drops the entry, so a Registry is collected as usual.
+// TODO: move renderCache into Registry as a field and drop this map.
+var caches sync.Map // weak.Pointer[Registry] -> *renderCache
+
+func (r *Registry) renderCache() *renderCache {
+	key := weak.Make(r)
+	if c, ok := caches.Load(key); ok {
+		return c.(*renderCache)
+	}
+	c, loaded := caches.LoadOrStore(key, &renderCache{forms: make(map[string]*rendering)})
+	if !loaded {
+		runtime.AddCleanup(r, func(k weak.Pointer[Registry]) { caches.Delete(k) }, key)
+	}
+	return c.(*renderCache)
+}
+
+func (r *Registry) rendered(form string) *rendering {
+	if !provider.Known(form) {
+		// Not cached: the map holds forms, not whatever names callers try.
+		return &rendering{err: &provider.UnknownFormError{Name: form}}
+	}
+	c := r.renderCache()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Register only appends, so a rendering of as many tools as the registry
+	// holds is a rendering of all of them.
+	if e, ok := c.forms[form]; ok && e.n == len(r.tools) {
+		return e
+	}
+	specs := make([]*toolreg.Spec, len(r.tools))
+	for i, t := range r.tools {
+		specs[i] = t.Spec()
+	}
+	set, err := provider.RenderAll(form, specs)
+	e := &rendering{n: len(specs), set: set, err: err}
+	if set != nil {
+		e.list = set.List()
+	}
+	c.forms[form] = e
+	return e
+}
