@@ -37,6 +37,8 @@ type command struct {
 var commands = []*command{
 	vetCommand,
 	schemaCommand,
+	genCommand,
+	diffCommand,
 }
 
 func lookup(name string) *command {
