@@ -1,0 +1,58 @@
+// Package mcpserver serves a bound set of toolreg tools over the Model Context
+// Protocol, with the official MCP Go SDK (github.com/modelcontextprotocol/go-sdk),
+// over stdio (Run) or streamable HTTP (Handler).
+//
+//	srv, err := mcpserver.New(bound, eff)
+//	err = srv.Run(ctx, &mcp.StdioTransport{})
+//
+// tools/list answers with every tool of the pipeline table in the MCP form:
+// inputSchema is the tool's parameters JSON Schema, and annotations carry
+// readOnlyHint (not side_effect) and, when the manifest says, title,
+// destructiveHint, idempotentHint and openWorldHint. The list is rendered once,
+// in New, never per request.
+//
+// tools/call routes by side effect, as the pipeline does:
+//
+//   - a read-only tool runs inline through the runner. Arguments that break
+//     its contract come back as an isError result whose text is
+//     toolreg.ToolArgumentError.ModelMessage, so the model can correct the
+//     call; the function is not invoked. Any other failure of the tool is an
+//     isError result too. Only an unknown tool name is a protocol error.
+//   - a side-effecting tool is staged with an Activation's Act (which checks
+//     its arguments the same way) and executed by the effector's Process. The
+//     result is the effector's: OK as text and structured content, ERROR,
+//     REJECTED and EXPIRED as isError results carrying the status and message.
+//
+// # Intent identity: why a retried call does not repeat its effect
+//
+// The intent id is IntentID(entity key, seq, 0), with seq a hash of the tool
+// name and the request's identity, which is, in this order:
+//
+//  1. the idempotency key the client sends in the request's _meta, under
+//     MetaIdempotencyKey ("toolreg/idempotency-key"): the entity key is then
+//     the server's (WithEntityKey), not the session's, so a client that
+//     crashes and retries on a new connection still gets the first result.
+//     This is the identity to use: only the client knows which calls are
+//     retries of one another. Use a fresh random key per logical call; reusing
+//     a key with other arguments returns the first call's result.
+//  2. otherwise, the JSON-RPC request id, within the session: the entity key
+//     is the server's key plus the session id (the Mcp-Session-Id of
+//     streamable HTTP; for stdio and other session-less transports, an id Run
+//     draws for the connection). A request delivered twice with the same id on
+//     one session (an HTTP POST retried after a dropped response, a client
+//     replaying a line) is executed once. JSON-RPC ids restart with every
+//     connection, which is why they are scoped to it: a restarted server with
+//     a persistent dedup store must not answer a new call 1 with an old one's
+//     result. The SDK does not expose the request id to handlers, so Run and
+//     Handler copy it into the request's _meta (metaRequestID) as the message
+//     is read, overwriting anything the client put there.
+//  3. a session-less request with no key (stateless streamable HTTP): a fresh
+//     random identity, since ids from different clients would collide; such a
+//     call is executed once per delivery.
+//
+// Each call's intent is created with the server's clock (WithClock) and
+// expires after WithIntentTTL.
+//
+// mcpserver refuses to start (New) without an effector when the bound set has
+// side-effecting tools, and with a tool whose schema the SDK would refuse.
+package mcpserver

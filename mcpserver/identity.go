@@ -1,0 +1,193 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// metaRequestID is the _meta key under which Run, Connect and Handler copy a
+// tools/call request's JSON-RPC id (as its JSON text) before the SDK reads
+// it: the SDK gives handlers no other way to see the id.
+const metaRequestID = "toolreg/jsonrpc-id"
+
+const maxIdempotencyKey = 256
+
+// position is where a side-effecting call's intent sits: IntentID(entityKey,
+// seq, 0).
+type position struct {
+	entityKey []byte
+	seq       int64
+}
+
+// position derives the call's intent position from its identity; see the
+// package doc for the order and the reasons.
+func (s *Server) position(tool string, req *mcp.CallToolRequest) (position, error) {
+	meta := req.Params.Meta
+	session := ""
+	if req.Session != nil {
+		session = req.Session.ID()
+	}
+	if v, ok := meta[MetaIdempotencyKey]; ok {
+		key, isString := v.(string)
+		if !isString || key == "" || len(key) > maxIdempotencyKey {
+			return position{}, fmt.Errorf("%s was not run: _meta %q must be a non-empty string of at most %d bytes, such as a random UUID naming this call; got %s",
+				tool, MetaIdempotencyKey, maxIdempotencyKey, describe(v))
+		}
+		return position{[]byte(s.cfg.entityKey), seqOf("key", tool, key)}, nil
+	}
+	if id, ok := meta[metaRequestID].(string); ok && session != "" {
+		return position{[]byte(s.cfg.entityKey + "/" + session), seqOf("jsonrpc-id", tool, id)}, nil
+	}
+	// No identity a retry would repeat: a fresh one, so the call runs once.
+	var nonce [16]byte
+	rand.Read(nonce[:])
+	return position{[]byte(s.cfg.entityKey + "/" + session), seqOf("nonce", tool, string(nonce[:]))}, nil
+}
+
+func describe(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%T", v)
+	}
+	if len(b) > 80 {
+		return fmt.Sprintf("%d bytes of JSON", len(b))
+	}
+	return string(b)
+}
+
+// seqOf hashes the identity's parts, each length-prefixed so that no two
+// part lists give the same input, into a non-negative seq.
+func seqOf(parts ...string) int64 {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		io.WriteString(h, p)
+	}
+	return int64(binary.BigEndian.Uint64(h.Sum(nil)) & math.MaxInt64)
+}
+
+// stamp copies a tools/call request's JSON-RPC id into its params' _meta
+// under metaRequestID, replacing whatever the client put there. Any other
+// message, and params it cannot read, are returned unchanged: the SDK then
+// reports them as it would have.
+func stamp(msg jsonrpc.Message) jsonrpc.Message {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !req.ID.IsValid() {
+		return msg
+	}
+	id, err := json.Marshal(req.ID.Raw())
+	if err != nil {
+		return msg
+	}
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(req.Params, &params); err != nil || params == nil {
+		return msg
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := params["_meta"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			return msg
+		}
+	}
+	idText, _ := json.Marshal(string(id))
+	meta[metaRequestID] = idText
+	if params["_meta"], err = json.Marshal(meta); err != nil {
+		return msg
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return msg
+	}
+	req.Params = p
+	return req
+}
+
+// stampTransport wraps t so that its connection stamps request ids, and has
+// a session id: the transport's own, or one drawn here for a session-less
+// transport such as stdio, so request ids are scoped to the connection.
+func stampTransport(t mcp.Transport) mcp.Transport { return &stampingTransport{t} }
+
+type stampingTransport struct{ mcp.Transport }
+
+func (t *stampingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &stampingConn{Connection: c, id: rand.Text()}, nil
+}
+
+type stampingConn struct {
+	mcp.Connection
+	id string
+}
+
+func (c *stampingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		return msg, err
+	}
+	return stamp(msg), nil
+}
+
+func (c *stampingConn) SessionID() string {
+	if id := c.Connection.SessionID(); id != "" {
+		return id
+	}
+	return c.id
+}
+
+// maxStampBody bounds the POST bodies stampHTTP reads to stamp; a larger
+// one passes through unstamped, for the SDK to accept or refuse.
+const maxStampBody = 8 << 20
+
+// stampHTTP stamps the request id of a tools/call POSTed to h.
+func stampHTTP(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxStampBody+1))
+		if err != nil {
+			http.Error(w, "mcpserver: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		rest := r.Body
+		if len(body) <= maxStampBody {
+			if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+				if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+					if b, err := jsonrpc.EncodeMessage(stamp(msg)); err == nil {
+						body = b
+					}
+				}
+			}
+		}
+		r2 := r.Clone(r.Context())
+		r2.Body = readCloser{io.MultiReader(bytes.NewReader(body), rest), rest}
+		if len(body) <= maxStampBody {
+			r2.ContentLength = int64(len(body))
+		} else {
+			r2.ContentLength = -1
+		}
+		h.ServeHTTP(w, r2)
+	})
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

@@ -1,0 +1,275 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/runner"
+)
+
+// Meta keys this package reads from a tools/call request's _meta and writes
+// into a side-effecting call's result _meta.
+const (
+	// MetaIdempotencyKey is the _meta key under which a client names a call,
+	// so that a retry of it, on any connection, is answered with the first
+	// call's result instead of executing the effect again. The value must be
+	// a non-empty string of at most 256 bytes.
+	MetaIdempotencyKey = "toolreg/idempotency-key"
+	// MetaIntentID is the result _meta key carrying the id of the intent a
+	// side-effecting call was executed as.
+	MetaIntentID = "toolreg/intent-id"
+	// MetaStatus is the result _meta key carrying the effector's status (OK,
+	// ERROR, REJECTED, EXPIRED).
+	MetaStatus = "toolreg/status"
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	impl      mcp.Implementation
+	entityKey string
+	runner    *runner.Runner
+	now       func() time.Time
+	ttl       time.Duration
+	logger    *slog.Logger
+}
+
+// WithImplementation sets the name and version the server reports in
+// initialize. The default is "toolreg" with version "v0".
+func WithImplementation(name, version string) Option {
+	return func(c *config) { c.impl = mcp.Implementation{Name: name, Version: version} }
+}
+
+// WithEntityKey sets the entity key of this server's intents: calls named by
+// an idempotency key use it as is, others it plus their session id. The
+// default is "mcp". Servers that share a dedup store must use different keys.
+func WithEntityKey(key string) Option {
+	return func(c *config) { c.entityKey = key }
+}
+
+// WithRunner sets the runner read-only tools run through. The default is
+// runner.New().
+func WithRunner(r *runner.Runner) Option {
+	return func(c *config) { c.runner = r }
+}
+
+// WithClock sets the clock that dates intents (created, and expiry after the
+// TTL). The default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
+}
+
+// WithIntentTTL sets how long an intent stays executable after it is created;
+// see runner.WithIntentTTL. The default is runner.DefaultIntentTTL (1h).
+func WithIntentTTL(d time.Duration) Option {
+	return func(c *config) { c.ttl = d }
+}
+
+// WithLogger sets the logger of the server and of the SDK under it. The
+// default discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// Server is an MCP server for one bound set of tools. It is safe for
+// concurrent use: serve any number of connections with it.
+type Server struct {
+	cfg      config
+	bound    *bindings.Bound
+	effector *effector.Effector
+	tools    []*mcp.Tool
+	mcp      *mcp.Server
+}
+
+// New returns the server of bound's tools. Read-only tools run through the
+// runner; side-effecting ones are executed by eff, which must have been made
+// with bound.Effector. eff may be nil only when bound has no side-effecting
+// tool. New renders every tool's tools/list entry, once.
+func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server, error) {
+	cfg := config{
+		impl:      mcp.Implementation{Name: "toolreg", Version: "v0"},
+		entityKey: "mcp",
+		now:       time.Now,
+		ttl:       runner.DefaultIntentTTL,
+		logger:    slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.runner == nil {
+		cfg.runner = runner.New()
+	}
+	if bound == nil || bound.Pipeline == nil {
+		return nil, errors.New("mcpserver: no bound tools: pass the *bindings.Bound that Binder.Bind returned")
+	}
+	if eff == nil && bound.Effector != nil && bound.Effector.Len() > 0 {
+		return nil, fmt.Errorf("mcpserver: %d side-effecting tools and no effector: pass effector.New(bound.Effector, store)", bound.Effector.Len())
+	}
+	s := &Server{cfg: cfg, bound: bound, effector: eff}
+	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
+	for _, t := range bound.Pipeline.Tools() {
+		mt := mcpTool(t)
+		if err := addTool(s.mcp, mt, s.handler(t)); err != nil {
+			return nil, err
+		}
+		s.tools = append(s.tools, mt)
+	}
+	return s, nil
+}
+
+// addTool adds one tool, turning the SDK's panics on a tool it refuses into
+// an error that names the tool.
+func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("mcpserver: tool %q: the MCP SDK refuses it: %v", t.Name, r)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
+}
+
+// Tools returns the tools/list entries, in registration order, as rendered in
+// New (tools/list itself is in name order: the SDK sorts it). The tools are shared and must not be modified.
+func (s *Server) Tools() []*mcp.Tool { return s.tools }
+
+// MCP returns the SDK server underneath, to add prompts, resources or
+// middleware. Connecting it directly, rather than through Run, Connect or
+// Handler, loses the request-id identity of side-effecting calls (see the
+// package doc): only idempotency keys then protect retries.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one connection over t, such as &mcp.StdioTransport{}, until the
+// client disconnects or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, stampTransport(t))
+}
+
+// Connect starts serving one connection over t and returns its session, for
+// callers that manage sessions themselves (tests, in-memory transports).
+func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
+	return s.mcp.Connect(ctx, stampTransport(t), opts)
+}
+
+// Handler returns an http.Handler serving the streamable HTTP transport.
+// opts may be nil; see mcp.StreamableHTTPOptions.
+func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
+	return stampHTTP(h)
+}
+
+func (s *Server) handler(t *toolreg.Tool) mcp.ToolHandler {
+	if t.SideEffect() {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return s.callEffect(ctx, t, req), nil
+		}
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.callInline(ctx, t, req), nil
+	}
+}
+
+// arguments returns the call's arguments, an absent or null value as {}.
+func arguments(req *mcp.CallToolRequest) json.RawMessage {
+	a := req.Params.Arguments
+	if len(a) == 0 || string(a) == "null" {
+		return json.RawMessage("{}")
+	}
+	return a
+}
+
+func (s *Server) callInline(ctx context.Context, t *toolreg.Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	res, err := s.cfg.runner.Run(ctx, t, arguments(req))
+	if err != nil {
+		return toolError(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return errorResult(fmt.Sprintf("%s: its result cannot be encoded as JSON: %v", t.Name(), err))
+	}
+	return okResult(b)
+}
+
+func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	pos, err := s.position(t.Name(), req)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	act := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq,
+		runner.WithClock(s.cfg.now), runner.WithIntentTTL(s.cfg.ttl), runner.WithRunner(s.cfg.runner))
+	if _, err := act.Act(t.Name(), arguments(req)); err != nil {
+		return toolError(err)
+	}
+	intents, err := act.Drain()
+	if err != nil || len(intents) != 1 {
+		return errorResult(fmt.Sprintf("%s: staging its intent failed: %v", t.Name(), err))
+	}
+	in := intents[0]
+	res, err := s.effector.Process(ctx, in)
+	if err != nil {
+		// No result: nothing ran, or the dedup store holds what did and a
+		// retry of this same call will be answered from it.
+		s.cfg.logger.ErrorContext(ctx, "mcpserver: effector", "tool", t.Name(), "intent_id", in.ID, "error", err)
+		r := errorResult(fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err))
+		r.Meta = mcp.Meta{MetaIntentID: in.ID}
+		return r
+	}
+	var r *mcp.CallToolResult
+	if res.Status == toolreg.StatusOK {
+		r = okResult(res.Payload)
+	} else {
+		msg := res.Status.String()
+		if res.ErrorMessage != "" {
+			msg += ": " + res.ErrorMessage
+		}
+		r = errorResult(msg)
+	}
+	r.Meta = mcp.Meta{MetaIntentID: in.ID, MetaStatus: res.Status.String()}
+	return r
+}
+
+// toolError renders a tool's failure as the model should read it: the model
+// message of bad arguments, the error text otherwise.
+func toolError(err error) *mcp.CallToolResult {
+	var argErr *toolreg.ToolArgumentError
+	if errors.As(err, &argErr) {
+		return errorResult(argErr.ModelMessage())
+	}
+	return errorResult(err.Error())
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// okResult returns the JSON result b as text, and also as structured content
+// when it is an object (MCP's structuredContent must be one).
+func okResult(b []byte) *mcp.CallToolResult {
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+	if isObject(b) {
+		r.StructuredContent = json.RawMessage(b)
+	}
+	return r
+}
+
+func isObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
