@@ -2,13 +2,13 @@ package effector
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -62,7 +62,9 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	positive("WithLease", cfg.lease)
 	positive("WithTimeout", cfg.timeout)
 	positive("WithResultTTL", cfg.resultTTL)
-	positive("WithStoreTimeout", cfg.storeTimeout)
+	if cfg.storeTimeout < 0 {
+		add("WithStoreTimeout is %v: it must be positive, or 0 for none", cfg.storeTimeout)
+	}
 	positive("WithBackoff minimum", cfg.minBackoff)
 	if cfg.maxBackoff < cfg.minBackoff {
 		add("WithBackoff maximum %v is below its minimum %v", cfg.maxBackoff, cfg.minBackoff)
@@ -119,8 +121,11 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     give REJECTED; the function is not invoked. An APPROVAL intent goes to
 //     the approval sink instead, and is done (OK, payload
 //     {"approval":"requested"}).
-//  5. Execute through the ToolRunner, under the tool's timeout. The function
-//     finds the intent's identity with IntentFrom.
+//  5. Execute through the ToolRunner, on the caller's goroutine, under the
+//     tool's timeout. The function finds the intent's identity with
+//     IntentFrom. If the timeout passes (or ctx ends) first, ERROR is
+//     recorded at once, before the lease can end, even if the function
+//     ignores its context; Process returns it when the function returns.
 //  6. Complete the claim with the terminal result: OK with the canonical JSON
 //     of what the function returned; ERROR when it returned an error,
 //     panicked, timed out, was canceled, or returned something JSON cannot
@@ -140,9 +145,7 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 		return toolreg.Result{}, e.refuse(ctx, in, err)
 	}
 	if now := e.cfg.now(); expired(in, now) {
-		res := e.expiredResult(in, now)
-		e.logResult(ctx, in, res)
-		return res, nil
+		return e.expiredResult(in, now), nil
 	}
 	backoff := e.cfg.minBackoff
 	for {
@@ -217,84 +220,159 @@ func (e *Effector) expiredResult(in *toolreg.Intent, now time.Time) toolreg.Resu
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim token.
 func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string) (toolreg.Result, error) {
-	res, err := e.outcome(ctx, in)
-	var record []byte
-	if err == nil {
-		record, err = res.MarshalBinary()
-	}
-	// The outcome is recorded even if ctx has ended: a function that ran must
-	// not run again.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.storeTimeout)
-	defer cancel()
+	res, recorded, err := e.outcome(ctx, in, token)
 	if err != nil {
 		// Nothing ran: let the next delivery try again at once.
+		sctx, cancel := e.storeContext(ctx)
+		defer cancel()
 		if rerr := e.store.Release(sctx, in.ID, token); rerr != nil {
 			e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
 		}
 		return toolreg.Result{}, err
 	}
-	if cerr := e.store.Complete(sctx, in.ID, token, record, e.cfg.resultTTL); cerr != nil {
-		// The result is still the truth about this execution, so it is
-		// returned; but a redelivery may execute the intent again.
-		note := cerr.Error()
-		if errors.Is(cerr, ErrNotOwner) {
-			note = "the claim's lease ended before the result was recorded; the intent may execute again: raise WithLease"
-		}
-		e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", note)
-		return res, nil
+	if !recorded {
+		e.record(ctx, in, token, res)
 	}
-	e.logResult(ctx, in, res)
 	return res, nil
 }
 
-func (e *Effector) logResult(ctx context.Context, in *toolreg.Intent, res toolreg.Result) {
-	if !e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
-		return
+// storeContext is the context of a store call that records the outcome of a
+// claim. It runs even if ctx has ended: a function that ran must not run
+// again.
+func (e *Effector) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithoutCancel(ctx)
+	if e.cfg.storeTimeout > 0 {
+		return context.WithTimeout(ctx, e.cfg.storeTimeout)
 	}
-	e.cfg.logger.DebugContext(ctx, "effector: intent processed", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", res.ErrorMessage)
+	return ctx, func() {}
 }
 
-// outcome runs phases 4 and 5 and returns the terminal result. An error means
-// nothing ran and nothing is terminal: the claim is released.
-func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+// record completes the claim with res. If the store cannot record it, res is
+// still the truth about this execution and is returned to the caller, but a
+// redelivery may execute the intent again, so it is logged as an error.
+func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string, res toolreg.Result) {
+	b, err := res.MarshalBinary()
+	if err == nil {
+		sctx, cancel := e.storeContext(ctx)
+		err = e.store.Complete(sctx, in.ID, token, b, e.cfg.resultTTL)
+		cancel()
+	}
+	if err != nil {
+		note := err.Error()
+		if errors.Is(err, ErrNotOwner) {
+			note = "the claim's lease ended before the result was recorded; the intent may execute again: raise WithLease"
+		}
+		e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", note)
+		return
+	}
+	if e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
+		e.cfg.logger.DebugContext(ctx, "effector: intent processed", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", res.ErrorMessage)
+	}
+}
+
+// outcome runs phases 4 and 5 and returns the terminal result, and whether it
+// is already recorded. An error means nothing ran and nothing is terminal:
+// the claim is released.
+func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string) (res toolreg.Result, recorded bool, err error) {
 	// The claim may have come after a wait; an intent must not run late.
 	if now := e.cfg.now(); expired(in, now) {
-		return e.expiredResult(in, now), nil
+		return e.expiredResult(in, now), false, nil
 	}
 	switch in.Kind {
 	case toolreg.KindTool, toolreg.KindUnspecified:
 	case toolreg.KindApproval:
-		return e.approve(ctx, in)
+		res, err := e.approve(ctx, in)
+		return res, false, err
 	default:
-		return e.rejected(in, fmt.Sprintf("effector: intent %q has kind %s, which this effector does not know: upgrade it", in.ID, in.Kind)), nil
+		return e.rejected(in, fmt.Sprintf("effector: intent %q has kind %s, which this effector does not know: upgrade it", in.ID, in.Kind)), false, nil
 	}
 	t, err := e.table.Get(in.ToolName)
 	switch {
 	case err != nil:
-		return e.rejected(in, err.Error()), nil
+		return e.rejected(in, err.Error()), false, nil
 	case !t.SideEffect():
-		return e.rejected(in, (&toolreg.ReadOnlyToolError{Name: t.Name()}).Error()), nil
+		return e.rejected(in, (&toolreg.ReadOnlyToolError{Name: t.Name()}).Error()), false, nil
 	case !t.Bound():
-		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), nil
-	case !json.Valid(in.ArgsJSON):
-		return e.rejected(in, fmt.Sprintf("effector: tool %q: args_json is not valid JSON; the function was not invoked", t.Name())), nil
+		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
 	}
-	if _, err := t.DecodeArgs(in.ArgsJSON); err != nil {
-		return e.rejected(in, err.Error()), nil
+	args, err := t.DecodeArgs(in.ArgsJSON)
+	if err != nil {
+		return e.rejected(in, err.Error()), false, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return toolreg.Result{}, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
+		return toolreg.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
 	}
-	v, err := e.invoke(ctx, in, t)
-	if err != nil {
-		return e.result(in, toolreg.StatusError, nil, err.Error()), nil
-	}
-	payload, err := toolreg.CanonicalJSON(v)
-	if err != nil {
-		return e.result(in, toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), nil
-	}
-	return e.result(in, toolreg.StatusOK, payload, ""), nil
+	res, recorded = e.execute(ctx, in, t, args, token)
+	return res, recorded, nil
 }
+
+// execute runs the tool's function through the ToolRunner under the tool's
+// timeout, with args as phase 4 decoded them, and returns its terminal result.
+//
+// If the timeout passes or ctx ends while the function runs, a watchdog
+// records ERROR at once, so the outcome is in the store before the lease
+// ends even when the function ignores its context, and no other worker can
+// run the intent again. The call still waits for the function to return, and
+// then returns the recorded result (recorded is true). The function runs on
+// the caller's goroutine, so a worker pool bounds how many run at once.
+func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string) (res toolreg.Result, recorded bool) {
+	d := e.timeout(t.Name())
+	tctx, cancel := context.WithTimeoutCause(ctx, d, &TimeoutError{Tool: t.Name(), Timeout: d})
+	defer cancel()
+
+	w := &watchdog{}
+	w.wg.Add(1)
+	fire := func(timedOut bool) {
+		if !w.state.CompareAndSwap(running, interrupted) {
+			return // the function returned first
+		}
+		defer w.wg.Done()
+		msg := (&TimeoutError{Tool: t.Name(), Timeout: d}).Error()
+		if !timedOut {
+			msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", t.Name(), context.Cause(ctx))
+		}
+		w.res = e.result(in, toolreg.StatusError, nil, msg)
+		e.record(ctx, in, token, w.res)
+	}
+	// Two triggers rather than one context.AfterFunc(tctx, ...): a timer,
+	// and a hook on ctx only when ctx can end, which costs a fraction of it.
+	timer := time.AfterFunc(d, func() { fire(true) })
+	stopHook := func() bool { return true }
+	if ctx.Done() != nil {
+		stopHook = context.AfterFunc(ctx, func() { fire(false) })
+	}
+
+	v, err := e.runner.runDecoded(withIntent(tctx, in), t, args)
+
+	if !w.state.CompareAndSwap(running, returned) {
+		w.wg.Wait()
+		return w.res, true
+	}
+	timer.Stop()
+	stopHook()
+	if err != nil {
+		return e.result(in, toolreg.StatusError, nil, err.Error()), false
+	}
+	payload, err := canonicalResult(v)
+	if err != nil {
+		return e.result(in, toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false
+	}
+	return e.result(in, toolreg.StatusOK, payload, ""), false
+}
+
+// watchdog decides, once, whether a function's return or its interruption
+// (timeout, cancellation) makes its result.
+type watchdog struct {
+	state atomic.Int32
+	wg    sync.WaitGroup // done when an interruption's result is recorded
+	res   toolreg.Result
+}
+
+const (
+	running int32 = iota
+	returned
+	interrupted
+)
 
 // approvalRequested is the payload of a done APPROVAL intent.
 var approvalRequested = []byte(`{"approval":"requested"}`)
@@ -330,43 +408,6 @@ func (e *Effector) timeout(tool string) time.Duration {
 		return d
 	}
 	return e.cfg.timeout
-}
-
-type runOutcome struct {
-	v   any
-	err error
-}
-
-// invoke runs the tool's function through the ToolRunner, in its own
-// goroutine so that the timeout holds even for a function that ignores ctx:
-// the claim is completed (ERROR) before the lease ends, so no other worker
-// runs the intent again while this one is stuck.
-func (e *Effector) invoke(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool) (any, error) {
-	d := e.timeout(t.Name())
-	ctx, cancel := context.WithTimeoutCause(ctx, d, &TimeoutError{Tool: t.Name(), Timeout: d})
-	defer cancel()
-	ctx = withIntent(ctx, in)
-	done := make(chan runOutcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- runOutcome{err: &toolreg.ToolPanicError{Tool: t.Name(), Value: p, Stack: debug.Stack()}}
-			}
-		}()
-		v, err := e.runner.Run(ctx, t, in.ArgsJSON)
-		done <- runOutcome{v, err}
-	}()
-	select {
-	case o := <-done:
-		return o.v, o.err
-	case <-ctx.Done():
-		cause := context.Cause(ctx)
-		var te *TimeoutError
-		if errors.As(cause, &te) {
-			return nil, te
-		}
-		return nil, fmt.Errorf("effector: tool %q was canceled while running; its effect is unknown: %w", t.Name(), cause)
-	}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

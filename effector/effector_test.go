@@ -424,7 +424,7 @@ func TestProcessRejectsWithoutInvokingTheFunction(t *testing.T) {
 		{"an unknown tool is rejected", intentFor("refnud", `{}`, 2), `no tool named "refnud" (did you mean "refund"?)`},
 		{"a read-only tool is rejected", intentFor("lookup", `{}`, 2), `tool "lookup" is read-only`},
 		{"a tool with no function is rejected", intentFor("unbound", `{}`, 2), `tool "unbound" has no function`},
-		{"malformed JSON is rejected", intentFor("refund", `{"order_id":"o-1",`, 2), "refund"},
+		{"malformed JSON is rejected", intentFor("refund", `{"order_id":"o-1",`, 2), "malformed JSON"},
 		{"arguments of the wrong type are rejected", intentFor("refund", `{"order_id":"o-1","amount":"lots"}`, 2), "/amount"},
 		{"a missing argument is rejected", intentFor("refund", `{"amount":5}`, 2), "order_id"},
 		{"an argument below its minimum is rejected", intentFor("refund", `{"order_id":"o-1","amount":0}`, 2), "/amount"},
@@ -484,21 +484,33 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tl := newTools(t)
-			store := &countingStore{DedupStore: effector.NewMemoryStore()}
+			store := effector.NewMemoryStore()
 			e := newEffector(t, tl, store, effector.WithToolTimeout("stuck", 30*time.Millisecond))
-			ctx := context.Background()
+			in := intentFor(tt.tool, `{}`, 2)
+			ctx := testCtx(t)
 			if tt.cancel {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
 				go func() {
-					for tl.calls.Load() == 0 {
-						time.Sleep(time.Millisecond)
-					}
+					waitFor(t, func() bool { return tl.calls.Load() > 0 })
 					cancel()
 				}()
 				e = newEffector(t, tl, store) // the 30s default timeout must not be what ends it
 			}
-			in := intentFor(tt.tool, `{}`, 2)
+			if tt.tool == "stuck" {
+				// "stuck" ignores its context. Its outcome must be in the store
+				// while it still runs, before its lease could end; only then
+				// does the test let it return.
+				go func() {
+					waitFor(t, func() bool { return tl.calls.Load() > 0 })
+					waitFor(t, func() bool {
+						c, err := store.Claim(context.Background(), in.ID, time.Minute)
+						return err == nil && c.State == effector.Done
+					})
+					close(tl.release)
+				}()
+			}
 			res, err := e.Process(ctx, in)
 			if err != nil {
 				t.Fatalf("Process: %v", err)
@@ -521,6 +533,16 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 				t.Errorf("the function was invoked %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// waitFor polls cond until it holds, for at most 10 seconds.
+func waitFor(t testing.TB, cond func() bool) {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("waited 10s for a condition that never held")
+			return
+		}
 	}
 }
 

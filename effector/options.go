@@ -24,10 +24,6 @@ const (
 	// an intent another worker holds.
 	DefaultMinBackoff = 5 * time.Millisecond
 	DefaultMaxBackoff = time.Second
-	// DefaultStoreTimeout bounds the store calls made after a tool has run
-	// (Complete, Release). They run even when the caller's context has ended,
-	// since the outcome of a function that ran must be recorded.
-	DefaultStoreTimeout = 10 * time.Second
 )
 
 // VerifyMode says how the effector treats intent signatures.
@@ -97,7 +93,6 @@ func defaultConfig() config {
 		resultTTL:    DefaultResultTTL,
 		minBackoff:   DefaultMinBackoff,
 		maxBackoff:   DefaultMaxBackoff,
-		storeTimeout: DefaultStoreTimeout,
 		logger:       slog.Default(),
 	}
 }
@@ -146,8 +141,11 @@ func WithBackoff(min, max time.Duration) Option {
 	return func(c *config) { c.minBackoff, c.maxBackoff = min, max }
 }
 
-// WithStoreTimeout bounds the store calls that record the outcome of a claim
-// (Complete, Release). The default is DefaultStoreTimeout.
+// WithStoreTimeout bounds each store call that records the outcome of a
+// claim (Complete, Release). Those calls run even after the caller's context
+// has ended, since the outcome of a function that ran must be recorded, so
+// this is their only bound besides the store's own I/O timeouts. The default,
+// 0, adds none: a durable store's client timeouts apply.
 func WithStoreTimeout(d time.Duration) Option {
 	return func(c *config) { c.storeTimeout = d }
 }

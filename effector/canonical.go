@@ -1,0 +1,365 @@
+package effector
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// canonicalResult returns toolreg.CanonicalJSON(v), the payload of an OK
+// result, byte for byte, in a fraction of its time for the values tool
+// functions return (structs, maps of them). CanonicalJSON encodes v, decodes
+// the text into maps and re-encodes them; canonicalResult encodes v and
+// rewrites the text in place: object members sorted by key, strings
+// re-escaped, non-integer numbers re-formatted. Whatever it does not handle
+// (a surrogate escape, a duplicate key) goes to CanonicalJSON's own
+// path; FuzzCanonicalResult holds the two to the same bytes.
+func canonicalResult(v any) ([]byte, error) {
+	switch v.(type) {
+	case json.RawMessage, []byte, nil, bool, string, json.Number, float64, map[string]any, []any:
+		// CanonicalJSON has its own path for these.
+		return toolreg.CanonicalJSON(v)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	c := canonicalizer{in: raw}
+	if out, ok := c.value(make([]byte, 0, len(raw))); ok && c.skipSpace() == len(raw) {
+		return out, nil
+	}
+	return toolreg.Canonicalize(raw)
+}
+
+// canonicalizer rewrites JSON text that encoding/json wrote. On anything it
+// does not expect it reports !ok, and the caller takes the slow path.
+type canonicalizer struct {
+	in []byte
+	i  int
+}
+
+type member struct {
+	key        []byte // decoded
+	start, end int    // the value's text in in
+}
+
+func (c *canonicalizer) skipSpace() int {
+	for c.i < len(c.in) {
+		switch c.in[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return c.i
+		}
+	}
+	return c.i
+}
+
+func (c *canonicalizer) value(out []byte) ([]byte, bool) {
+	if c.skipSpace() >= len(c.in) {
+		return nil, false
+	}
+	switch b := c.in[c.i]; {
+	case b == '{':
+		return c.object(out)
+	case b == '[':
+		return c.array(out)
+	case b == '"':
+		s, ok := c.str(nil)
+		if !ok {
+			return nil, false
+		}
+		return appendCanonicalString(out, s), true
+	case b == 't':
+		return c.literal(out, "true")
+	case b == 'f':
+		return c.literal(out, "false")
+	case b == 'n':
+		return c.literal(out, "null")
+	case b == '-' || b >= '0' && b <= '9':
+		return c.number(out)
+	}
+	return nil, false
+}
+
+func (c *canonicalizer) literal(out []byte, lit string) ([]byte, bool) {
+	if !bytes.HasPrefix(c.in[c.i:], []byte(lit)) {
+		return nil, false
+	}
+	c.i += len(lit)
+	return append(out, lit...), true
+}
+
+func (c *canonicalizer) number(out []byte) ([]byte, bool) {
+	start := c.i
+	integer := true
+	for c.i < len(c.in) {
+		switch ch := c.in[c.i]; {
+		case ch >= '0' && ch <= '9' || ch == '-' || ch == '+':
+		case ch == '.' || ch == 'e' || ch == 'E':
+			integer = false
+		default:
+			goto done
+		}
+		c.i++
+	}
+done:
+	text := c.in[start:c.i]
+	if integer {
+		return append(out, text...), true
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return nil, false // CanonicalJSON reports it
+	}
+	return append(out, formatFloat(f)...), true
+}
+
+func (c *canonicalizer) array(out []byte) ([]byte, bool) {
+	c.i++ // [
+	out = append(out, '[')
+	if c.skipSpace() < len(c.in) && c.in[c.i] == ']' {
+		c.i++
+		return append(out, ']'), true
+	}
+	for {
+		var ok bool
+		if out, ok = c.value(out); !ok {
+			return nil, false
+		}
+		if c.skipSpace() >= len(c.in) {
+			return nil, false
+		}
+		switch c.in[c.i] {
+		case ',':
+			c.i++
+			out = append(out, ',')
+		case ']':
+			c.i++
+			return append(out, ']'), true
+		default:
+			return nil, false
+		}
+	}
+}
+
+func (c *canonicalizer) object(out []byte) ([]byte, bool) {
+	c.i++ // {
+	var stack [8]member
+	ms := stack[:0]
+	if c.skipSpace() < len(c.in) && c.in[c.i] == '}' {
+		c.i++
+		return append(out, '{', '}'), true
+	}
+	for {
+		if c.skipSpace() >= len(c.in) || c.in[c.i] != '"' {
+			return nil, false
+		}
+		key, ok := c.str(nil)
+		if !ok || c.skipSpace() >= len(c.in) || c.in[c.i] != ':' {
+			return nil, false
+		}
+		c.i++
+		start := c.skipSpace()
+		if !c.skip() {
+			return nil, false
+		}
+		ms = append(ms, member{key: key, start: start, end: c.i})
+		if c.skipSpace() >= len(c.in) {
+			return nil, false
+		}
+		if c.in[c.i] == '}' {
+			c.i++
+			break
+		}
+		if c.in[c.i] != ',' {
+			return nil, false
+		}
+		c.i++
+	}
+	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	out = append(out, '{')
+	for j, m := range ms {
+		if j > 0 {
+			if bytes.Equal(ms[j-1].key, m.key) {
+				return nil, false // CanonicalJSON keeps the last; rare enough to leave to it
+			}
+			out = append(out, ',')
+		}
+		out = appendCanonicalString(out, m.key)
+		out = append(out, ':')
+		sub := canonicalizer{in: c.in[:m.end], i: m.start}
+		var ok bool
+		if out, ok = sub.value(out); !ok || sub.skipSpace() != m.end {
+			return nil, false
+		}
+	}
+	return append(out, '}'), true
+}
+
+// skip moves past one value without writing it.
+func (c *canonicalizer) skip() bool {
+	depth := 0
+	for c.i < len(c.in) {
+		switch c.in[c.i] {
+		case '"':
+			if !c.skipString() {
+				return false
+			}
+		case '{', '[':
+			depth++
+			c.i++
+		case '}', ']':
+			if depth == 0 {
+				return true
+			}
+			depth--
+			c.i++
+		case ',':
+			if depth == 0 {
+				return true
+			}
+			c.i++
+		default:
+			c.i++
+		}
+	}
+	return depth == 0
+}
+
+func (c *canonicalizer) skipString() bool {
+	for c.i++; c.i < len(c.in); c.i++ {
+		switch c.in[c.i] {
+		case '\\':
+			c.i++
+		case '"':
+			c.i++
+			return true
+		}
+	}
+	return false
+}
+
+// str decodes the string at c.i. Without escapes it returns a slice of the
+// input, copying nothing.
+func (c *canonicalizer) str(buf []byte) ([]byte, bool) {
+	c.i++ // "
+	start := c.i
+	for c.i < len(c.in) {
+		switch ch := c.in[c.i]; {
+		case ch == '"':
+			s := c.in[start:c.i]
+			c.i++
+			if !utf8.Valid(s) {
+				return nil, false
+			}
+			return s, true
+		case ch == '\\':
+			return c.strEscaped(append(buf, c.in[start:c.i]...))
+		case ch < 0x20:
+			return nil, false
+		}
+		c.i++
+	}
+	return nil, false
+}
+
+func (c *canonicalizer) strEscaped(buf []byte) ([]byte, bool) {
+	for c.i < len(c.in) {
+		ch := c.in[c.i]
+		switch {
+		case ch == '"':
+			c.i++
+			if !utf8.Valid(buf) {
+				return nil, false
+			}
+			return buf, true
+		case ch < 0x20:
+			return nil, false
+		case ch != '\\':
+			buf = append(buf, ch)
+			c.i++
+			continue
+		}
+		if c.i+1 >= len(c.in) {
+			return nil, false
+		}
+		switch e := c.in[c.i+1]; e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			if c.i+6 > len(c.in) {
+				return nil, false
+			}
+			r, err := strconv.ParseUint(string(c.in[c.i+2:c.i+6]), 16, 32)
+			if err != nil || utf16.IsSurrogate(rune(r)) {
+				return nil, false
+			}
+			buf = utf8.AppendRune(buf, rune(r))
+			c.i += 4
+		default:
+			return nil, false
+		}
+		c.i += 2
+	}
+	return nil, false
+}
+
+// appendCanonicalString and formatFloat are toolreg's rules (canonical.go);
+// FuzzCanonicalResult checks that they still agree.
+
+func appendCanonicalString(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c) // s is valid UTF-8: multi-byte runes are kept as they are
+		}
+	}
+	return append(b, '"')
+}
+
+func formatFloat(f float64) string {
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsRune(s, '.') {
+		s += ".0"
+	}
+	return s
+}

@@ -1,0 +1,127 @@
+package effector
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+)
+
+var canonicalSeeds = []string{
+	`{"b":1,"a":[true,false,null],"c":{"z":"x","y":1.5}}`,
+	`{"amount":10.0,"tiny":1e-7,"big":1e21,"neg":-0.0,"exp":1E5,"int":12345678901234567890}`,
+	`{"html":"<a href=\"x\">&amp;</a>","sep":"\u2028\u2029","ctl":"\u0000\u001f\b\f\n\r\t","uni":"remboursé ✓"}`,
+	`{"emoji":"\ud83d\ude00","lone":"\ud800","esc":"\/\\\""}`,
+	`{"dup":1,"dup":2}`,
+	`{"é":1,"e":2,"E":3,"":4}`,
+	`[{"b":{"d":[],"c":{}},"a":""},[],{}]`,
+	`"just a string"`, `3.14159`, `-12`, `null`,
+	`{"a" : [ 1 , 2 ] , "b":{ }}`,
+	`{"nested":{"deeper":{"deepest":[1,{"y":2,"x":1}]}}}`,
+}
+
+// FuzzCanonicalResult holds canonicalResult to toolreg.CanonicalJSON's bytes,
+// for any JSON a tool's result could hold, through both of its paths.
+func FuzzCanonicalResult(f *testing.F) {
+	for _, s := range canonicalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			return
+		}
+		// Wrapped in a struct, the value takes canonicalResult's own path.
+		wrapped := struct {
+			Z any    `json:"z"`
+			A string `json:"a"`
+		}{v, "<&>"}
+		for _, x := range []any{v, wrapped, []any{v}} {
+			want, wantErr := toolreg.CanonicalJSON(x)
+			got, gotErr := canonicalResult(x)
+			if (wantErr != nil) != (gotErr != nil) || !bytes.Equal(got, want) {
+				t.Fatalf("canonicalResult(%s)\n got %s, %v\nwant %s, %v", data, got, gotErr, want, wantErr)
+			}
+		}
+		// On raw text, whatever the fast path accepts must be what
+		// Canonicalize writes.
+		if json.Valid(data) {
+			c := canonicalizer{in: data}
+			if got, ok := c.value(nil); ok && c.skipSpace() == len(data) {
+				want, err := toolreg.Canonicalize(data)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("fast canonical form of %s\n got %s\nwant %s, %v", data, got, want, err)
+				}
+			}
+		}
+	})
+}
+
+type receipt struct {
+	Zeta    string            `json:"zeta"`
+	Amount  float64           `json:"amount"`
+	Count   int               `json:"count,omitempty"`
+	When    time.Time         `json:"when"`
+	Tags    map[string]int    `json:"tags"`
+	ByID    map[int]string    `json:"by_id"`
+	Raw     json.RawMessage   `json:"raw"`
+	Inner   *receipt          `json:"inner,omitempty"`
+	Extra   map[string]any    `json:"extra"`
+	Bytes   []byte            `json:"bytes"`
+	Nothing *struct{ X int }  `json:"nothing"`
+	Labels  map[string]string `json:"-"`
+	embedded
+}
+
+type embedded struct {
+	Beta string `json:"beta"`
+}
+
+func TestCanonicalResultMatchesCanonicalJSON(t *testing.T) {
+	t.Parallel()
+	r := receipt{
+		Zeta: "z<>&\u2028", Amount: 10, When: time.UnixMilli(1700000000000).UTC(),
+		Tags: map[string]int{"b": 2, "a": 1}, ByID: map[int]string{10: "ten", 2: "two"},
+		Raw: json.RawMessage(`{"y":1,"x":[2.50,1e2]}`), Inner: &receipt{Amount: 0.1, Count: 3},
+		Extra: map[string]any{"f": 1.5, "n": json.Number("7"), "s": "é"}, Bytes: []byte{0, 1, 2},
+		embedded: embedded{Beta: "b"},
+	}
+	tests := []struct {
+		name string
+		v    any
+	}{
+		{"a struct with every kind of field", r},
+		{"a pointer to it", &r},
+		{"a slice of structs", []receipt{r, {}}},
+		{"a typed map", map[string]receipt{"k": r}},
+		{"an integer", 42},
+		{"a float", 2.5},
+		{"a string", "x"},
+		{"nil", nil},
+		{"a map of any", map[string]any{"b": 1.0, "a": []any{1, "x"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			want, err := toolreg.CanonicalJSON(tt.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := canonicalResult(tt.v)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("canonicalResult\n got %s, %v\nwant %s", got, err, want)
+			}
+		})
+	}
+	t.Run("NaN is refused as CanonicalJSON refuses it", func(t *testing.T) {
+		t.Parallel()
+		if _, err := canonicalResult(struct{ F float64 }{math.NaN()}); err == nil {
+			t.Errorf("canonicalResult accepted NaN")
+		}
+	})
+}

@@ -1,0 +1,32 @@
+package effector
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// runDecoded is ToolRunner.Run for arguments the effector has already
+// validated and decoded with t.DecodeArgs (phase 4, where a failure must be
+// REJECTED and not ERROR): the same guards and the same call, without
+// decoding the arguments a second time.
+func (r *ToolRunner) runDecoded(ctx context.Context, t *toolreg.Tool, a any) (any, error) {
+	if !t.SideEffect() {
+		return nil, &toolreg.ReadOnlyToolError{Name: t.Name()}
+	}
+	fn := t.Unwrap()
+	if fn == nil {
+		return nil, fmt.Errorf("%w: %q", toolreg.ErrNotBound, t.Name())
+	}
+	fv := reflect.ValueOf(fn)
+	av := reflect.ValueOf(a)
+	if err := checkShape(t.Name(), fv.Type(), av); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return call(ctx, t.Name(), fv, av)
+}
