@@ -87,13 +87,13 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		now:          time.Now,
-		lease:        DefaultLease,
-		timeout:      DefaultTimeout,
-		resultTTL:    DefaultResultTTL,
-		minBackoff:   DefaultMinBackoff,
-		maxBackoff:   DefaultMaxBackoff,
-		logger:       slog.Default(),
+		now:        time.Now,
+		lease:      DefaultLease,
+		timeout:    DefaultTimeout,
+		resultTTL:  DefaultResultTTL,
+		minBackoff: DefaultMinBackoff,
+		maxBackoff: DefaultMaxBackoff,
+		logger:     slog.Default(),
 	}
 }
 
