@@ -45,9 +45,19 @@ func (t *Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if out, ok := c.Canonical(args); ok {
+		return out, nil // one pass, for calls the checker's plan is sure of
+	}
+	return checkArgsReference(t.spec.Name, c, args)
+}
+
+// checkArgsReference is CheckArgs' reference path: validate and normalize
+// with argcheck, then write canonical JSON. It decides every call the
+// one-pass plan leaves, and explains the bad ones.
+func checkArgsReference(tool string, c *argcheck.Checker, args json.RawMessage) (json.RawMessage, error) {
 	m, err := c.Check(args)
 	if err != nil {
-		return nil, ArgumentErrorFrom(t.spec.Name, err)
+		return nil, ArgumentErrorFrom(tool, err)
 	}
 	return CanonicalJSON(m)
 }

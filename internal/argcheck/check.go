@@ -18,6 +18,7 @@ type Checker struct {
 	root   *node
 	schema *jsonschema.Schema
 	strict bool
+	canon  *canonPlan // nil: Canonical always defers to Check
 }
 
 // Compile compiles a tool's parameters JSON Schema. With strict set, values
@@ -41,7 +42,9 @@ func Compile(schema []byte, strict bool) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("argcheck: parameters schema: %w", err)
 	}
-	return &Checker{root: root, schema: sch, strict: strict}, nil
+	ch := &Checker{root: root, schema: sch, strict: strict}
+	ch.canon = ch.canonPlan()
+	return ch, nil
 }
 
 // Strict reports whether the checker was compiled without coercion.

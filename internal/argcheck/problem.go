@@ -1,6 +1,7 @@
 package argcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -177,10 +178,13 @@ func ratString(r *big.Rat) string {
 
 // gotValue renders a value as JSON, cut short when long.
 func gotValue(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false) // show "<" as the model sent it
+	if err := e.Encode(v); err != nil {
 		return fmt.Sprintf("%v", v)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	const max = 64
 	if len(b) > max {
 		cut := max
