@@ -53,11 +53,19 @@
 // decoder takes only the second. A null-for-optional is absent in strict mode
 // too: it is how a caller says "not given", not a loosely typed value.
 //
-// Checker.Plan compiles a Checker together with a Go struct type into a
-// decoder that validates while it decodes straight into the struct, coercion
-// included, with no intermediate map: the fast path of the runner. Whatever it
-// is not sure of (nested objects, exponents in integers, escaped keys,
-// duplicate keys, any invalid call) it hands back to the caller, who takes
-// the reference path: Check, canonical JSON, encoding/json. A differential
-// fuzz test in package bindings holds the two paths to the same results.
+// Two fast paths take the common call, a JSON object whose values have their
+// declared types or coerce simply, in one pass over its text with no
+// intermediate map:
+//
+//   - Checker.Plan compiles a Checker together with a Go struct type into a
+//     decoder that validates while it decodes straight into the struct (the
+//     runner's and the effector's path);
+//   - Checker.Canonical writes the normalized arguments as canonical JSON
+//     (toolreg's Tool.CheckArgs, hence Act).
+//
+// Whatever they are not sure of (exponents in integers, escaped or repeated
+// keys, keywords toolreg does not render, any invalid call) they hand back,
+// and the caller takes the reference path: Check, then canonical JSON, then
+// encoding/json. Differential fuzz tests (in package bindings and in
+// toolreg) hold each fast path to the reference's results.
 package argcheck
