@@ -217,12 +217,13 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		u.cue = append(u.cue, f)
 	}
 
+	c := &checker{}
 	parallel(len(units), func(i int) {
 		u := units[i]
 		if u.cue != nil {
-			u.loadCUE(index)
+			u.loadCUE(c, index)
 		} else {
-			u.loadYAML(files[u.files[0]])
+			u.loadYAML(c, files[u.files[0]])
 		}
 	})
 
@@ -272,7 +273,7 @@ func fileOrder(index map[string]int, file string) int {
 	return -1
 }
 
-func (u *unit) loadYAML(name string) {
+func (u *unit) loadYAML(c *checker, name string) {
 	for _, d := range parseYAML(name, u.src) {
 		if d.prob != nil {
 			u.probs = append(u.probs, *d.prob)
@@ -283,7 +284,7 @@ func (u *unit) loadYAML(name string) {
 			continue
 		}
 		s := decodeSpec(d.root)
-		if ps := checkSpec(s); ps != nil {
+		if ps := c.checkSpec(s); ps != nil {
 			u.probs = append(u.probs, ps...)
 			continue
 		}
@@ -292,13 +293,13 @@ func (u *unit) loadYAML(name string) {
 	u.src = nil
 }
 
-func (u *unit) loadCUE(index map[string]int) {
+func (u *unit) loadCUE(c *checker, index map[string]int) {
 	tools, ps := evalCUE(u.cue)
 	u.probs = append(u.probs, ps...)
 	for _, t := range tools {
 		s := decodeSpec(t.root)
 		s.Name = t.name
-		if ps := checkSpec(s); ps != nil {
+		if ps := c.checkSpec(s); ps != nil {
 			u.probs = append(u.probs, ps...)
 			continue
 		}

@@ -35,7 +35,9 @@ var toolDef = sync.OnceValue(func() cue.Value {
 // checkYAMLTool checks one YAML document against #Tool and returns its
 // problems.
 func checkYAMLTool(root *node) []toolreg.Problem {
-	v := cuecontext.New().BuildExpr(root.expr())
+	// Encode, rather than building a syntax tree, skips the compiler: the
+	// document is data, with no references to resolve.
+	v := cuecontext.New().Encode(root.goValue())
 	err := v.Unify(toolDef()).Validate(cue.Concrete(true))
 	if err == nil {
 		return nil
@@ -151,6 +153,11 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 		if strings.HasSuffix(msg, "errors in empty disjunction:") || strings.HasSuffix(msg, "errors in empty disjunction") {
 			continue // its parts follow as errors of their own
 		}
+		if strings.HasPrefix(msg, "undefined field: ") && e.Position().Filename() == schemaFile {
+			// #keywords[type] of a type that is none of the six: the type's
+			// own error says so.
+			continue
+		}
 		var last string
 		if len(path) > 0 {
 			last = path[len(path)-1]
@@ -173,7 +180,7 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 			msg = fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", last)
 		default:
 			if m := mismatchRE.FindStringSubmatch(msg); m != nil {
-				msg = fmt.Sprintf("got %s %s, want %s", article(m[3]), m[1], article(m[4]))
+				msg = mismatch(m, at)
 			}
 		}
 		if done[key+"\x00"+msg] {
@@ -185,7 +192,7 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 	return ps
 }
 
-var conflictRE = regexp.MustCompile(`^conflicting values ("(?:[^"\\]|\\.)*") and ("(?:[^"\\]|\\.)*")`)
+var conflictRE = regexp.MustCompile(`^(?:conflicting values|invalid value) ("(?:[^"\\]|\\.)*")(?: and ("(?:[^"\\]|\\.)*"))?`)
 
 // unknownType returns the quoted type a param names that is none of the six,
 // from the value as written or from CUE's message about it; or "".
@@ -223,6 +230,33 @@ func typoHint(param *node) string {
 		return ""
 	}
 	return " (" + strings.Join(odd, ", ") + " is no param keyword: a typo?)"
+}
+
+var cueKinds = [...]string{kindNull: "null", kindBool: "bool", kindInt: "int", kindFloat: "float", kindString: "string", kindList: "list", kindMap: "struct"}
+
+// mismatch words CUE's "conflicting values A and B (mismatched types a and
+// b)" as got-what, want-what. CUE may name either side first; the side that
+// is a bare type (int, string, ...) is the schema's.
+func mismatch(m []string, written *node) string {
+	got, gotType, wantType := m[1], m[3], m[4]
+	isType := func(s string) bool {
+		switch s {
+		case "int", "float", "number", "string", "bool", "null", "bytes":
+			return true
+		}
+		return strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")
+	}
+	if written != nil {
+		if cueKinds[written.kind] != gotType {
+			got, gotType, wantType = m[2], m[4], m[3]
+		}
+		if b, err := toolreg.CanonicalJSON(written.value()); err == nil {
+			got = string(b)
+		}
+	} else if isType(m[1]) && !isType(m[2]) {
+		got, gotType, wantType = m[2], m[4], m[3]
+	}
+	return fmt.Sprintf("got %s %s, want %s", article(gotType), got, article(wantType))
 }
 
 func article(t string) string {

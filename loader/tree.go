@@ -2,11 +2,9 @@ package loader
 
 import (
 	"encoding/json"
+	"math/big"
 	"strconv"
 	"strings"
-
-	"cuelang.org/go/cue/ast"
-	"cuelang.org/go/cue/token"
 
 	"github.com/beam-agents/toolreg"
 )
@@ -123,29 +121,38 @@ func (n *node) value() any {
 	return nil
 }
 
-// expr returns the node as a CUE expression, for validation against the schema.
-func (n *node) expr() ast.Expr {
+// goValue returns the node as a Go value for cue.Context.Encode, for
+// validation against the schema: like value, but with numbers typed, so that
+// CUE tells an int (10) from a float (10.0).
+func (n *node) goValue() any {
 	switch n.kind {
 	case kindBool:
-		return ast.NewBool(n.text == "true")
+		return n.text == "true"
 	case kindInt:
-		return &ast.BasicLit{Kind: token.INT, Value: n.text}
+		if i, err := strconv.ParseInt(n.text, 10, 64); err == nil {
+			return i
+		}
+		if i, ok := new(big.Int).SetString(n.text, 10); ok {
+			return i
+		}
+		return n.text // not reached: the text came from a decoded integer
 	case kindFloat:
-		return &ast.BasicLit{Kind: token.FLOAT, Value: n.text}
+		f, _ := strconv.ParseFloat(n.text, 64)
+		return f
 	case kindString:
-		return ast.NewString(n.text)
+		return n.text
 	case kindList:
-		l := &ast.ListLit{Elts: make([]ast.Expr, len(n.items))}
+		l := make([]any, len(n.items))
 		for i, it := range n.items {
-			l.Elts[i] = it.expr()
+			l[i] = it.goValue()
 		}
 		return l
 	case kindMap:
-		s := &ast.StructLit{Elts: make([]ast.Decl, len(n.keys))}
+		m := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {
-			s.Elts[i] = &ast.Field{Label: ast.NewString(k), Value: n.vals[i].expr()}
+			m[k] = n.vals[i].goValue()
 		}
-		return s
+		return m
 	}
-	return ast.NewNull()
+	return nil
 }

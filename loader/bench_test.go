@@ -1,0 +1,86 @@
+package loader_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/beam-agents/toolreg/loader"
+)
+
+// benchManifest is a typical single-tool manifest: three params, constraints,
+// a default. scripts/bench-load.sh writes the same text for cue vet.
+const benchManifest = `name: tool_%05d
+description: Look up order %d for a customer and return its status and items.
+params:
+  customer_id:
+    type: string
+    description: The customer's id.
+    pattern: "^cus_[a-z0-9]{6,24}$"
+  status:
+    type: string
+    enum: [pending, paid, shipped]
+    required: false
+  limit:
+    type: integer
+    description: How many results to return.
+    default: 10
+    minimum: 1
+    maximum: 50
+`
+
+// writeManifests writes n single-tool YAML manifests into dir.
+func writeManifests(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	for i := range n {
+		name := filepath.Join(dir, fmt.Sprintf("tool_%05d.yaml", i))
+		if err := os.WriteFile(name, fmt.Appendf(nil, benchManifest, i, i), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad1000 loads 1,000 single-tool YAML manifests. Its baseline is
+// `go tool cue vet -c -d '#Tool' schema.cue <the same files>`, timed in the
+// same run by scripts/bench-load.sh; the loader must take at most half of it.
+func BenchmarkLoad1000(b *testing.B) {
+	dir := os.Getenv("TOOLREG_BENCH_DIR") // set by scripts/bench-load.sh
+	if dir == "" {
+		dir = b.TempDir()
+		writeManifests(b, dir, 1000)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		specs, err := loader.Load(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(specs) != 1000 {
+			b.Fatalf("loaded %d specs, want 1000", len(specs))
+		}
+	}
+}
+
+// BenchmarkLoad10000Heap loads 10,000 manifests and reports the heap still in
+// use afterwards (retained-B), with and without the specs themselves held:
+// what loading leaves behind beyond the specs is what CUE contexts would leak.
+func BenchmarkLoad10000Heap(b *testing.B) {
+	dir := b.TempDir()
+	writeManifests(b, dir, 10000)
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		specs, err := loader.Load(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "retained-B")
+		runtime.KeepAlive(specs)
+	}
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench-load.sh: how long the Go loader takes to load and validate 1,000
+# single-tool YAML manifests, against the real cue CLI checking the same files:
+#
+#	cue vet -c -d '#Tool' schema.cue <the 1000 files>
+#
+# The two are timed in the same run, alternately, so both see the same machine
+# load; the script prints each median wall time and loader/cue (the target is
+# at most 0.5). It then reports the heap the loader retains after loading
+# 10,000 manifests.
+#
+# Usage: scripts/bench-load.sh [runs]   (default 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=${1:-5}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/manifests"
+
+# The same manifest as loader/bench_test.go's benchManifest.
+for i in $(seq -w 0 999); do
+	cat >"$dir/manifests/tool_$i.yaml" <<YAML
+name: tool_$i
+description: Look up order $i for a customer and return its status and items.
+params:
+  customer_id:
+    type: string
+    description: The customer's id.
+    pattern: "^cus_[a-z0-9]{6,24}\$"
+  status:
+    type: string
+    enum: [pending, paid, shipped]
+    required: false
+  limit:
+    type: integer
+    description: How many results to return.
+    default: 10
+    minimum: 1
+    maximum: 50
+YAML
+done
+
+# Build both first, so that no compile time is timed.
+cue=$(go tool -n cue)
+go test -c -o "$dir/loader.test" ./loader
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+: >"$dir/cue.ns"
+: >"$dir/loader.ns"
+for ((r = 1; r <= runs; r++)); do
+	t0=$(now)
+	"$cue" vet -c -d '#Tool' schema.cue "$dir"/manifests/*.yaml
+	t1=$(now)
+	echo $((t1 - t0)) >>"$dir/cue.ns"
+
+	# One process per run, loading once: like a service starting up, or
+	# `toolreg vet` in CI. The benchmark reports ns per load.
+	TOOLREG_BENCH_DIR="$dir/manifests" "$dir/loader.test" -test.run '^$' \
+		-test.bench '^BenchmarkLoad1000$' -test.benchtime 1x -test.benchmem |
+		awk '/^BenchmarkLoad1000/ {print $3}' >>"$dir/loader.ns"
+done
+
+cue_ns=$(median <"$dir/cue.ns")
+loader_ns=$(median <"$dir/loader.ns")
+echo "runs:                   $runs (medians; machine: $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+awk -v c="$cue_ns" -v l="$loader_ns" 'BEGIN {
+	printf "cue vet -c -d #Tool:    %.3f s\n", c / 1e9
+	printf "loader.Load:            %.3f s\n", l / 1e9
+	printf "loader / cue vet:       %.2f (target <= 0.50)\n", l / c
+}'
+
+"$dir/loader.test" -test.run '^$' -test.bench '^BenchmarkLoad10000Heap$' -test.benchtime 1x |
+	awk '/^BenchmarkLoad10000Heap/ {
+		for (i = 1; i < NF; i++) if ($(i+1) == "retained-B") printf "heap retained after loading 10,000 manifests (specs held): %.1f MiB\n", $i / 1048576
+	}'
