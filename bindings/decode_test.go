@@ -3,6 +3,7 @@ package bindings
 import (
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/beam-agents/toolreg"
@@ -357,4 +358,63 @@ func differential[A any](t *testing.T, d *argDecoder[A], raw []byte) {
 			t.Fatalf("%s: decode(%q) error %v is not a *ToolArgumentError with problems", d.tool, raw, err)
 		}
 	}
+}
+
+func TestNewDecoderRefusesASchemaThatDoesNotCompile(t *testing.T) {
+	t.Parallel()
+	spec := &toolreg.Spec{
+		Name: "bad", Description: "Bad pattern.", Pos: toolreg.Pos{File: "bad.yaml", Line: 3},
+		Params: []*toolreg.Param{{Name: "q", Schema: toolreg.Schema{Type: toolreg.TypeString, Pattern: "(unclosed"}}},
+	}
+	_, err := newDecoder[struct {
+		Q string `json:"q"`
+	}](spec)
+	var de *toolreg.ToolDefinitionError
+	if !errors.As(err, &de) || len(de.Problems) != 1 {
+		t.Fatalf("newDecoder = %v, want a *ToolDefinitionError with one problem", err)
+	}
+	if p := de.Problems[0]; p.Pos != spec.Pos || p.Tool != "bad" {
+		t.Errorf("problem %v does not point at the manifest's tool", p)
+	}
+}
+
+func TestDecoderIsSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
+	d := mustDecoder[nestedArgs](t, nestedSpec())
+	calls := []string{
+		`{"opts":{"deep":"no"},"meta":{"a":1},"items":[{"name":"x"}],"filter":{"tags":["a"]},"groups":{"g":["x"]}}`,
+		`{"items":[]}`, // invalid: the reference path
+		`{}`,
+	}
+	type result struct {
+		A   nestedArgs
+		Err string
+	}
+	decode := func(c string) result {
+		a, err := d.decode(json.RawMessage(c))
+		r := result{A: a}
+		if err != nil {
+			r.Err = err.Error()
+		}
+		return r
+	}
+	want := make([]result, len(calls))
+	for i, c := range calls {
+		want[i] = decode(c)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 50; n++ {
+				i := (g + n) % len(calls)
+				if diff := cmp.Diff(want[i], decode(calls[i])); diff != "" {
+					t.Errorf("call %d decoded differently concurrently (-alone +concurrently):\n%s", i, diff)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
