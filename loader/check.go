@@ -18,15 +18,25 @@ import (
 //     untyped: nothing says what its members are);
 //   - a pattern is a valid regular expression;
 //   - a default satisfies its own schema (type, enum, bounds, lengths, ...).
-func (c *checker) checkSpec(s *toolreg.Spec) []toolreg.Problem {
+//
+// tree is the tool as written, to find where each problem is.
+func (c *checker) checkSpec(s *toolreg.Spec, tree *node) []toolreg.Problem {
 	var ps []toolreg.Problem
-	add := func(pos toolreg.Pos, path, format string, args ...any) {
-		ps = append(ps, toolreg.Problem{Pos: pos, Tool: s.Name, Path: path, Message: fmt.Sprintf(format, args...)})
+	add := func(pos toolreg.Pos, path []string, format string, args ...any) {
+		if p := tree.posOf(path); p.Line > 0 && len(path) > 0 {
+			pos = p
+		}
+		ps = append(ps, toolreg.Problem{Pos: pos, Tool: s.Name, Path: strings.Join(path, "."), Message: fmt.Sprintf(format, args...)})
 	}
 	for _, p := range s.Params {
-		c.checkSchema(&p.Schema, p.Pos, "params."+p.Name, add)
+		c.checkSchema(&p.Schema, p.Pos, []string{"params", p.Name}, add)
 	}
 	return ps
+}
+
+// at returns path extended by elems, in a slice of its own.
+func at(path []string, elems ...string) []string {
+	return append(path[:len(path):len(path)], elems...)
 }
 
 // checker checks specs for one Load call. It keeps the param schemas it has
@@ -36,7 +46,7 @@ type checker struct {
 	schemas sync.Map // JSON Schema text (without default) -> *jsonschema.Schema or error
 }
 
-func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path string, add func(toolreg.Pos, string, string, ...any)) {
+func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string, add func(toolreg.Pos, []string, string, ...any)) {
 	if s.Type == toolreg.TypeObject && s.Properties == nil && s.AdditionalProperties == nil {
 		add(pos, path, "object has neither properties nor additionalProperties, so its members are untyped: declare properties (a closed object) or additionalProperties (a map)")
 	}
@@ -45,22 +55,22 @@ func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path string, a
 		// Parsing finds every error compiling would, at a fraction of the cost.
 		if _, err := syntax.Parse(s.Pattern, syntax.Perl); err != nil {
 			patternOK = false
-			add(pos, path+".pattern", "invalid pattern %q: %v", s.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			add(pos, at(path, "pattern"), "invalid pattern %q: %v", s.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
 	if s.HasDefault && patternOK {
 		if msg := c.defaultProblem(s); msg != "" {
-			add(pos, path+".default", "%s", msg)
+			add(pos, at(path, "default"), "%s", msg)
 		}
 	}
 	if s.Items != nil {
-		c.checkSchema(s.Items, pos, path+".items", add)
+		c.checkSchema(s.Items, pos, at(path, "items"), add)
 	}
 	if s.AdditionalProperties != nil {
-		c.checkSchema(s.AdditionalProperties, pos, path+".additionalProperties", add)
+		c.checkSchema(s.AdditionalProperties, pos, at(path, "additionalProperties"), add)
 	}
 	for _, p := range s.Properties {
-		c.checkSchema(&p.Schema, p.Pos, path+".properties."+p.Name, add)
+		c.checkSchema(&p.Schema, p.Pos, at(path, "properties", p.Name), add)
 	}
 }
 

@@ -284,7 +284,7 @@ func (u *unit) loadYAML(c *checker, name string) {
 			continue
 		}
 		s := decodeSpec(d.root)
-		if ps := c.checkSpec(s); ps != nil {
+		if ps := c.checkSpec(s, d.root); ps != nil {
 			u.probs = append(u.probs, ps...)
 			continue
 		}
@@ -299,7 +299,7 @@ func (u *unit) loadCUE(c *checker, index map[string]int) {
 	for _, t := range tools {
 		s := decodeSpec(t.root)
 		s.Name = t.name
-		if ps := c.checkSpec(s); ps != nil {
+		if ps := c.checkSpec(s, t.root); ps != nil {
 			u.probs = append(u.probs, ps...)
 			continue
 		}

@@ -176,8 +176,10 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 			msg = fmt.Sprintf("invalid tool name %q: use 1 to 64 letters, digits, '_' or '-'", tool)
 		case len(path) == 1 && last == "description" && strings.HasPrefix(msg, `invalid value "" (out of bound !="")`):
 			msg = "empty description: say what the tool does, for the model"
-		case len(path) >= 2 && path[len(path)-2] == "params" && at != nil && strings.Contains(msg, "invalid value"):
-			msg = fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", last)
+		case last == "required" && strings.HasPrefix(msg, "conflicting values"):
+			msg = "required can only be false (for an optional param without a default); leave it out for a required param"
+		case strings.HasPrefix(msg, "incomplete value"):
+			msg = "no concrete value (" + msg + "): give the field its value"
 		default:
 			if m := mismatchRE.FindStringSubmatch(msg); m != nil {
 				msg = mismatch(m, at)
@@ -304,7 +306,7 @@ func notAllowedHint(tree *node, path []string) string {
 		return fmt.Sprintf("annotations take title, destructiveHint, idempotentHint, openWorldHint; %q is none of them", bad)
 	}
 	if len(path) >= 2 && (path[len(path)-2] == "params" || path[len(path)-2] == "properties") {
-		return fmt.Sprintf("%q is not a valid name", bad)
+		return fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", unquoteLabel(bad))
 	}
 	parent := tree.lookup(path[:len(path)-1])
 	typ := ""

@@ -56,6 +56,9 @@ func parseYAML(file string, src []byte) []yamlDoc {
 		} else if root, err := c.convert(doc.Content[0], 0); err != nil {
 			p := *err
 			d.prob = &p
+		} else if root.kind == kindNull {
+			d.prob = &toolreg.Problem{Pos: root.pos,
+				Message: fmt.Sprintf("document %d is empty: a manifest document declares one tool (name, description, params)", i+1)}
 		} else if root.kind != kindMap {
 			d.prob = &toolreg.Problem{Pos: root.pos,
 				Message: fmt.Sprintf("document %d is a %s, not a mapping: a manifest document declares one tool as a mapping with name, description and params", i+1, root.kind)}
