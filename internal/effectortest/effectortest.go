@@ -49,8 +49,9 @@ func (c *Calls) Total() int {
 }
 
 // Table returns an effect table holding the tool "apply", which records each
-// call by its intent's id (IntentFrom) and returns {"applied": key}.
-func Table(tb testing.TB) (*registry.Registry, *Calls) {
+// call by its intent's id (IntentFrom), runs the hooks (to block, or to fail),
+// and returns {"applied": key}.
+func Table(tb testing.TB, hooks ...func(ctx context.Context) error) (*registry.Registry, *Calls) {
 	tb.Helper()
 	calls := &Calls{n: map[string]int{}}
 	spec := &toolreg.Spec{
@@ -66,6 +67,11 @@ func Table(tb testing.TB) (*registry.Registry, *Calls) {
 		calls.mu.Lock()
 		calls.n[id]++
 		calls.mu.Unlock()
+		for _, h := range hooks {
+			if err := h(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return map[string]string{"applied": a.Key}, nil
 	})
 	bound, err := b.Bind()
@@ -96,7 +102,13 @@ func Intent(entity string, seq int64, step uint32) *toolreg.Intent {
 // Effector returns an effector over Table's tool and store, logging nothing.
 func Effector(tb testing.TB, store effector.DedupStore, opts ...effector.Option) (*effector.Effector, *Calls) {
 	tb.Helper()
-	table, calls := Table(tb)
+	return EffectorWithHooks(tb, store, nil, opts...)
+}
+
+// EffectorWithHooks is Effector with hooks the tool runs (see Table).
+func EffectorWithHooks(tb testing.TB, store effector.DedupStore, hooks []func(context.Context) error, opts ...effector.Option) (*effector.Effector, *Calls) {
+	tb.Helper()
+	table, calls := Table(tb, hooks...)
 	opts = append([]effector.Option{effector.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	e, err := effector.New(table, store, opts...)
 	if err != nil {

@@ -1,0 +1,381 @@
+package effector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// DefaultMaxLineBytes is the longest JSONL line a JSONLSource reads as an
+// intent; a longer line is reported and skipped, never buffered whole.
+const DefaultMaxLineBytes = 1 << 20
+
+// JSONLSource reads intents from a JSONL stream, one intent a line in the
+// JSON form of toolreg.Intent (see Intent.MarshalJSON). Blank lines are
+// skipped; a line that is not an intent is delivered with Delivery.Err set,
+// naming its line.
+//
+// From a file opened with OpenJSONLFile, acknowledgements move a checkpoint
+// kept beside the file, so a restarted effector resumes after the last line
+// whose result was published, and delivers again every line after it (the
+// store answers those that ran). From a plain stream (NewJSONLSource, such as
+// stdin) acknowledgements are no-ops: the producer must resend intents that
+// have no result line when an effector dies.
+type JSONLSource struct {
+	name    string
+	maxLine int
+	lines   chan Delivery // filled by the reader goroutine
+	done    chan struct{} // closed by Close
+	closer  io.Closer
+	once    sync.Once
+
+	readErr error // the reader's final error, read after lines is closed
+
+	ckpt *checkpoint // nil for a plain stream
+}
+
+// JSONLOption configures a JSONLSource.
+type JSONLOption func(*jsonlConfig)
+
+type jsonlConfig struct {
+	maxLine    int
+	checkpoint string
+}
+
+// WithMaxLineBytes sets the longest line read as an intent. Default:
+// DefaultMaxLineBytes.
+func WithMaxLineBytes(n int) JSONLOption {
+	return func(c *jsonlConfig) { c.maxLine = n }
+}
+
+// WithCheckpointFile sets where OpenJSONLFile keeps its checkpoint. Default:
+// the intents file's path with ".ack" appended.
+func WithCheckpointFile(path string) JSONLOption {
+	return func(c *jsonlConfig) { c.checkpoint = path }
+}
+
+// NewJSONLSource reads intents from r, a stream with no way to redeliver
+// (stdin, a pipe): acknowledgements do nothing. name labels positions in logs
+// and errors ("stdin:3").
+func NewJSONLSource(r io.Reader, name string, opts ...JSONLOption) *JSONLSource {
+	cfg := jsonlConfig{maxLine: DefaultMaxLineBytes}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := newJSONLSource(name, cfg.maxLine, nil)
+	go s.read(bufio.NewReader(r), 0, 0)
+	return s
+}
+
+// OpenJSONLFile reads intents from the file at path, resuming after its
+// checkpoint (see WithCheckpointFile) if there is one. Close it when done.
+func OpenJSONLFile(path string, opts ...JSONLOption) (*JSONLSource, error) {
+	cfg := jsonlConfig{maxLine: DefaultMaxLineBytes, checkpoint: path + ".ack"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.maxLine <= 0 {
+		return nil, fmt.Errorf("effector: WithMaxLineBytes(%d): want a positive length", cfg.maxLine)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("effector: opening intents: %w", err)
+	}
+	ck, err := loadCheckpoint(cfg.checkpoint)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("effector: opening intents: %w", err)
+	}
+	if ck.offset > fi.Size() {
+		f.Close()
+		return nil, fmt.Errorf("effector: checkpoint %s is at byte %d, past the end of %s (%d bytes): the file was replaced; move the checkpoint away to read it from the start", cfg.checkpoint, ck.offset, path, fi.Size())
+	}
+	if _, err := f.Seek(ck.offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("effector: opening intents: %w", err)
+	}
+	s := newJSONLSource(path, cfg.maxLine, ck)
+	s.closer = f
+	go s.read(bufio.NewReader(f), ck.offset, ck.line)
+	return s, nil
+}
+
+func newJSONLSource(name string, maxLine int, ck *checkpoint) *JSONLSource {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLineBytes
+	}
+	return &JSONLSource{name: name, maxLine: maxLine, lines: make(chan Delivery), done: make(chan struct{}), ckpt: ck}
+}
+
+// Receive returns the next line's delivery, io.EOF after the last line, or
+// ctx's error.
+func (s *JSONLSource) Receive(ctx context.Context) (Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return Delivery{}, err
+	}
+	select {
+	case d, ok := <-s.lines:
+		if !ok {
+			if s.readErr != nil {
+				return Delivery{}, s.readErr
+			}
+			return Delivery{}, io.EOF
+		}
+		return d, nil
+	case <-ctx.Done():
+		return Delivery{}, ctx.Err()
+	}
+}
+
+// Close stops reading and closes the file, if OpenJSONLFile opened one.
+func (s *JSONLSource) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.done)
+		if s.closer != nil {
+			err = s.closer.Close()
+		}
+	})
+	return err
+}
+
+// read runs in its own goroutine, so that Receive can return at shutdown
+// while a read from a stream blocks.
+func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
+	defer close(s.lines)
+	for {
+		text, n, tooLong, err := readLine(r, s.maxLine)
+		if n == 0 && err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.readErr = fmt.Errorf("effector: reading %s after line %d: %w", s.name, line, err)
+			}
+			return
+		}
+		line++
+		start := offset
+		offset += int64(n)
+		d := Delivery{Pos: s.name + ":" + strconv.Itoa(line)}
+		switch {
+		case tooLong:
+			d.Err = fmt.Errorf("effector: %s: line is longer than %d bytes; split it or raise WithMaxLineBytes", d.Pos, s.maxLine)
+		case len(bytes.TrimSpace(text)) == 0:
+			if s.ckpt != nil {
+				s.ckpt.add(start, offset, line, true)
+			}
+			continue
+		default:
+			in := new(toolreg.Intent)
+			if err := in.UnmarshalJSON(text); err != nil {
+				d.Err = fmt.Errorf("effector: %s: %w", d.Pos, err)
+			} else {
+				d.Intent = in
+			}
+		}
+		if s.ckpt != nil {
+			i := s.ckpt.add(start, offset, line, false)
+			d.Ack = func(ctx context.Context) error { return s.ckpt.ack(i) }
+		}
+		select {
+		case s.lines <- d:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// readLine reads one line, without its newline, keeping at most max bytes:
+// n counts every byte consumed, tooLong says the line was longer than max.
+func readLine(r *bufio.Reader, max int) (line []byte, n int, tooLong bool, err error) {
+	for {
+		frag, err := r.ReadSlice('\n')
+		n += len(frag)
+		if !tooLong {
+			if len(line)+len(frag) > max+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		return line, n, tooLong, err
+	}
+}
+
+// checkpoint is the contiguous prefix of a file's lines that is acknowledged:
+// the byte offset and line number after it, kept in a small file written
+// atomically.
+type checkpoint struct {
+	path string
+
+	mu      sync.Mutex
+	offset  int64
+	line    int
+	base    int       // index in the whole file's sequence of pending[0]
+	pending []ckEntry // lines read after offset, in order
+}
+
+type ckEntry struct {
+	end   int64
+	line  int
+	acked bool
+}
+
+func loadCheckpoint(path string) (*checkpoint, error) {
+	ck := &checkpoint{path: path}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return ck, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("effector: reading checkpoint: %w", err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 2 {
+		ck.offset, err = strconv.ParseInt(f[0], 10, 64)
+		if err == nil {
+			ck.line, err = strconv.Atoi(f[1])
+		}
+	}
+	if len(f) != 2 || err != nil || ck.offset < 0 || ck.line < 0 {
+		return nil, fmt.Errorf("effector: checkpoint %s holds %q, want \"<byte offset> <line number>\": fix or remove it", path, truncateForError(b))
+	}
+	return ck, nil
+}
+
+func truncateForError(b []byte) []byte {
+	if len(b) > 40 {
+		return b[:40]
+	}
+	return b
+}
+
+// add records a line read from [start, end) and returns its index for ack.
+func (c *checkpoint) add(start, end int64, line int, acked bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = append(c.pending, ckEntry{end: end, line: line, acked: acked})
+	return c.base + len(c.pending) - 1
+}
+
+// ack marks line i answered and, if that extends the answered prefix, moves
+// the checkpoint and saves it.
+func (c *checkpoint) ack(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := i - c.base
+	if j < 0 || j >= len(c.pending) {
+		return nil // already behind the checkpoint: acknowledged twice
+	}
+	c.pending[j].acked = true
+	moved := false
+	for len(c.pending) > 0 && c.pending[0].acked {
+		c.offset, c.line = c.pending[0].end, c.pending[0].line
+		c.pending = c.pending[1:]
+		c.base++
+		moved = true
+	}
+	if !moved {
+		return nil
+	}
+	return c.save()
+}
+
+// save writes the checkpoint durably: a temporary file, fsynced, renamed over
+// the old one, then the directory fsynced, so a crash leaves the old or the
+// new checkpoint, never a torn one.
+func (c *checkpoint) save() error {
+	tmp := c.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("effector: saving checkpoint: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "%d %d\n", c.offset, c.line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, c.path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(c.path))
+	}
+	if err != nil {
+		return fmt.Errorf("effector: saving checkpoint %s: %w", c.path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// JSONLSink writes results as JSONL, one result a line in the JSON form of
+// toolreg.Result, each line in one write. Writing to a regular file, it
+// fsyncs after every line, so a published result survives a crash.
+type JSONLSink struct {
+	mu   sync.Mutex
+	w    io.Writer
+	sync func() error
+	buf  []byte
+}
+
+// NewJSONLSink writes results to w, such as os.Stdout or a file opened with
+// os.O_APPEND.
+func NewJSONLSink(w io.Writer) *JSONLSink {
+	s := &JSONLSink{w: w}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			s.sync = f.Sync
+		}
+	}
+	return s
+}
+
+// Publish writes res as one line.
+func (s *JSONLSink) Publish(ctx context.Context, res toolreg.Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := res.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("effector: encoding the result of intent %q: %w", res.IntentID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(append(s.buf[:0], b...), '\n')
+	if _, err := s.w.Write(s.buf); err != nil {
+		return fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
+	}
+	if s.sync != nil {
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("effector: syncing the result of intent %q: %w", res.IntentID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package effector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// Delivery is one intent handed out by a Source, with the means to
+// acknowledge it.
+type Delivery struct {
+	// Intent is the decoded intent. It is nil when the source could not decode
+	// the entry; Err then says why.
+	Intent *toolreg.Intent
+	// Err reports an entry that is no intent (bad JSON, a line too long). No
+	// result can answer it, so Serve logs it (Pos and Err, never the bytes)
+	// and acknowledges it.
+	Err error
+	// Pos says where the entry came from, for logs: "intents.jsonl:17", a
+	// stream entry id.
+	Pos string
+	// Ack tells the source the entry is answered, so it must not be delivered
+	// again. Serve calls it only after the intent's result is published (or
+	// the intent was refused and dead-lettered, or the entry is no intent).
+	// Nil means the source needs no acknowledgement.
+	Ack func(ctx context.Context) error
+}
+
+// Source hands out intents to execute.
+type Source interface {
+	// Receive blocks until the next delivery. It returns io.EOF when there
+	// are no more and never will be (the end of a file), or ctx's error. Any
+	// other error stops Serve.
+	Receive(ctx context.Context) (Delivery, error)
+}
+
+// Sink publishes results where their consumers read them.
+type Sink interface {
+	// Publish returns nil only once res is published: written where its
+	// consumers will read it, as durably as the sink can make it.
+	Publish(ctx context.Context, res toolreg.Result) error
+}
+
+// Processor executes an intent and returns its terminal result.
+// *Effector is the Processor; see Effector.Process for what its errors mean.
+type Processor interface {
+	Process(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error)
+}
+
+var _ Processor = (*Effector)(nil)
+
+// ServeOption configures Serve.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	workers    int
+	drain      time.Duration
+	minBackoff time.Duration
+	maxBackoff time.Duration
+	logger     *slog.Logger
+}
+
+// WithWorkers sets how many intents Serve processes at once. With one, the
+// default, results are published in the order intents arrive.
+func WithWorkers(n int) ServeOption {
+	return func(c *serveConfig) { c.workers = n }
+}
+
+// WithDrainTimeout sets how long, once ctx ends, Serve lets the intents in
+// flight finish (run, record, publish, acknowledge) before it cancels them. A
+// canceled intent either never ran (its claim is released) or is recorded as
+// ERROR; either way it is left unacknowledged, for redelivery. Keep it above
+// the tools' timeouts. Default: 30s.
+func WithDrainTimeout(d time.Duration) ServeOption {
+	return func(c *serveConfig) { c.drain = d }
+}
+
+// WithRetryBackoff sets the wait between attempts when processing (the
+// store), publishing or acknowledging fails: from min, doubling up to max.
+// Serve retries until it succeeds or shutdown; it never skips an intent.
+// Default: 50ms to 5s.
+func WithRetryBackoff(min, max time.Duration) ServeOption {
+	return func(c *serveConfig) { c.minBackoff, c.maxBackoff = min, max }
+}
+
+// WithServeLogger sets Serve's logger. Default: slog.Default(). Serve logs
+// intent ids, positions, statuses and errors; never arguments or payloads.
+func WithServeLogger(l *slog.Logger) ServeOption {
+	return func(c *serveConfig) { c.logger = l }
+}
+
+// UnansweredError is what Serve returns when it stopped with deliveries it
+// received but could not answer (their result was not published, or not
+// acknowledged) before the drain timeout. Their sources deliver them again;
+// the store answers any that ran with their recorded result.
+type UnansweredError struct {
+	Unanswered int
+	Cause      error // why Serve stopped: ctx's cause, or the source's error
+}
+
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("effector: serve stopped (%v) with %d deliveries unanswered; they stay unacknowledged for redelivery", e.Cause, e.Unanswered)
+}
+
+func (e *UnansweredError) Unwrap() error { return e.Cause }
+
+// Serve pulls intents from source, processes each with p (an *Effector),
+// publishes each result to sink, and only then acknowledges the delivery: an
+// intent is never acknowledged without a published result, and a delivery
+// whose processing or publishing fails is retried, never dropped.
+//
+// It returns nil when source reports io.EOF and every delivery is answered,
+// or when ctx ends and every delivery in flight is answered within the drain
+// timeout (WithDrainTimeout); it receives nothing after ctx ends. It returns
+// the source's error if Receive fails, and an *UnansweredError if deliveries
+// were left unanswered. Run it under signal.NotifyContext(ctx, syscall.SIGTERM)
+// for graceful shutdown.
+func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...ServeOption) error {
+	cfg := serveConfig{workers: 1, drain: 30 * time.Second, minBackoff: 50 * time.Millisecond, maxBackoff: 5 * time.Second, logger: slog.Default()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case source == nil || sink == nil || p == nil:
+		return errors.New("effector: Serve needs a source, a sink and a processor (an *Effector); one is nil")
+	case cfg.workers < 1:
+		return fmt.Errorf("effector: WithWorkers(%d): want at least 1", cfg.workers)
+	case cfg.drain < 0:
+		return fmt.Errorf("effector: WithDrainTimeout(%v): want zero or more", cfg.drain)
+	case cfg.minBackoff <= 0 || cfg.maxBackoff < cfg.minBackoff:
+		return fmt.Errorf("effector: WithRetryBackoff(%v, %v): want 0 < min <= max", cfg.minBackoff, cfg.maxBackoff)
+	case cfg.logger == nil:
+		return errors.New("effector: WithServeLogger(nil): pass a logger, or slog.New(slog.DiscardHandler) for none")
+	}
+	s := &server{cfg: cfg, sink: sink, p: p, log: cfg.logger}
+
+	// Work runs on a context that outlives ctx by the drain timeout, so an
+	// intent in flight at shutdown can finish and be answered.
+	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelWork(nil)
+	stopDrain := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(cfg.drain, func() {
+			cancelWork(fmt.Errorf("effector: drain timeout %v passed after shutdown", cfg.drain))
+		})
+		context.AfterFunc(work, func() { t.Stop() })
+	})
+	defer stopDrain()
+
+	// A delivery is received only when a worker is free to take it, so that
+	// shutdown leaves nothing received and waiting.
+	slots := make(chan struct{}, cfg.workers)
+	var wg sync.WaitGroup
+	var stopErr error
+receive:
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			stopErr = context.Cause(ctx)
+			break receive
+		}
+		d, err := source.Receive(ctx)
+		if err != nil {
+			switch {
+			case errors.Is(err, io.EOF):
+			case ctx.Err() != nil:
+				stopErr = context.Cause(ctx)
+			default:
+				stopErr = fmt.Errorf("effector: receiving intents: %w", err)
+			}
+			break receive
+		}
+		s.received.Add(1)
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.answer(work, ctx, d)
+		})
+	}
+	wg.Wait()
+	cancelWork(nil)
+
+	unanswered := int(s.received.Load() - s.answered.Load())
+	s.log.Info("effector: serve stopped", "received", s.received.Load(), "answered", s.answered.Load(), "unanswered", unanswered)
+	switch {
+	case unanswered > 0:
+		if stopErr == nil {
+			stopErr = context.Cause(work)
+		}
+		return &UnansweredError{Unanswered: unanswered, Cause: stopErr}
+	case stopErr != nil && ctx.Err() == nil:
+		return stopErr // the source failed
+	}
+	return nil
+}
+
+type server struct {
+	cfg  serveConfig
+	sink Sink
+	p    Processor
+	log  *slog.Logger
+
+	received, answered atomic.Int64
+}
+
+// answer processes, publishes and acknowledges one delivery, retrying each
+// step until it succeeds or work ends. Giving up leaves it unacknowledged.
+// stop is the serve context: once it ends, failed steps are not retried.
+func (s *server) answer(work, stop context.Context, d Delivery) {
+	if d.Err != nil {
+		s.log.ErrorContext(work, "effector: entry is no intent; acknowledging it without a result", "pos", d.Pos, "error", d.Err.Error())
+		if s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
+			s.answered.Add(1)
+		}
+		return
+	}
+	in := d.Intent
+	var res toolreg.Result
+	refused := false
+	ok := s.retry(work, stop, d, "processing", func() error {
+		var err error
+		res, err = s.p.Process(work, in)
+		var re *RefusedError
+		if errors.As(err, &re) && re.SinkErr == nil {
+			refused = true // dead-lettered: no result, and nothing to redeliver
+			return nil
+		}
+		return err
+	})
+	if !ok {
+		return
+	}
+	if !refused {
+		if !s.retry(work, stop, d, "publishing the result of", func() error { return s.sink.Publish(work, res) }) {
+			return
+		}
+	}
+	if !s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
+		return
+	}
+	s.answered.Add(1)
+	if s.log.Enabled(work, slog.LevelDebug) {
+		s.log.DebugContext(work, "effector: intent answered", "intent_id", in.ID, "pos", d.Pos, "status", res.Status.String(), "refused", refused)
+	}
+}
+
+func ack(ctx context.Context, d Delivery) error {
+	if d.Ack == nil {
+		return nil
+	}
+	return d.Ack(ctx)
+}
+
+// retry runs step until it returns nil (true) or it fails after work or stop
+// has ended (false), waiting with backoff between attempts.
+func (s *server) retry(work, stop context.Context, d Delivery, what string, step func() error) bool {
+	backoff := s.cfg.minBackoff
+	for {
+		err := step()
+		if err == nil {
+			return true
+		}
+		id := ""
+		if d.Intent != nil {
+			id = d.Intent.ID
+		}
+		if work.Err() != nil || stop.Err() != nil {
+			s.log.WarnContext(work, "effector: "+what+" intent failed at shutdown; leaving it for redelivery", "intent_id", id, "pos", d.Pos, "error", err.Error())
+			return false
+		}
+		s.log.WarnContext(work, "effector: "+what+" intent failed; retrying", "intent_id", id, "pos", d.Pos, "error", err.Error(), "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-work.Done():
+			t.Stop()
+		case <-stop.Done():
+			t.Stop()
+		}
+		backoff = min(2*backoff, s.cfg.maxBackoff)
+	}
+}

@@ -1,0 +1,456 @@
+package effector_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/internal/effectortest"
+)
+
+// serveLine is an intent's JSONL line.
+func serveLine(t *testing.T, in *toolreg.Intent) string {
+	t.Helper()
+	b, err := in.MarshalJSON()
+	if err != nil {
+		t.Fatalf("Intent.MarshalJSON: %v", err)
+	}
+	return string(b) + "\n"
+}
+
+func serveStore(t *testing.T, path string) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("sqlitestore.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// serveResults reads a JSONL results file into results by intent id.
+func serveResults(t *testing.T, path string) map[string][]toolreg.Result {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]toolreg.Result{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var r toolreg.Result
+		if err := r.UnmarshalJSON(sc.Bytes()); err != nil {
+			t.Fatalf("results line %q: %v", sc.Text(), err)
+		}
+		out[r.IntentID] = append(out[r.IntentID], r)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var unique []*toolreg.Intent
+	for i := range 6 {
+		unique = append(unique, effectortest.Intent("secret-customer", 1, uint32(i)))
+	}
+	var input strings.Builder
+	for i, in := range unique {
+		input.WriteString(serveLine(t, in))
+		if i%2 == 0 { // every other intent is delivered twice
+			input.WriteString(serveLine(t, in))
+		}
+		if i == 1 {
+			input.WriteString("{not an intent\n\n")
+		}
+	}
+	intents := filepath.Join(dir, "intents.jsonl")
+	writeFile(t, intents, input.String())
+	results := filepath.Join(dir, "results.jsonl")
+
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e,
+		effector.WithWorkers(3), effector.WithServeLogger(logger)); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+
+	got := serveResults(t, results)
+	for i, in := range unique {
+		want := 1 + (1 - i%2)
+		if n := len(got[in.ID]); n != want {
+			t.Errorf("intent %d has %d result lines, want one per delivery (%d)", i, n, want)
+		}
+		if n := calls.Of(in.ID); n != 1 {
+			t.Errorf("intent %d ran %d times, want once", i, n)
+		}
+		for _, r := range got[in.ID] {
+			if r.Status != toolreg.StatusOK || string(r.Payload) != `{"applied":"secret-customer"}` {
+				t.Errorf("intent %d: result %s %q, want OK with the tool's payload", i, r.Status, r.Payload)
+			}
+		}
+		if rs := got[in.ID]; len(rs) == 2 && rs[0].CompletedAtMs != rs[1].CompletedAtMs {
+			t.Errorf("intent %d: the redelivery's result differs from the first (%d vs %d ms): it was not answered from the store", i, rs[0].CompletedAtMs, rs[1].CompletedAtMs)
+		}
+	}
+	if !strings.Contains(logs.String(), "intents.jsonl:4") {
+		t.Errorf("logs do not name the bad line intents.jsonl:4:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "secret-customer") {
+		t.Errorf("logs carry tool arguments or payloads:\n%s", logs.String())
+	}
+	ck, err := os.ReadFile(intents + ".ack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d %d\n", len(input.String()), strings.Count(input.String(), "\n")); string(ck) != want {
+		t.Errorf("checkpoint = %q, want the end of the file %q", ck, want)
+	}
+}
+
+// failingSink publishes the first n results to the file, then fails, like a
+// disk that filled up or a process about to die.
+type failingSink struct {
+	effector.Sink
+	mu     sync.Mutex
+	n      int
+	failed chan struct{}
+	once   sync.Once
+}
+
+func (s *failingSink) Publish(ctx context.Context, res toolreg.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 {
+		s.once.Do(func() { close(s.failed) })
+		return errors.New("disk full")
+	}
+	s.n--
+	return s.Sink.Publish(ctx, res)
+}
+
+// TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating stops Serve while
+// a processed intent's result cannot be published: it must stay
+// unacknowledged, and the next Serve must answer it from the store, without
+// running it again, and go on from there.
+func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var all []*toolreg.Intent
+	var input strings.Builder
+	for i := range 8 {
+		in := effectortest.Intent("e", 2, uint32(i))
+		all = append(all, in)
+		input.WriteString(serveLine(t, in))
+	}
+	intents := filepath.Join(dir, "intents.jsonl")
+	writeFile(t, intents, input.String())
+	results := filepath.Join(dir, "results.jsonl")
+	storePath := filepath.Join(dir, "dedup.db")
+	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
+
+	// First run: three results published, the fourth fails; then shutdown.
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, calls := effectortest.Effector(t, serveStore(t, storePath))
+	sink := &failingSink{Sink: effector.NewJSONLSink(appendFile(t, results)), n: 3, failed: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-sink.failed; cancel() }()
+	err = effector.Serve(ctx, src, sink, e, quiet, effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
+	src.Close()
+	var ue *effector.UnansweredError
+	if !errors.As(err, &ue) || ue.Unanswered != 1 {
+		t.Fatalf("Serve with a failing sink = %v, want an *UnansweredError with 1 unanswered", err)
+	}
+	if got := len(serveResults(t, results)); got != 3 {
+		t.Fatalf("first run published %d results, want 3", got)
+	}
+
+	// Second run, as a restarted effector: a new store handle on the same file.
+	src, err = effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	e2, calls2 := effectortest.Effector(t, serveStore(t, storePath))
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, quiet); err != nil {
+		t.Fatalf("second Serve: %v", err)
+	}
+	got := serveResults(t, results)
+	for i, in := range all {
+		if len(got[in.ID]) != 1 {
+			t.Errorf("intent %d has %d results, want exactly 1", i, len(got[in.ID]))
+		}
+		if n := calls.Of(in.ID) + calls2.Of(in.ID); n != 1 {
+			t.Errorf("intent %d ran %d times across both runs, want once", i, n)
+		}
+	}
+	if calls.Of(all[3].ID) != 1 {
+		t.Errorf("the intent whose publish failed ran %d times in the first run, want 1 (it was processed, then not published)", calls.Of(all[3].ID))
+	}
+}
+
+func TestServeShutdown(t *testing.T) {
+	t.Parallel()
+	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
+
+	// startBlocked serves one intent from a pipe whose tool blocks until
+	// release is closed, and returns once the tool is running.
+	startBlocked := func(t *testing.T, drain time.Duration) (cancel func(), release chan struct{}, out *bytes.Buffer, served chan error) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{
+			func(ctx context.Context) error {
+				close(entered)
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			},
+		})
+		pr, pw := io.Pipe()
+		t.Cleanup(func() { pw.Close() })
+		go pw.Write([]byte(serveLine(t, effectortest.Intent("e", 3, 0))))
+		ctx, cancelCtx := context.WithCancel(context.Background())
+		out = new(bytes.Buffer)
+		sink := &lockedSink{w: effector.NewJSONLSink(out)}
+		served = make(chan error, 1)
+		go func() {
+			served <- effector.Serve(ctx, effector.NewJSONLSource(pr, "pipe"), sink, e, quiet, effector.WithDrainTimeout(drain))
+		}()
+		<-entered
+		return cancelCtx, release, out, served
+	}
+
+	t.Run("an intent in flight at shutdown finishes and is published, and the open stream is not waited for", func(t *testing.T) {
+		t.Parallel()
+		cancel, release, out, served := startBlocked(t, 10*time.Second)
+		cancel()
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+		if err := <-served; err != nil {
+			t.Fatalf("Serve after a graceful shutdown = %v, want nil", err)
+		}
+		if n := strings.Count(out.String(), "\n"); n != 1 || !strings.Contains(out.String(), `"status":"OK"`) {
+			t.Fatalf("published %q, want the one OK result", out)
+		}
+	})
+
+	t.Run("an intent still running after the drain timeout is left unanswered", func(t *testing.T) {
+		t.Parallel()
+		cancel, release, out, served := startBlocked(t, 30*time.Millisecond)
+		defer close(release)
+		cancel()
+		err := <-served
+		var ue *effector.UnansweredError
+		if !errors.As(err, &ue) || ue.Unanswered != 1 || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Serve = %v, want an *UnansweredError with 1 unanswered, caused by the cancellation", err)
+		}
+		if out.Len() != 0 {
+			t.Fatalf("published %q after the drain timeout, want nothing", out)
+		}
+	})
+}
+
+// lockedSink lets the test read what was published while Serve may still write.
+type lockedSink struct {
+	mu sync.Mutex
+	w  effector.Sink
+}
+
+func (s *lockedSink) Publish(ctx context.Context, r toolreg.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Publish(ctx, r)
+}
+
+type brokenReader struct{ r io.Reader }
+
+func (b brokenReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		return n, errors.New("device unplugged")
+	}
+	return n, err
+}
+
+func TestServeStopsOnASourceErrorAfterAnsweringWhatItRead(t *testing.T) {
+	t.Parallel()
+	e, calls := effectortest.Effector(t, effector.NewMemoryStore())
+	in := effectortest.Intent("e", 4, 0)
+	var out bytes.Buffer
+	err := effector.Serve(context.Background(),
+		effector.NewJSONLSource(brokenReader{strings.NewReader(serveLine(t, in))}, "dev"),
+		effector.NewJSONLSink(&out), e, effector.WithServeLogger(slog.New(slog.DiscardHandler)))
+	if err == nil || !strings.Contains(err.Error(), "reading dev after line 1: device unplugged") {
+		t.Fatalf("Serve = %v, want the source's error naming where it happened", err)
+	}
+	if calls.Of(in.ID) != 1 || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("the intent read before the error ran %d times and published %q, want once and one line", calls.Of(in.ID), out.String())
+	}
+}
+
+func TestJSONLSourceRefusesHostileLines(t *testing.T) {
+	t.Parallel()
+	good := effectortest.Intent("e", 5, 0)
+	long := `{"intent_id":"` + strings.Repeat("x", 1000) + `"}`
+	input := long + "\n" + `{"intent_id":"a","bogus":1}` + "\n" + "\xff\xfe\n" + serveLine(t, good)
+	src := effector.NewJSONLSource(strings.NewReader(input), "in", effector.WithMaxLineBytes(400))
+	tests := []struct {
+		name string
+		want string
+	}{
+		{"a line longer than the limit is refused, naming the limit", "in:1: line is longer than 400 bytes"},
+		{"an unknown field is refused, naming its line", `in:2: toolreg: decoding ToolIntent JSON`},
+		{"bytes that are not JSON are refused, naming their line", "in:3:"},
+	}
+	for _, tt := range tests {
+		d, err := src.Receive(context.Background())
+		if err != nil {
+			t.Fatalf("%s: Receive: %v", tt.name, err)
+		}
+		if d.Err == nil || !strings.Contains(d.Err.Error(), tt.want) || d.Intent != nil {
+			t.Errorf("%s: delivery error = %v, want one containing %q and no intent", tt.name, d.Err, tt.want)
+		}
+	}
+	d, err := src.Receive(context.Background())
+	if err != nil || d.Err != nil || d.Intent == nil || d.Intent.ID != good.ID || d.Pos != "in:4" {
+		t.Fatalf("the good line after the bad ones: %+v, %v; want its intent at in:4", d, err)
+	}
+	if _, err := src.Receive(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("Receive after the last line = %v, want io.EOF", err)
+	}
+}
+
+func TestOpenJSONLFileRefusesABadCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	intents := filepath.Join(dir, "in.jsonl")
+	writeFile(t, intents, "\n")
+	tests := []struct {
+		name, checkpoint, want string
+	}{
+		{"garbage is refused", "hello", `holds "hello", want "<byte offset> <line number>"`},
+		{"an offset past the end is refused", "99 3\n", "past the end of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writeFile(t, intents+".ack", tt.checkpoint)
+			_, err := effector.OpenJSONLFile(intents)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("OpenJSONLFile = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestServeRefusesBadOptions(t *testing.T) {
+	t.Parallel()
+	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+	src := effector.NewJSONLSource(strings.NewReader(""), "empty")
+	sink := effector.NewJSONLSink(io.Discard)
+	tests := []struct {
+		name string
+		opt  effector.ServeOption
+		want string
+	}{
+		{"zero workers", effector.WithWorkers(0), "WithWorkers(0): want at least 1"},
+		{"a negative drain timeout", effector.WithDrainTimeout(-time.Second), "WithDrainTimeout(-1s)"},
+		{"a backoff maximum below its minimum", effector.WithRetryBackoff(time.Second, time.Millisecond), "WithRetryBackoff(1s, 1ms): want 0 < min <= max"},
+		{"a nil logger", effector.WithServeLogger(nil), "WithServeLogger(nil)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := effector.Serve(context.Background(), src, sink, e, tt.opt)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Serve = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzJSONLSource feeds arbitrary bytes: every line becomes a delivery with an
+// intent or an error, positions count up, and nothing panics or hangs.
+func FuzzJSONLSource(f *testing.F) {
+	f.Add([]byte("{}\n\n{\"intent_id\":\"x\"}\n"))
+	f.Add([]byte("\xff\n" + strings.Repeat("a", 300)))
+	f.Add([]byte(`{"intent_id":"i","entity_key":"ZQ==","seq":"1","step_index":0,"tool_name":"apply","args_json":"{}","created_at_ms":1,"expires_at_ms":2,"attempt":1,"kind":"TOOL"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		src := effector.NewJSONLSource(bytes.NewReader(data), "f", effector.WithMaxLineBytes(64))
+		prev := 0
+		for {
+			d, err := src.Receive(context.Background())
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				t.Fatalf("Receive: %v", err)
+			}
+			if (d.Intent == nil) == (d.Err == nil) {
+				t.Fatalf("delivery at %s has intent %v and error %v: want exactly one", d.Pos, d.Intent != nil, d.Err)
+			}
+			var line int
+			if _, err := fmt.Sscanf(d.Pos, "f:%d", &line); err != nil || line <= prev {
+				t.Fatalf("position %q after line %d", d.Pos, prev)
+			}
+			prev = line
+		}
+	})
+}
