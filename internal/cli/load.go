@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/loader"
@@ -72,15 +73,30 @@ func findings(out []finding, err error) []finding {
 	switch {
 	case errors.As(err, &def) && len(def.Problems) > 0:
 		for _, p := range def.Problems {
-			out = append(out, finding{p.Pos, p.String()})
+			out = append(out, problemFinding(p))
 		}
 	case errors.As(err, &dup):
-		p := duplicateProblem(dup)
-		out = append(out, finding{p.Pos, p.String()})
+		out = append(out, problemFinding(duplicateProblem(dup)))
 	default:
 		out = append(out, finding{text: err.Error()})
 	}
 	return out
+}
+
+// problemFinding renders p as file:line:col: tool: path: message; a problem
+// with no file (a tool built in Go) leaves the position out rather than
+// printing a placeholder.
+func problemFinding(p toolreg.Problem) finding {
+	if p.Pos.IsValid() {
+		return finding{p.Pos, p.String()}
+	}
+	var parts []string
+	for _, s := range []string{p.Tool, p.Path, p.Message} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return finding{text: strings.Join(parts, ": ")}
 }
 
 // duplicateProblem restates a duplicate as a finding at its second
