@@ -68,11 +68,15 @@ var benchCoercedCall = json.RawMessage(`{"query":"golang generics","limit":"20",
 //     boolean, which takes the reference path (for information: no target).
 //
 // Targets (issue 3): runner within 2x of floor in ns/op and allocs/op, and
-// faster than mcp-go-sdk.
+// faster than mcp-go-sdk. The sub-benchmarks are named impl=..., so that
+//
+//	go tool benchstat -col /impl run.txt
+//
+// shows each against the floor.
 func BenchmarkValidCall(b *testing.B) {
 	ctx := context.Background()
 
-	b.Run("floor", func(b *testing.B) {
+	b.Run("impl=floor", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var a benchArgs
@@ -88,7 +92,7 @@ func BenchmarkValidCall(b *testing.B) {
 		checkHits(b)
 	})
 
-	b.Run("mcp-go-sdk", func(b *testing.B) {
+	b.Run("impl=mcp-go-sdk", func(b *testing.B) {
 		var schema jsonschema.Schema
 		if err := json.Unmarshal(benchSpec().ParametersSchema(), &schema); err != nil {
 			b.Fatal(err)
@@ -141,7 +145,7 @@ func BenchmarkValidCall(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		args json.RawMessage
-	}{{"runner", benchCall}, {"runner-coerced", benchCoercedCall}} {
+	}{{"impl=runner", benchCall}, {"impl=runner-coerced", benchCoercedCall}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
