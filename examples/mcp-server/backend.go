@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/beam-agents/toolreg/effector"
+)
+
+// backend stands in for a customer database, a help center, a payment
+// provider and a mail relay.
+type backend struct {
+	mu  sync.Mutex
+	log *os.File // effects.log, or nil
+}
+
+type lookupCustomerArgs struct {
+	CustomerID     string `json:"customer_id"`
+	IncludeHistory bool   `json:"include_history"`
+}
+
+type customer struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Email   string   `json:"email"`
+	Plan    string   `json:"plan"`
+	Tickets []string `json:"tickets,omitempty"`
+}
+
+var customers = map[string]customer{
+	"cus_8f3k2p": {ID: "cus_8f3k2p", Name: "Ada Lovelace", Email: "ada@example.test", Plan: "pro"},
+}
+
+func (be *backend) lookupCustomer(ctx context.Context, a lookupCustomerArgs) (customer, error) {
+	c, ok := customers[a.CustomerID]
+	if !ok {
+		return customer{}, fmt.Errorf("no customer %s", a.CustomerID)
+	}
+	if a.IncludeHistory {
+		c.Tickets = []string{"T-1001 duplicate charge"}
+	}
+	return c, nil
+}
+
+type searchKBArgs struct {
+	Query  string `json:"query"`
+	Locale string `json:"locale"`
+	TopK   int64  `json:"top_k"`
+}
+
+type article struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+func (be *backend) searchKB(ctx context.Context, a searchKBArgs) (map[string]any, error) {
+	var hits []article
+	for _, art := range []article{
+		{"Refunds for duplicate charges", "https://help.example.test/refunds/duplicate"},
+		{"How long does a refund take?", "https://help.example.test/refunds/timing"},
+		{"Changing your plan", "https://help.example.test/billing/plans"},
+	} {
+		if strings.Contains(strings.ToLower(art.Title), strings.ToLower(a.Query)) && int64(len(hits)) < a.TopK {
+			hits = append(hits, art)
+		}
+	}
+	return map[string]any{"locale": a.Locale, "articles": hits}, nil
+}
+
+type refundOrderArgs struct {
+	OrderID string  `json:"order_id"`
+	Amount  float64 `json:"amount"`
+	Reason  string  `json:"reason"`
+	Note    *string `json:"note"`
+}
+
+func (be *backend) refundOrder(ctx context.Context, a refundOrderArgs) (map[string]any, error) {
+	in, ok := effector.IntentFrom(ctx)
+	if !ok {
+		return nil, errors.New("refund_order runs only in the effector")
+	}
+	r := map[string]any{"refund_id": "re_" + in.ID[:8], "order_id": a.OrderID, "amount": a.Amount, "reason": a.Reason}
+	return r, be.record("refund_order", in.ID, r)
+}
+
+type sendEmailArgs struct {
+	To       string             `json:"to"`
+	Subject  string             `json:"subject"`
+	Body     string             `json:"body"`
+	Cc       []string           `json:"cc"`
+	Metadata *map[string]string `json:"metadata"`
+}
+
+func (be *backend) sendEmail(ctx context.Context, a sendEmailArgs) (map[string]any, error) {
+	in, ok := effector.IntentFrom(ctx)
+	if !ok {
+		return nil, errors.New("send_email runs only in the effector")
+	}
+	m := map[string]any{"message_id": "msg_" + in.ID[:8], "to": a.To, "subject": a.Subject}
+	return m, be.record("send_email", in.ID, m)
+}
+
+// record appends one executed effect to the effects log, keyed by its
+// intent id as a real provider's idempotency key would be.
+func (be *backend) record(tool, intentID string, result map[string]any) error {
+	if be.log == nil {
+		return nil
+	}
+	line, err := json.Marshal(map[string]any{"tool": tool, "intent_id": intentID, "result": result})
+	if err != nil {
+		return err
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	_, err = be.log.Write(append(line, '\n'))
+	return err
+}

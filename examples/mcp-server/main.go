@@ -1,0 +1,168 @@
+// Command mcp-server serves four of toolreg's example tools over the Model
+// Context Protocol with package mcpserver: lookup_customer and search_kb,
+// read-only, run inline; refund_order and send_email, side-effecting, are
+// staged as intents and executed once by the effector.
+//
+//	go run ./examples/mcp-server [-manifests dir] [-transport stdio|http] [-addr host:port] [-state dir]
+//
+// With -state, the effector's dedup store is SQLite (dir/effects.db), so a
+// call retried with the same idempotency key is not executed again even
+// after a restart, and every effect actually executed is appended to
+// dir/effects.log, one JSON line each: count its lines to count effects.
+// Without -state the store is in memory and nothing is written.
+//
+// Over stdio, stdout carries the protocol; logs go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/loader"
+	"github.com/beam-agents/toolreg/mcpserver"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+// served are the manifests' tools this server binds; the others are left out.
+var served = []string{"lookup_customer", "search_kb", "refund_order", "send_email"}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	manifests := fs.String("manifests", "manifests", "the tool manifests `dir`")
+	transport := fs.String("transport", "stdio", "serve over `stdio` or streamable `http`")
+	addr := fs.String("addr", "localhost:8080", "the `address` to listen on with -transport http")
+	state := fs.String("state", "", "a state `dir` for the SQLite dedup store and the effects log (default: in memory, no log)")
+	entityKey := fs.String("entity-key", "mcp-server", "the entity `key` of this server's intents")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *transport != "stdio" && *transport != "http" {
+		fmt.Fprintf(stderr, "mcp-server: -transport %q: use stdio or http\n", *transport)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, closeFn, err := start(ctx, *manifests, *state, *entityKey, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-server: %v\n", err)
+		return 1
+	}
+	defer closeFn()
+	switch *transport {
+	case "stdio":
+		err = srv.Run(ctx, &mcp.StdioTransport{})
+	case "http":
+		err = serveHTTP(ctx, srv, *addr, stderr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "mcp-server: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func start(ctx context.Context, manifests, state, entityKey string, log *slog.Logger) (*mcpserver.Server, func(), error) {
+	all, err := loader.Load(manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	var specs []*toolreg.Spec
+	for _, name := range served {
+		i := indexOf(all, name)
+		if i < 0 {
+			return nil, nil, fmt.Errorf("%s: no manifest declares tool %q", manifests, name)
+		}
+		specs = append(specs, all[i])
+	}
+	be := &backend{}
+	b := bindings.New(specs)
+	bindings.ReadOnly(b, "lookup_customer", be.lookupCustomer)
+	bindings.ReadOnly(b, "search_kb", be.searchKB)
+	bindings.Effect(b, "refund_order", be.refundOrder)
+	bindings.Effect(b, "send_email", be.sendEmail)
+	bound, err := b.Bind()
+	if err != nil {
+		return nil, nil, err
+	}
+
+	var store effector.DedupStore = effector.NewMemoryStore()
+	closeFn := func() {}
+	if state != "" {
+		if err := os.MkdirAll(state, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("state directory: %w", err)
+		}
+		sq, err := sqlitestore.Open(ctx, filepath.Join(state, "effects.db"))
+		if err != nil {
+			return nil, nil, err
+		}
+		be.log, err = os.OpenFile(filepath.Join(state, "effects.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			sq.Close()
+			return nil, nil, err
+		}
+		store = sq
+		closeFn = func() { be.log.Close(); sq.Close() }
+	}
+	eff, err := effector.New(bound.Effector, store, effector.WithClock(time.Now), effector.WithLogger(log))
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	srv, err := mcpserver.New(bound, eff, mcpserver.WithImplementation("toolreg-mcp-server", "v0"),
+		mcpserver.WithEntityKey(entityKey), mcpserver.WithLogger(log))
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return srv, closeFn, nil
+}
+
+func indexOf(specs []*toolreg.Spec, name string) int {
+	for i, s := range specs {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(nil), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "mcp-server: serving MCP over streamable HTTP at http://%s\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+	}()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
