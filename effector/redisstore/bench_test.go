@@ -5,6 +5,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,10 @@ import (
 // names, from one client to one redis-server in the same run: a SET NX plus a
 // SET per intent. Both are sequential, so each is bound by round trips.
 // Compare with: benchstat -col /impl.
+// rounds keeps intent ids fresh across the rounds and -count repetitions of
+// a benchmark, which share one store.
+var rounds atomic.Int64
+
 func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
@@ -23,9 +28,10 @@ func BenchmarkClaimComplete(b *testing.B) {
 	result := []byte(`{"status":1,"payload":{"ok":true}}`)
 
 	b.Run("impl=floor", func(b *testing.B) {
+		prefix := strconv.FormatInt(rounds.Add(1), 10)
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			key := "floor:intent-" + strconv.Itoa(i)
+			key := prefix + "floor:intent-" + strconv.Itoa(i)
 			if err := rdb.SetNX(ctx, key, "token", time.Minute).Err(); err != nil {
 				b.Fatal(err)
 			}
@@ -36,7 +42,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	})
 
 	b.Run("impl=store", func(b *testing.B) {
-		s := New(rdb, WithKeyPrefix("store:"))
+		s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+"store:"))
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			id := "intent-" + strconv.Itoa(i)
@@ -53,11 +59,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 	// validation, the tool (a no-op that records its call), encoding the
 	// result, complete.
 	b.Run("impl=process", func(b *testing.B) {
-		s := New(rdb, WithKeyPrefix("process:"))
+		s := New(rdb)
 		e, calls := effectortest.Effector(b, s)
 		intents := make([]*toolreg.Intent, b.N)
 		for i := range intents {
-			intents[i] = effectortest.Intent(b.Name(), int64(b.N), uint32(i)) // fresh ids per round
+			intents[i] = effectortest.Intent("bench", rounds.Add(1), uint32(i)) // fresh ids per round
 		}
 		b.ReportAllocs()
 		b.ResetTimer()

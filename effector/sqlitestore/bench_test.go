@@ -7,6 +7,7 @@ import (
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,6 +17,10 @@ import (
 // the issue names, in the same run on the same kind of file with the same
 // pragmas: a bare INSERT and a bare UPDATE per intent in two transactions.
 // Compare with: benchstat -col /impl.
+// rounds keeps intent ids fresh across the rounds and -count repetitions of
+// a benchmark, which share one store.
+var rounds atomic.Int64
+
 func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	result := []byte(`{"status":1,"payload":{"ok":true}}`)
@@ -80,7 +85,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 		e, calls := effectortest.Effector(b, s)
 		intents := make([]*toolreg.Intent, b.N)
 		for i := range intents {
-			intents[i] = effectortest.Intent(b.Name(), int64(b.N), uint32(i)) // fresh ids per round
+			intents[i] = effectortest.Intent("bench", rounds.Add(1), uint32(i)) // fresh ids per round
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
