@@ -69,3 +69,15 @@ func TestCheckArgsListsEveryFailingPath(t *testing.T) {
 		t.Errorf("error %v does not name the tool or wrap ErrTool", err)
 	}
 }
+
+func TestCheckArgsRefusesANumberCanonicalJSONCannotWrite(t *testing.T) {
+	t.Parallel()
+	tool := toolreg.NewTool(&toolreg.Spec{Name: "scale", Description: "Scale.", Params: []*toolreg.Param{
+		{Name: "factor", Schema: toolreg.Schema{Type: toolreg.TypeNumber}},
+	}})
+	_, err := tool.CheckArgs(json.RawMessage(`{"factor":1e400}`))
+	var ae *toolreg.ToolArgumentError
+	if !errors.As(err, &ae) || len(ae.Problems) != 1 || ae.Problems[0].Path != "/factor" {
+		t.Fatalf("CheckArgs = %v, want a *ToolArgumentError at /factor", err)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -116,8 +118,12 @@ func parseArgs(args []byte) (any, *Problem) {
 func guardNumbers(v any, path string, ps *[]Problem) {
 	switch x := v.(type) {
 	case json.Number:
-		if hugeNumber(string(x)) {
+		switch {
+		case hugeNumber(string(x)):
 			*ps = append(*ps, Problem{Path: path, Want: "a number of at most 400 characters with an exponent below 1000", Got: gotValue(x)})
+		case overflowsFloat(string(x)):
+			// Canonical JSON writes such a number as a float, and it has none.
+			*ps = append(*ps, Problem{Path: path, Want: "a number a float64 can hold (magnitude below 1.8e308)", Got: gotValue(x)})
 		}
 	case []any:
 		for i, e := range x {
@@ -128,6 +134,17 @@ func guardNumbers(v any, path string, ps *[]Problem) {
 			guardNumbers(x[k], path+"/"+escapeToken(k), ps)
 		}
 	}
+}
+
+// overflowsFloat reports whether a number written with a fraction or an
+// exponent is beyond float64's range. Integers written out in full are kept
+// digit for digit and need no float.
+func overflowsFloat(s string) bool {
+	if !strings.ContainsAny(s, ".eE") {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err != nil && math.IsInf(f, 0)
 }
 
 // normalize rewrites v in place where the schema n says how: objects drop

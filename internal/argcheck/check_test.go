@@ -123,6 +123,7 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 		{"malformed JSON", false, `{"query":`, []Problem{{"", "a JSON object of arguments", "malformed JSON: the JSON text ends too early"}}},
 		{"trailing text", false, `{"query":"a"} x`, []Problem{{"", "a JSON object of arguments", "malformed JSON: more text after the value (at byte 14)"}}},
 		{"a non-object", false, `[1]`, []Problem{{"", "a JSON object of arguments", "[1]"}}},
+		{"a number beyond float64", false, `{"query":"a","ratio":1.5e400}`, []Problem{{"/ratio", "a number a float64 can hold (magnitude below 1.8e308)", "1.5e400"}}},
 		{"a number too large to compare cheaply", false, `{"query":"a","limit":1e99999}`, []Problem{{"/limit", "a number of at most 400 characters with an exponent below 1000", "1e99999"}}},
 	}
 	for _, tt := range tests {
