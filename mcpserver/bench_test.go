@@ -13,6 +13,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/provider"
 )
 
 type benchArgs struct {
@@ -75,14 +76,29 @@ func renderPerRequest(s *Server) {
 			if method != "tools/list" {
 				return next(ctx, method, req)
 			}
-			tools := s.bound.Pipeline.Tools()
-			res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, len(tools))}
-			for i, t := range tools {
-				res.Tools[i] = mcpTool(t)
+			tools, err := renderAll(s.bound.Pipeline.Tools())
+			if err != nil {
+				return nil, err
 			}
-			return res, nil
+			return &mcp.ListToolsResult{Tools: tools}, nil
 		}
 	})
+}
+
+// renderAll renders every tool's mcp form from scratch, with no cache: what
+// each tools/list would cost a server that did not render once.
+func renderAll(tools []*toolreg.Tool) ([]*mcp.Tool, error) {
+	out := make([]*mcp.Tool, len(tools))
+	for i, t := range tools {
+		r, err := provider.Render(provider.MCP, t.Spec())
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = decodeTool(r.JSON); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // BenchmarkToolsList answers tools/list for 1,000 tools. The tools-list/*
@@ -159,9 +175,8 @@ func BenchmarkToolsList(b *testing.B) {
 		tools := srv.bound.Pipeline.Tools()
 		b.ReportAllocs()
 		for b.Loop() {
-			out := make([]*mcp.Tool, len(tools))
-			for i, t := range tools {
-				out[i] = mcpTool(t)
+			if _, err := renderAll(tools); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

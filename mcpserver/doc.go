@@ -5,11 +5,12 @@
 //	srv, err := mcpserver.New(bound, eff)
 //	err = srv.Run(ctx, &mcp.StdioTransport{})
 //
-// tools/list answers with every tool of the pipeline table in the MCP form:
-// inputSchema is the tool's parameters JSON Schema, and annotations carry
-// readOnlyHint (not side_effect) and, when the manifest says, title,
-// destructiveHint, idempotentHint and openWorldHint. The list is rendered once,
-// in New, never per request.
+// tools/list answers with every tool of the pipeline table in the registry's
+// "mcp" provider form (registry.ProviderSchema, the form `toolreg schema
+// --provider mcp` prints): inputSchema is the tool's parameters JSON Schema,
+// and annotations carry readOnlyHint (not side_effect) and, when the manifest
+// says, title, destructiveHint, idempotentHint and openWorldHint. The list is
+// rendered once, in New, never per request; the SDK lists it in name order.
 //
 // tools/call routes by side effect, as the pipeline does:
 //

@@ -118,13 +118,20 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	}
 	s := &Server{cfg: cfg, bound: bound, effector: eff}
 	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
-	for _, t := range bound.Pipeline.Tools() {
-		mt := mcpTool(t)
+	tools, err := mcpTools(bound.Pipeline)
+	if err != nil {
+		return nil, err
+	}
+	for _, mt := range tools {
+		t, err := bound.Pipeline.Get(mt.Name)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+		}
 		if err := addTool(s.mcp, mt, s.handler(t)); err != nil {
 			return nil, err
 		}
-		s.tools = append(s.tools, mt)
 	}
+	s.tools = tools
 	return s, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/mcpserver"
+	"github.com/beam-agents/toolreg/provider"
 )
 
 const manifests = `
@@ -183,6 +184,32 @@ func TestToolsListIsTheMCPFormOfEveryTool(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools/list (-want +got):\n%s", diff)
+	}
+
+	// Every entry is, key for key, the registry's mcp form: what
+	// `toolreg schema --provider mcp` prints.
+	forms, err := f.bound.Pipeline.ProviderSchema(provider.MCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := map[string]any{}
+	for _, e := range forms {
+		var m map[string]any
+		if err := json.Unmarshal(e, &m); err != nil {
+			t.Fatal(err)
+		}
+		rendered[m["name"].(string)] = m
+	}
+	listed := map[string]any{}
+	for _, tl := range res.Tools {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(marshal(t, tl)), &m); err != nil {
+			t.Fatal(err)
+		}
+		listed[tl.Name] = m
+	}
+	if diff := cmp.Diff(rendered, listed); diff != "" {
+		t.Errorf("tools/list against the registry's mcp form (-form +listed):\n%s", diff)
 	}
 }
 

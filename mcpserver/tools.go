@@ -2,39 +2,47 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
+	"github.com/beam-agents/toolreg/registry"
 )
 
-// mcpTool renders t in the MCP tools/list form. It is called once per tool, in
-// New; the SDK keeps the result and answers every tools/list from it.
-//
-// TODO: once registry.ProviderSchema("mcp") lands (provider package), decode
-// its entries into mcp.Tool here instead, so that the server and
-// `toolreg schema --provider mcp` cannot drift.
-func mcpTool(t *toolreg.Tool) *mcp.Tool {
-	spec := t.Spec()
-	ann := &mcp.ToolAnnotations{ReadOnlyHint: !spec.SideEffect}
-	tool := &mcp.Tool{
-		Name:        spec.Name,
-		Description: spec.Description,
-		// A json.RawMessage marshals as itself: the schema bytes toolreg
-		// rendered, keys in its fixed order, with nothing re-encoded.
-		InputSchema: json.RawMessage(spec.ParametersSchema()),
-		Annotations: ann,
+// mcpTools returns the tools/list entries of every tool in reg: the
+// registry's "mcp" provider form (the one `toolreg schema --provider mcp`
+// prints), decoded into the SDK's type, in registration order. It is called
+// once, in New; the SDK keeps the result and answers every tools/list from
+// it.
+func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
+	entries, err := reg.ProviderSchema(provider.MCP)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: rendering tools/list: %w", err)
 	}
-	if a := spec.Annotations; a != nil {
-		ann.Title = a.Title
-		tool.Title = a.Title
-		ann.DestructiveHint = a.DestructiveHint
-		ann.OpenWorldHint = a.OpenWorldHint
-		if a.IdempotentHint != nil {
-			// The SDK's IdempotentHint is a plain bool (false when unsaid),
-			// so an unsaid hint and a false one look alike on the wire.
-			ann.IdempotentHint = *a.IdempotentHint
+	tools := make([]*mcp.Tool, len(entries))
+	for i, e := range entries {
+		if tools[i], err = decodeTool(e); err != nil {
+			return nil, err
 		}
 	}
-	return tool
+	return tools, nil
+}
+
+// decodeTool decodes one rendered entry. The input schema stays the
+// rendered bytes (a json.RawMessage marshals as itself), so what clients see
+// is what the provider form wrote, keys in its order, nothing re-encoded.
+func decodeTool(entry json.RawMessage) (*mcp.Tool, error) {
+	var e struct {
+		Name        string               `json:"name"`
+		Title       string               `json:"title"`
+		Description string               `json:"description"`
+		InputSchema json.RawMessage      `json:"inputSchema"`
+		Annotations *mcp.ToolAnnotations `json:"annotations"`
+	}
+	if err := json.Unmarshal(entry, &e); err != nil {
+		return nil, fmt.Errorf("mcpserver: the mcp form of a tool is not a tools/list entry: %w", err)
+	}
+	return &mcp.Tool{Name: e.Name, Title: e.Title, Description: e.Description,
+		InputSchema: e.InputSchema, Annotations: e.Annotations}, nil
 }
