@@ -220,6 +220,15 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	c := &checker{}
 	parallel(len(units), func(i int) {
 		u := units[i]
+		defer func() {
+			// A bug in the loader, or in CUE, must not take the caller down
+			// with it: it becomes a problem of the file that set it off.
+			if v := recover(); v != nil {
+				u.tools = nil
+				u.probs = append(u.probs, toolreg.Problem{Pos: toolreg.Pos{File: files[u.files[0]]},
+					Message: fmt.Sprintf("internal error checking this file (please report it): %v", v)})
+			}
+		}()
 		if u.cue != nil {
 			u.loadCUE(c, index)
 		} else {

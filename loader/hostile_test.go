@@ -1,0 +1,114 @@
+package loader_test
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
+)
+
+// aliasBomb is a "billion laughs": nine levels of nine aliases each, 9^9
+// values once expanded, in a few hundred bytes.
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("name: bomb\ndescription: d\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 9; i++ {
+		b.WriteString("l" + string(rune('0'+i)) + ": &l" + string(rune('0'+i)) + " [")
+		for j := range 9 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*l" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+func TestHostileInputIsRefusedClearly(t *testing.T) {
+	t.Parallel()
+	deepBlock := "name: deep\ndescription: d\nparams:\n  p:\n"
+	for i := range 100 {
+		deepBlock += strings.Repeat("  ", i+2) + "type: array\n" + strings.Repeat("  ", i+2) + "items:\n"
+	}
+	tests := []struct {
+		name, file, data, want string
+	}{
+		{"a YAML alias bomb", "m.yaml", aliasBomb(), "more than 100000 values (after expanding aliases)"},
+		{"a file over 1 MiB", "m.yaml", "name: big\ndescription: d\n" + strings.Repeat("# padding\n", 110_000), "over the 1048576-byte (1 MiB) limit"},
+		{"a CUE file over 1 MiB", "m.cue", "package toolreg\n" + strings.Repeat("// padding\n", 100_000), "over the 1048576-byte (1 MiB) limit"},
+		{"YAML flow lists nested 100,000 deep", "m.yaml", strings.Repeat("[", 100_000), "invalid YAML"},
+		{"YAML block mappings nested 200 deep", "m.yaml", deepBlock, "nested more than 64 levels deep"},
+		{"CUE structs nested 100,000 deep", "m.cue", "package toolreg\nx: " + strings.Repeat("{a: ", 100_000) + strings.Repeat("}", 100_000), "nested more than 200 levels deep"},
+		{"binary junk", "m.yaml", "\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe", "not UTF-8 text"},
+		{"invalid UTF-8", "m.yaml", "name: caf\xe9\ndescription: d\n", "not UTF-8 text"},
+		{"binary junk in a CUE file", "m.cue", "\x00\x01\x02", "not UTF-8 text"},
+		{"an empty YAML file", "m.yaml", "", "empty file"},
+		{"an empty CUE file", "m.cue", "  \n", "empty file"},
+		{"a YAML document that is a list", "m.yaml", "- a\n- b\n", "document 1 is a list, not a mapping"},
+		{"a YAML document that is a scalar", "m.yaml", "42\n", "document 1 is an integer, not a mapping"},
+		{"a YAML document that is null", "m.yaml", "~\n", "document 1 is empty"},
+		{"a YAML tag JSON cannot hold", "m.yaml", "name: !!binary aGVsbG8=\ndescription: d\n", "unsupported YAML tag !!binary"},
+		{"infinity", "m.yaml", "name: n\ndescription: d\nparams:\n  x: {type: number, maximum: .inf}\n", ".inf is not a JSON number"},
+		{"a CUE file that is a list", "m.cue", "package toolreg\n[1, 2]\n", "m.cue"},
+		{"a CUE file whose tools is a number", "m.cue", "package toolreg\ntools: 5\n", "m.cue"},
+		{"a CUE file importing a module", "m.cue", "package toolreg\nimport \"example.com/evil\"\n", "may import only the CUE standard library"},
+		{"a CUE file without a package", "m.cue", "tools: x: description: \"d\"\n", "must start with `package toolreg`"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name+" is refused naming the file", func(t *testing.T) {
+			t.Parallel()
+			fsys := fstest.MapFS{tc.file: {Data: []byte(tc.data)}}
+			done := make(chan error, 1)
+			go func() {
+				_, err := loader.LoadFS(fsys, tc.file)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("LoadFS did not return within 30s")
+			}
+			var tde *toolreg.ToolDefinitionError
+			if !errors.As(err, &tde) {
+				t.Fatalf("got %v, want a *toolreg.ToolDefinitionError", err)
+			}
+			for _, p := range tde.Problems {
+				if p.Pos.File != tc.file {
+					t.Errorf("problem does not name %s: %s", tc.file, p)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error does not say %q:\n%v", tc.want, err)
+			}
+			if len(err.Error()) > 4096 {
+				t.Errorf("error is %d bytes long: a clear error is short", len(err.Error()))
+			}
+		})
+	}
+}
+
+func TestManyDocumentsInOneFileLoad(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	for i := range 500 {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.WriteString("name: tool_" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + "_" + strconv.Itoa(i) + "\ndescription: d\n")
+	}
+	specs, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: b.Bytes()}}, "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 500 {
+		t.Errorf("loaded %d tools, want 500", len(specs))
+	}
+}
