@@ -43,6 +43,7 @@ type config struct {
 	now       func() time.Time
 	ttl       time.Duration
 	logger    *slog.Logger
+	signing   []runner.ActivationOption
 }
 
 // WithImplementation sets the name and version the server reports in
@@ -74,6 +75,13 @@ func WithClock(now func() time.Time) Option {
 // see runner.WithIntentTTL. The default is runner.DefaultIntentTTL (1h).
 func WithIntentTTL(d time.Duration) Option {
 	return func(c *config) { c.ttl = d }
+}
+
+// WithSigningKey signs every intent with HMAC-SHA256 under keyID, for an
+// effector made with effector.WithVerify; see runner.WithSigningKey. The
+// default is to stage intents unsigned.
+func WithSigningKey(keyID string, key []byte) Option {
+	return func(c *config) { c.signing = []runner.ActivationOption{runner.WithSigningKey(keyID, key)} }
 }
 
 // WithLogger sets the logger of the server and of the SDK under it. The
@@ -213,8 +221,8 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	act := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq,
-		runner.WithClock(s.cfg.now), runner.WithIntentTTL(s.cfg.ttl), runner.WithRunner(s.cfg.runner))
+	act := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, append([]runner.ActivationOption{
+		runner.WithClock(s.cfg.now), runner.WithIntentTTL(s.cfg.ttl), runner.WithRunner(s.cfg.runner)}, s.cfg.signing...)...)
 	if _, err := act.Act(t.Name(), arguments(req)); err != nil {
 		return toolError(err)
 	}

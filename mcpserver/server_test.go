@@ -77,6 +77,10 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB, opts ...mcpserver.Option) *fixture {
+	return newFixtureWith(t, nil, opts...)
+}
+
+func newFixtureWith(t testing.TB, effOpts []effector.Option, opts ...mcpserver.Option) *fixture {
 	t.Helper()
 	specs, err := loader.LoadFS(fstest.MapFS{"tools.yaml": {Data: []byte(manifests)}}, "tools.yaml")
 	if err != nil {
@@ -102,7 +106,7 @@ func newFixture(t testing.TB, opts ...mcpserver.Option) *fixture {
 	if f.bound, err = b.Bind(); err != nil {
 		t.Fatal(err)
 	}
-	eff, err := effector.New(f.bound.Effector, effector.NewMemoryStore())
+	eff, err := effector.New(f.bound.Effector, effector.NewMemoryStore(), effOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,5 +511,26 @@ func TestARequestDeliveredTwiceWithOneJSONRPCIDRunsItsEffectOnce(t *testing.T) {
 	f.raw(t).call(7, "tools/call", params)
 	if n := f.charges.Load(); n != 3 {
 		t.Errorf("request 7 on another connection: charge ran %d times in all, want 3", n)
+	}
+}
+
+func TestAnEffectorThatRequiresSignaturesExecutesSignedIntentsOnly(t *testing.T) {
+	t.Parallel()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	verify := []effector.Option{
+		effector.WithVerify(effector.VerifyRequire, map[string][]byte{"k1": key}),
+		effector.WithDeadLetter(func(context.Context, *toolreg.Intent, error) error { return nil }),
+	}
+	signed := newFixtureWith(t, verify, mcpserver.WithSigningKey("k1", key))
+	if res := callCharge(t, signed.client(t), "s-1", map[string]any{"amount": 5}); res.IsError {
+		t.Errorf("a signed intent: isError: %s", text(t, res))
+	}
+	unsigned := newFixtureWith(t, verify)
+	res := callCharge(t, unsigned.client(t), "s-1", map[string]any{"amount": 5})
+	if !res.IsError || !strings.Contains(text(t, res), "not executed") {
+		t.Errorf("an unsigned intent: result %s, want an isError result saying it was not executed", marshal(t, res))
+	}
+	if n := signed.charges.Load() + unsigned.charges.Load(); n != 1 {
+		t.Errorf("charge ran %d times, want 1 (the signed call only)", n)
 	}
 }
