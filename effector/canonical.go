@@ -41,13 +41,14 @@ func canonicalResult(v any) ([]byte, error) {
 // canonicalizer rewrites JSON text that encoding/json wrote. On anything it
 // does not expect it reports !ok, and the caller takes the slow path.
 type canonicalizer struct {
-	in []byte
-	i  int
+	in      []byte
+	i       int
+	scratch []byte // where object reorders its members
 }
 
 type member struct {
 	key        []byte // decoded
-	start, end int    // the value's text in in
+	start, end int    // the member's canonical text in the output
 }
 
 func (c *canonicalizer) skipSpace() int {
@@ -150,14 +151,20 @@ func (c *canonicalizer) array(out []byte) ([]byte, bool) {
 	}
 }
 
+// object writes each member as it reads it, `"key":value`, and then, if the
+// keys were not in order already (a struct's fields are in declaration
+// order), moves the members into order: one pass over the input.
 func (c *canonicalizer) object(out []byte) ([]byte, bool) {
 	c.i++ // {
-	var stack [8]member
-	ms := stack[:0]
+	out = append(out, '{')
 	if c.skipSpace() < len(c.in) && c.in[c.i] == '}' {
 		c.i++
-		return append(out, '{', '}'), true
+		return append(out, '}'), true
 	}
+	var stack [8]member
+	ms := stack[:0]
+	body := len(out)
+	sorted := true
 	for {
 		if c.skipSpace() >= len(c.in) || c.in[c.i] != '"' {
 			return nil, false
@@ -167,11 +174,22 @@ func (c *canonicalizer) object(out []byte) ([]byte, bool) {
 			return nil, false
 		}
 		c.i++
-		start := c.skipSpace()
-		if !c.skip() {
+		if n := len(ms); n > 0 {
+			switch cmp := bytes.Compare(ms[n-1].key, key); {
+			case cmp == 0:
+				return nil, false // CanonicalJSON keeps the last; rare enough to leave to it
+			case cmp > 0:
+				sorted = false
+			}
+			out = append(out, ',')
+		}
+		start := len(out)
+		out = appendCanonicalString(out, key)
+		out = append(out, ':')
+		if out, ok = c.value(out); !ok {
 			return nil, false
 		}
-		ms = append(ms, member{key: key, start: start, end: c.i})
+		ms = append(ms, member{key: key, start: start, end: len(out)})
 		if c.skipSpace() >= len(c.in) {
 			return nil, false
 		}
@@ -184,67 +202,23 @@ func (c *canonicalizer) object(out []byte) ([]byte, bool) {
 		}
 		c.i++
 	}
-	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-	out = append(out, '{')
-	for j, m := range ms {
-		if j > 0 {
-			if bytes.Equal(ms[j-1].key, m.key) {
-				return nil, false // CanonicalJSON keeps the last; rare enough to leave to it
+	if !sorted {
+		slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+		for j := 1; j < len(ms); j++ {
+			if bytes.Equal(ms[j-1].key, ms[j].key) {
+				return nil, false
 			}
-			out = append(out, ',')
 		}
-		out = appendCanonicalString(out, m.key)
-		out = append(out, ':')
-		sub := canonicalizer{in: c.in[:m.end], i: m.start}
-		var ok bool
-		if out, ok = sub.value(out); !ok || sub.skipSpace() != m.end {
-			return nil, false
+		c.scratch = append(c.scratch[:0], out[body:]...)
+		out = out[:body]
+		for j, m := range ms {
+			if j > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, c.scratch[m.start-body:m.end-body]...)
 		}
 	}
 	return append(out, '}'), true
-}
-
-// skip moves past one value without writing it.
-func (c *canonicalizer) skip() bool {
-	depth := 0
-	for c.i < len(c.in) {
-		switch c.in[c.i] {
-		case '"':
-			if !c.skipString() {
-				return false
-			}
-		case '{', '[':
-			depth++
-			c.i++
-		case '}', ']':
-			if depth == 0 {
-				return true
-			}
-			depth--
-			c.i++
-		case ',':
-			if depth == 0 {
-				return true
-			}
-			c.i++
-		default:
-			c.i++
-		}
-	}
-	return depth == 0
-}
-
-func (c *canonicalizer) skipString() bool {
-	for c.i++; c.i < len(c.in); c.i++ {
-		switch c.in[c.i] {
-		case '\\':
-			c.i++
-		case '"':
-			c.i++
-			return true
-		}
-	}
-	return false
 }
 
 // str decodes the string at c.i. Without escapes it returns a slice of the

@@ -2,6 +2,8 @@ package effector
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/beam-agents/toolreg"
 )
@@ -20,14 +22,48 @@ type IntentInfo struct {
 
 type intentKey struct{}
 
-func withIntent(ctx context.Context, in *toolreg.Intent) context.Context {
-	return context.WithValue(ctx, intentKey{}, &IntentInfo{
-		ID:        in.ID,
-		EntityKey: append([]byte(nil), in.EntityKey...),
-		Seq:       in.Seq,
-		Step:      in.StepIndex,
-		Attempt:   in.Attempt,
-	})
+// execContext is the context a tool function runs with. It carries the
+// intent's identity for IntentFrom and reports the tool's timeout as its
+// deadline, as context.WithTimeout's would, but the effector's watchdog timer
+// cancels it: one timer per execution instead of two. Contexts derived from
+// it are canceled with it; their Err is context.Canceled where
+// context.WithTimeout's children would say DeadlineExceeded, and
+// context.Cause gives the *TimeoutError either way.
+type execContext struct {
+	context.Context // context.WithCancelCause of the caller's
+	cancel          context.CancelCauseFunc
+	deadline        time.Time // the earlier of the timeout and ctx's deadline
+	timeoutAt       time.Time // when the tool's timeout passes
+	expired         atomic.Bool
+	info            IntentInfo
+}
+
+func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time.Duration) {
+	c.Context, c.cancel = context.WithCancelCause(ctx)
+	c.timeoutAt = time.Now().Add(timeout)
+	c.deadline = c.timeoutAt
+	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
+		c.deadline = d
+	}
+	// IntentFrom copies EntityKey, so the function cannot change the intent.
+	c.info = IntentInfo{ID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Step: in.StepIndex, Attempt: in.Attempt}
+}
+
+func (c *execContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *execContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+func (c *execContext) Value(key any) any {
+	if key == (intentKey{}) {
+		return &c.info
+	}
+	return c.Context.Value(key)
 }
 
 // IntentFrom returns the identity of the intent being executed, when ctx is

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -24,6 +22,8 @@ type Effector struct {
 	store  DedupStore
 	runner *ToolRunner
 	cfg    config
+
+	timeouts timeouts
 }
 
 // New returns an Effector that executes the tools of effectTable (the
@@ -148,7 +148,7 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 		return e.expiredResult(in, now), nil
 	}
 	backoff := e.cfg.minBackoff
-	for {
+	for waited := false; ; waited = true {
 		c, err := e.store.Claim(ctx, in.ID, e.cfg.lease)
 		if err != nil {
 			return toolreg.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)
@@ -162,7 +162,7 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 			e.cfg.logger.DebugContext(ctx, "effector: intent already done", "intent_id", in.ID, "status", res.Status.String())
 			return res, nil
 		case Claimed:
-			return e.executeClaimed(ctx, in, c.Token)
+			return e.executeClaimed(ctx, in, c.Token, waited)
 		case InFlight:
 			t := time.NewTimer(backoff)
 			select {
@@ -219,8 +219,8 @@ func (e *Effector) expiredResult(in *toolreg.Intent, now time.Time) toolreg.Resu
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim token.
-func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string) (toolreg.Result, error) {
-	res, recorded, err := e.outcome(ctx, in, token)
+func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string, waited bool) (toolreg.Result, error) {
+	res, recorded, err := e.outcome(ctx, in, token, waited)
 	if err != nil {
 		// Nothing ran: let the next delivery try again at once.
 		sctx, cancel := e.storeContext(ctx)
@@ -273,10 +273,13 @@ func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string,
 // outcome runs phases 4 and 5 and returns the terminal result, and whether it
 // is already recorded. An error means nothing ran and nothing is terminal:
 // the claim is released.
-func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string) (res toolreg.Result, recorded bool, err error) {
-	// The claim may have come after a wait; an intent must not run late.
-	if now := e.cfg.now(); expired(in, now) {
-		return e.expiredResult(in, now), false, nil
+func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string, waited bool) (res toolreg.Result, recorded bool, err error) {
+	// After waiting for another worker, the intent may have expired; it must
+	// not run late.
+	if waited {
+		if now := e.cfg.now(); expired(in, now) {
+			return e.expiredResult(in, now), false, nil
+		}
 	}
 	switch in.Kind {
 	case toolreg.KindTool, toolreg.KindUnspecified:
@@ -316,40 +319,26 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // then returns the recorded result (recorded is true). The function runs on
 // the caller's goroutine, so a worker pool bounds how many run at once.
 func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string) (res toolreg.Result, recorded bool) {
-	d := e.timeout(t.Name())
-	tctx, cancel := context.WithTimeoutCause(ctx, d, &TimeoutError{Tool: t.Name(), Timeout: d})
-	defer cancel()
-
-	w := &watchdog{}
-	w.wg.Add(1)
-	fire := func(timedOut bool) {
-		if !w.state.CompareAndSwap(running, interrupted) {
-			return // the function returned first
-		}
-		defer w.wg.Done()
-		msg := (&TimeoutError{Tool: t.Name(), Timeout: d}).Error()
-		if !timedOut {
-			msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", t.Name(), context.Cause(ctx))
-		}
-		w.res = e.result(in, toolreg.StatusError, nil, msg)
-		e.record(ctx, in, token, w.res)
-	}
-	// Two triggers rather than one context.AfterFunc(tctx, ...): a timer,
-	// and a hook on ctx only when ctx can end, which costs a fraction of it.
-	timer := time.AfterFunc(d, func() { fire(true) })
+	x := &execution{e: e, caller: ctx, in: in, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
+	x.execContext.init(ctx, in, x.timeout)
+	defer x.cancel(nil)
+	x.watchdog.exec = x
+	x.watchdog.deadline = x.timeoutAt
+	x.wg.Add(1)
+	e.timeouts.add(&x.watchdog, x.timeout)
 	stopHook := func() bool { return true }
 	if ctx.Done() != nil {
-		stopHook = context.AfterFunc(ctx, func() { fire(false) })
+		stopHook = context.AfterFunc(ctx, x.canceled)
 	}
 
-	v, err := e.runner.runDecoded(withIntent(tctx, in), t, args)
+	v, err := e.runner.runDecoded(&x.execContext, t, args)
 
-	if !w.state.CompareAndSwap(running, returned) {
-		w.wg.Wait()
-		return w.res, true
-	}
-	timer.Stop()
+	e.timeouts.remove(&x.watchdog)
 	stopHook()
+	if !x.state.CompareAndSwap(running, returned) {
+		x.wg.Wait() // an interruption won: its ERROR is the recorded result
+		return x.res, true
+	}
 	if err != nil {
 		return e.result(in, toolreg.StatusError, nil, err.Error()), false
 	}
@@ -360,19 +349,42 @@ func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.T
 	return e.result(in, toolreg.StatusOK, payload, ""), false
 }
 
-// watchdog decides, once, whether a function's return or its interruption
-// (timeout, cancellation) makes its result.
-type watchdog struct {
-	state atomic.Int32
-	wg    sync.WaitGroup // done when an interruption's result is recorded
-	res   toolreg.Result
+// execution is one run of a tool function, in one allocation: the context
+// the function gets and the watchdog that may interrupt it.
+type execution struct {
+	execContext
+	watchdog
+
+	e       *Effector
+	caller  context.Context
+	in      *toolreg.Intent
+	tool    string
+	timeout time.Duration
+	token   string
 }
 
-const (
-	running int32 = iota
-	returned
-	interrupted
-)
+func (x *execution) timedOut() { x.interrupt(true) }
+func (x *execution) canceled() { x.interrupt(false) }
+
+// interrupt records ERROR for a function that has not returned, unless it
+// returned first.
+func (x *execution) interrupt(timedOut bool) {
+	if !x.state.CompareAndSwap(running, interrupted) {
+		return
+	}
+	defer x.wg.Done()
+	var msg string
+	if timedOut {
+		te := &TimeoutError{Tool: x.tool, Timeout: x.timeout}
+		x.expired.Store(true)
+		x.cancel(te) // tell the function; it may not listen
+		msg = te.Error()
+	} else {
+		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.tool, context.Cause(x.caller))
+	}
+	x.res = x.e.result(x.in, toolreg.StatusError, nil, msg)
+	x.e.record(x.caller, x.in, x.token, x.res)
+}
 
 // approvalRequested is the payload of a done APPROVAL intent.
 var approvalRequested = []byte(`{"approval":"requested"}`)

@@ -77,6 +77,23 @@ type tools struct {
 	release chan struct{}
 	// hold delays "refund" so that concurrent workers find it in flight.
 	hold time.Duration
+
+	// What "patient", which waits for its context to end, saw.
+	sawDeadline      time.Time
+	hadDeadline      bool
+	sawErr, sawCause error
+}
+
+// started reports whether a function has been invoked for the intent id.
+func (tl *tools) started(id string) bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, info := range tl.intents {
+		if info.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func spec(name string, sideEffect bool, params ...*toolreg.Param) *toolreg.Spec {
@@ -107,6 +124,7 @@ func newTools(t testing.TB) *tools {
 		spec("boom", true),
 		spec("stuck", true),
 		spec("nan", true),
+		spec("patient", true),
 		spec("lookup", false),
 	}
 	record := func(ctx context.Context) {
@@ -145,6 +163,15 @@ func newTools(t testing.TB) *tools {
 	bindings.Effect(b, "nan", func(ctx context.Context, _ noArgs) (float64, error) {
 		record(ctx)
 		return math.NaN(), nil
+	})
+	bindings.Effect(b, "patient", func(ctx context.Context, _ noArgs) (string, error) {
+		record(ctx)
+		<-ctx.Done()
+		deadline, ok := ctx.Deadline()
+		tl.mu.Lock()
+		tl.sawDeadline, tl.hadDeadline, tl.sawErr, tl.sawCause = deadline, ok, ctx.Err(), context.Cause(ctx)
+		tl.mu.Unlock()
+		return "", ctx.Err()
 	})
 	bindings.ReadOnly(b, "lookup", func(ctx context.Context, _ noArgs) (string, error) {
 		record(ctx)
@@ -859,4 +886,115 @@ func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+func TestAFunctionThatHonoursItsContextSeesItsTimeoutAsTheDeadline(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithToolTimeout("patient", 30*time.Millisecond))
+	start := time.Now()
+	res, err := e.Process(testCtx(t), intentFor("patient", `{}`, 2))
+	if err != nil || res.Status != toolreg.StatusError || !strings.Contains(res.ErrorMessage, "did not return within its timeout of 30ms") {
+		t.Fatalf("Process = %s %q, %v; want ERROR for the timeout", res.Status, res.ErrorMessage, err)
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if !tl.hadDeadline || tl.sawDeadline.Before(start) || tl.sawDeadline.After(start.Add(time.Second)) {
+		t.Errorf("the function's ctx.Deadline() = %v, %v; want about 30ms after %v", tl.sawDeadline, tl.hadDeadline, start)
+	}
+	if tl.sawErr != context.DeadlineExceeded {
+		t.Errorf("the function's ctx.Err() = %v, want context.DeadlineExceeded", tl.sawErr)
+	}
+	var te *effector.TimeoutError
+	if !errors.As(tl.sawCause, &te) || te.Tool != "patient" || te.Timeout != 30*time.Millisecond {
+		t.Errorf("context.Cause in the function = %v, want *effector.TimeoutError for patient after 30ms", tl.sawCause)
+	}
+}
+
+func TestAnIntentThatExpiresWhileWaitingForAnotherWorkerIsExpiredNotRun(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	store := effector.NewMemoryStore()
+	var now atomic.Int64
+	now.Store(t0.UnixMilli())
+	var e *effector.Effector
+	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
+	store.Claim(context.Background(), in.ID, 30*time.Millisecond) // a worker that then dies
+	hooked := &hookStore{DedupStore: store, onInFlight: func() {
+		now.Store(in.ExpiresAtMs) // the intent expires while Process waits
+	}}
+	e = newEffector(t, tl, hooked,
+		effector.WithClock(func() time.Time { return time.UnixMilli(now.Load()) }),
+		effector.WithBackoff(time.Millisecond, 5*time.Millisecond))
+	res, err := e.Process(testCtx(t), in)
+	if err != nil || res.Status != toolreg.StatusExpired {
+		t.Fatalf("Process = %s %q, %v; want EXPIRED", res.Status, res.ErrorMessage, err)
+	}
+	if n := tl.calls.Load(); n != 0 {
+		t.Errorf("the function was invoked %d times, want 0", n)
+	}
+	c, err := store.Claim(context.Background(), in.ID, time.Minute)
+	if err != nil || c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
+		t.Errorf("the store holds %s, want the EXPIRED result recorded", c.State)
+	}
+}
+
+// hookStore calls onInFlight each time a Claim finds the intent in flight.
+type hookStore struct {
+	effector.DedupStore
+	onInFlight func()
+}
+
+func (s *hookStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
+	c, err := s.DedupStore.Claim(ctx, id, lease)
+	if err == nil && c.State == effector.InFlight {
+		s.onInFlight()
+	}
+	return c, err
+}
+
+func TestConcurrentExecutionsTimeOutEachAtItsOwnTimeout(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	store := effector.NewMemoryStore()
+	e := newEffector(t, tl, store,
+		effector.WithToolTimeout("patient", 20*time.Millisecond),
+		effector.WithToolTimeout("stuck", 60*time.Millisecond))
+	intents := []*toolreg.Intent{
+		intentFor("stuck", `{}`, 1),
+		intentFor("patient", `{}`, 2),
+		intentFor("patient", `{}`, 3),
+		intentFor("refund", `{"order_id":"o-1","amount":30}`, 4),
+	}
+	want := []string{"timeout of 60ms", "timeout of 20ms", "timeout of 20ms", ""}
+	// "stuck" ignores its context: let it go once its ERROR is recorded.
+	go func() {
+		waitFor(t, func() bool { return tl.started(intents[0].ID) })
+		waitFor(t, func() bool {
+			c, err := store.Claim(context.Background(), intents[0].ID, time.Minute)
+			return err == nil && c.State == effector.Done
+		})
+		close(tl.release)
+	}()
+	results := make([]toolreg.Result, len(intents))
+	var wg sync.WaitGroup
+	for i, in := range intents {
+		wg.Go(func() {
+			res, err := e.Process(testCtx(t), in)
+			if err != nil {
+				t.Errorf("Process(%s): %v", in.ToolName, err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		wantStatus := toolreg.StatusError
+		if want[i] == "" {
+			wantStatus = toolreg.StatusOK
+		}
+		if res.Status != wantStatus || !strings.Contains(res.ErrorMessage, want[i]) {
+			t.Errorf("intent %d (%s): %s %q, want %s saying %q", i, intents[i].ToolName, res.Status, res.ErrorMessage, wantStatus, want[i])
+		}
+	}
 }
