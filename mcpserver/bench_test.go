@@ -101,18 +101,18 @@ func renderAll(tools []*toolreg.Tool) ([]*mcp.Tool, error) {
 	return out, nil
 }
 
-// BenchmarkToolsList answers tools/list for 1,000 tools. The tools-list/*
+// BenchmarkToolsList answers tools/list for 1,000 tools. The op=tools-list
 // pair sends the request as raw JSON-RPC over the SDK's in-memory transport
 // and reads the response's bytes, so it measures the server (the SDK's
 // paging and encoding included) and not the SDK client's decoding:
 // "cached" is the server as New makes it (rendered once), and
-// "render-per-request" renders every entry on every request. The render/*
+// "render-per-request" renders every entry on every request. The op=render
 // pair isolates the schema work: the cached slice against one rendering of
 // all 1,000 entries.
 func BenchmarkToolsList(b *testing.B) {
 	const n = 1000
 	for _, mode := range []string{"cached", "render-per-request"} {
-		b.Run("tools-list/"+mode, func(b *testing.B) {
+		b.Run("op=tools-list/list="+mode, func(b *testing.B) {
 			srv := benchServer(b, n)
 			if mode == "render-per-request" {
 				renderPerRequest(srv)
@@ -161,7 +161,7 @@ func BenchmarkToolsList(b *testing.B) {
 			}
 		})
 	}
-	b.Run("render/cached", func(b *testing.B) {
+	b.Run("op=render/list=cached", func(b *testing.B) {
 		srv := benchServer(b, n)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -170,7 +170,7 @@ func BenchmarkToolsList(b *testing.B) {
 			}
 		}
 	})
-	b.Run("render/per-request", func(b *testing.B) {
+	b.Run("op=render/list=render-per-request", func(b *testing.B) {
 		srv := benchServer(b, n)
 		tools := srv.bound.Pipeline.Tools()
 		b.ReportAllocs()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -121,8 +122,16 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	if bound == nil || bound.Pipeline == nil {
 		return nil, errors.New("mcpserver: no bound tools: pass the *bindings.Bound that Binder.Bind returned")
 	}
-	if eff == nil && bound.Effector != nil && bound.Effector.Len() > 0 {
-		return nil, fmt.Errorf("mcpserver: %d side-effecting tools and no effector: pass effector.New(bound.Effector, store)", bound.Effector.Len())
+	if eff == nil {
+		var effects []string
+		for _, t := range bound.Pipeline.Tools() {
+			if t.SideEffect() {
+				effects = append(effects, t.Name())
+			}
+		}
+		if len(effects) > 0 {
+			return nil, fmt.Errorf("mcpserver: side-effecting tools %s and no effector: pass effector.New(bound.Effector, store)", strings.Join(effects, ", "))
+		}
 	}
 	s := &Server{cfg: cfg, bound: bound, effector: eff}
 	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})

@@ -430,8 +430,19 @@ func TestNewRefusesSideEffectingToolsWithoutAnEffector(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	_, err := mcpserver.New(f.bound, nil)
-	if err == nil || !strings.Contains(err.Error(), "no effector") {
-		t.Errorf("New(bound, nil) = %v, want an error saying there is no effector", err)
+	if err == nil || !strings.Contains(err.Error(), "no effector") || !strings.Contains(err.Error(), "charge") {
+		t.Errorf("New(bound, nil) = %v, want an error naming charge and saying there is no effector", err)
+	}
+
+	// A pipeline-only binding holds no effect table, yet lists charge.
+	b := bindings.New(f.specs, bindings.PipelineOnly())
+	bindings.ReadOnly(b, "greet", func(context.Context, greetArgs) (string, error) { return "", nil })
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcpserver.New(bound, nil); err == nil || !strings.Contains(err.Error(), "no effector") {
+		t.Errorf("New(pipeline-only bound, nil) = %v, want an error saying there is no effector", err)
 	}
 }
 
