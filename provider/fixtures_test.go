@@ -2,8 +2,12 @@ package provider_test
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"sync"
+	"testing"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -67,4 +71,18 @@ func fixtures() []*toolreg.Spec {
 			},
 		},
 	}
+}
+
+var manifestSpecs = sync.OnceValues(func() ([]*toolreg.Spec, error) {
+	return loader.Load(filepath.Join("..", "manifests"))
+})
+
+// allSpecs are the Go fixtures and every tool in the module's manifests/.
+func allSpecs(t *testing.T) []*toolreg.Spec {
+	t.Helper()
+	ms, err := manifestSpecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(fixtures(), ms...)
 }

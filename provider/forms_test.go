@@ -44,7 +44,7 @@ func TestPlainFormsCarryTheContractUnchanged(t *testing.T) {
 		provider.Anthropic:       func(m map[string]any) any { return m["input_schema"] },
 	}
 	for form, get := range params {
-		for _, s := range fixtures() {
+		for _, s := range allSpecs(t) {
 			t.Run(form+" form of "+s.Name+" holds the manifest's parameters schema", func(t *testing.T) {
 				t.Parallel()
 				want := decode(t, s.ParametersSchema()).(map[string]any)
@@ -109,7 +109,7 @@ func walkStrict(t *testing.T, path string, s map[string]any, m *toolreg.Schema, 
 
 func TestStrictFormClosesEveryObjectAndMakesOptionalParamsNullable(t *testing.T) {
 	t.Parallel()
-	for _, s := range fixtures() {
+	for _, s := range allSpecs(t) {
 		if _, err := provider.Render(provider.OpenAIStrict, s); err != nil {
 			continue // refused: see TestFormsRefuseWhatTheyCannotExpress
 		}
@@ -252,7 +252,7 @@ func walkGemini(t *testing.T, path string, v any) {
 
 func TestGeminiFormKeepsToItsSubset(t *testing.T) {
 	t.Parallel()
-	for _, s := range fixtures() {
+	for _, s := range allSpecs(t) {
 		r, err := provider.Render(provider.Gemini, s)
 		if err != nil {
 			continue // refused: see TestFormsRefuseWhatTheyCannotExpress

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/provider"
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,4 +77,35 @@ func goldenForms(t *testing.T, dir string, specs []*toolreg.Spec) {
 func TestGoldenFormsOfGoFixtures(t *testing.T) {
 	t.Parallel()
 	goldenForms(t, "fixtures", fixtures())
+}
+
+// Every form of every tool in the module's manifests/, refreshed with -update.
+func TestGoldenFormsOfTheManifests(t *testing.T) {
+	t.Parallel()
+	specs, err := loader.Load(filepath.Join("..", "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) == 0 {
+		t.Fatal("no tools in ../manifests")
+	}
+	// Positions name files relative to the module root, whatever the test's
+	// working directory, so the vet reports read as the CLI prints them.
+	for _, s := range specs {
+		relPos(&s.Pos)
+		relParams(s.Params)
+	}
+	goldenForms(t, "manifests", specs)
+}
+
+func relPos(p *toolreg.Pos) { p.File = filepath.ToSlash(strings.TrimPrefix(p.File, "../")) }
+
+func relParams(ps []*toolreg.Param) {
+	for _, p := range ps {
+		relPos(&p.Pos)
+		relParams(p.Properties)
+		for it := p.Items; it != nil; it = it.Items {
+			relParams(it.Properties)
+		}
+	}
 }

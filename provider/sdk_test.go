@@ -80,7 +80,7 @@ func TestEveryFormSurvivesItsProvidersSDKType(t *testing.T) {
 		if !ok {
 			continue // gemini: no Gemini SDK in this module; see TestGeminiForm
 		}
-		for _, s := range fixtures() {
+		for _, s := range allSpecs(t) {
 			r, err := provider.Render(form, s)
 			if err != nil {
 				// Forms that refuse a tool are tested in TestStrictRefusesWhatItCannotExpress.
