@@ -1,0 +1,344 @@
+// Command effectord is the effector service the fault tests of package
+// internal/faulttest run as real processes and kill: effector.Serve over a
+// JSONL intents file (checkpointed) into a JSONL results file, with a SQLite
+// or Redis dedup store, and one side-effecting tool, "apply", whose effect is
+// a call to a fake downstream service.
+//
+// The downstream service is a log file shared by every process of a test.
+// Each call appends one line, with O_APPEND and fsync:
+//
+//	<intent id> <pid> applied|duplicate
+//
+// Without -dedup every call applies its effect ("applied"). With -dedup the
+// downstream deduplicates on the idempotency key (the intent id): the first
+// call for a key applies it, later ones are logged as "duplicate" and applied
+// no more (an O_EXCL marker file per key makes that atomic across processes).
+//
+// The kill points live here, not in the library: with -kill-at=POINT and
+// -kill-n=N the process SIGKILLs itself the N-th time it reaches POINT,
+// after appending "<point> <intent id> <pid>" to -kills (fsynced), so the test
+// knows which intent each kill hit. The points:
+//
+//	after-claim                 Claim returned Claimed; nothing ran
+//	in-tool                     the downstream call was made; the tool has not returned
+//	after-tool-before-complete  the tool returned; its result is not recorded
+//	after-complete              the result is recorded; not yet published nor acknowledged
+//
+// -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, after
+// the downstream call, for intent ID (a paused owner: a GC pause, a VM
+// migration). Every Complete's outcome is appended to -completes as
+// "<intent id> <pid> ok|not-owner|error".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/redisstore"
+	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+// The kill points.
+const (
+	AfterClaim              = "after-claim"
+	InTool                  = "in-tool"
+	AfterToolBeforeComplete = "after-tool-before-complete"
+	AfterComplete           = "after-complete"
+)
+
+type flags struct {
+	store      string
+	in, out    string
+	downstream string
+	dedup      bool
+	killAt     string
+	killN      int64
+	kills      string
+	stopInTool string
+	completes  string
+	lease      time.Duration
+	timeout    time.Duration
+	workers    int
+	keyPrefix  string
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.store, "store", "", "the dedup store: sqlite:<path> or redis:<host:port>")
+	flag.StringVar(&f.in, "in", "", "intents JSONL file (a checkpoint is kept beside it)")
+	flag.StringVar(&f.out, "out", "", "results JSONL file, appended")
+	flag.StringVar(&f.downstream, "downstream", "", "the fake downstream's log file")
+	flag.BoolVar(&f.dedup, "dedup", false, "the downstream deduplicates on the idempotency key")
+	flag.StringVar(&f.killAt, "kill-at", "", "SIGKILL self at this point: "+strings.Join([]string{AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete}, "|"))
+	flag.Int64Var(&f.killN, "kill-n", 1, "die the n-th time the kill point is reached")
+	flag.StringVar(&f.kills, "kills", "", "file to note each kill in")
+	flag.StringVar(&f.stopInTool, "stop-in-tool", "", "SIGSTOP self inside the tool for this intent id")
+	flag.StringVar(&f.completes, "completes", "", "file to note each Complete's outcome in")
+	flag.DurationVar(&f.lease, "lease", 400*time.Millisecond, "the effector's lease")
+	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
+	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
+	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := run(f, log); err != nil {
+		log.Error("effectord failed", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(f flags, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	switch f.killAt {
+	case "", AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete:
+	default:
+		return fmt.Errorf("-kill-at=%q: want one of %s, %s, %s, %s", f.killAt, AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete)
+	}
+	if f.in == "" || f.out == "" || f.downstream == "" {
+		return errors.New("-in, -out and -downstream are required")
+	}
+	k := &killer{point: f.killAt, n: f.killN, notes: f.kills}
+
+	var store effector.DedupStore
+	kind, where, _ := strings.Cut(f.store, ":")
+	switch kind {
+	case "sqlite":
+		s, err := sqlitestore.Open(ctx, where)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		store = s
+	case "redis":
+		// Retry forever: a redis-server restart must look like a slow store,
+		// not a failure.
+		rdb := redis.NewClient(&redis.Options{Addr: where, MaxRetries: -1, DialTimeout: time.Second})
+		defer rdb.Close()
+		var opts []redisstore.Option
+		if f.keyPrefix != "" {
+			opts = append(opts, redisstore.WithKeyPrefix(f.keyPrefix))
+		}
+		store = redisstore.New(rdb, opts...)
+	default:
+		return fmt.Errorf("-store=%q: want sqlite:<path> or redis:<host:port>", f.store)
+	}
+	completes, err := openLog(f.completes)
+	if err != nil {
+		return err
+	}
+	store = &killStore{DedupStore: store, k: k, completes: completes}
+
+	ds, err := openDownstream(f.downstream, f.dedup)
+	if err != nil {
+		return err
+	}
+	table, err := applyTable(ds, k, f.stopInTool)
+	if err != nil {
+		return err
+	}
+	e, err := effector.New(table, store, effector.WithLease(f.lease), effector.WithTimeout(f.timeout),
+		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(5*time.Second),
+		effector.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	src, err := effector.OpenJSONLFile(f.in)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out, err := os.OpenFile(f.out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	return effector.Serve(ctx, src, effector.NewJSONLSink(out), e, effector.WithWorkers(f.workers),
+		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log))
+}
+
+// killer SIGKILLs this process the n-th time it reaches its point.
+type killer struct {
+	point string
+	n     int64
+	seen  atomic.Int64
+	notes string
+}
+
+func (k *killer) at(point, intentID string) {
+	if point != k.point || k.seen.Add(1) != k.n {
+		return
+	}
+	if k.notes != "" {
+		if f, err := openLog(k.notes); err == nil {
+			f.line(fmt.Sprintf("%s %s %d", point, intentID, os.Getpid()))
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is on its way
+}
+
+// killStore wraps the real store with the store-side kill points and notes
+// every Complete's outcome.
+type killStore struct {
+	effector.DedupStore
+	k         *killer
+	completes *appendLog
+}
+
+func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
+	c, err := s.DedupStore.Claim(ctx, id, lease)
+	if err == nil && c.State == effector.Claimed {
+		s.k.at(AfterClaim, id)
+	}
+	return c, err
+}
+
+func (s *killStore) Complete(ctx context.Context, id, token string, result []byte, ttl time.Duration) error {
+	s.k.at(AfterToolBeforeComplete, id)
+	err := s.DedupStore.Complete(ctx, id, token, result, ttl)
+	outcome := "ok"
+	switch {
+	case errors.Is(err, effector.ErrNotOwner):
+		outcome = "not-owner"
+	case err != nil:
+		outcome = "error"
+	}
+	s.completes.line(fmt.Sprintf("%s %d %s", id, os.Getpid(), outcome))
+	if err == nil {
+		s.k.at(AfterComplete, id)
+	}
+	return err
+}
+
+// appendLog appends fsynced lines to a file shared by processes; a nil
+// *appendLog discards them.
+type appendLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openLog(path string) (*appendLog, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &appendLog{f: f}, nil
+}
+
+// line writes s and a newline in one write (O_APPEND keeps concurrent
+// writers' lines whole) and fsyncs, so a line survives this process's SIGKILL
+// right after.
+func (l *appendLog) line(s string) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.WriteString(s + "\n"); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
+
+// downstream is the fake downstream service.
+type downstream struct {
+	log    *appendLog
+	dedup  bool
+	marker string // directory of per-key markers when dedup
+}
+
+func openDownstream(path string, dedup bool) (*downstream, error) {
+	l, err := openLog(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &downstream{log: l, dedup: dedup, marker: path + ".keys"}
+	if dedup {
+		if err := os.MkdirAll(d.marker, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// call applies the effect of key (unless the downstream deduplicates and has
+// applied it already) and records the call; it reports whether it applied.
+func (d *downstream) call(key string) (bool, error) {
+	applied := true
+	if d.dedup {
+		f, err := os.OpenFile(filepath.Join(d.marker, key), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		switch {
+		case errors.Is(err, os.ErrExist):
+			applied = false
+		case err != nil:
+			return false, err
+		default:
+			f.Close()
+		}
+	}
+	what := "applied"
+	if !applied {
+		what = "duplicate"
+	}
+	return applied, d.log.line(fmt.Sprintf("%s %d %s", key, os.Getpid(), what))
+}
+
+type applyArgs struct {
+	Key string `json:"key"`
+}
+
+type applyResult struct {
+	Key     string `json:"key"`
+	Applied bool   `json:"applied"` // false: the downstream had applied it already
+	PID     int    `json:"pid"`     // which process executed it
+}
+
+func applyTable(ds *downstream, k *killer, stopFor string) (*registry.Registry, error) {
+	spec := &toolreg.Spec{
+		Name: "apply", Description: "Apply an effect downstream.", SideEffect: true,
+		Params: []*toolreg.Param{{Name: "key", Schema: toolreg.Schema{Type: toolreg.TypeString}}},
+	}
+	b := bindings.New([]*toolreg.Spec{spec})
+	bindings.Effect(b, "apply", func(ctx context.Context, a applyArgs) (applyResult, error) {
+		info, ok := effector.IntentFrom(ctx)
+		if !ok {
+			return applyResult{}, errors.New("apply: no intent in context")
+		}
+		applied, err := ds.call(info.ID)
+		if err != nil {
+			return applyResult{}, err
+		}
+		if info.ID == stopFor {
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		}
+		k.at(InTool, info.ID)
+		return applyResult{Key: a.Key, Applied: applied, PID: os.Getpid()}, nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		return nil, err
+	}
+	return bound.Effector, nil
+}

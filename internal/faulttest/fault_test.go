@@ -1,0 +1,352 @@
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/redisstore"
+	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/internal/redistest"
+)
+
+// The kill points effectord implements (see its doc).
+const (
+	afterClaim              = "after-claim"
+	inTool                  = "in-tool"
+	afterToolBeforeComplete = "after-tool-before-complete"
+	afterComplete           = "after-complete"
+)
+
+// A lease well above what a loaded machine can stall a process for, so that
+// every duplicate execution a test counts comes from a fault it caused; the
+// tool timeout stays below it, as effector.New demands.
+var leaseArgs = []string{"-lease", "1s", "-timeout", "500ms"}
+
+// storeArg names the store of a scenario for effectord's -store flag.
+func storeArg(kind, dir string, srv *redistest.Server) string {
+	if kind == "sqlite" {
+		return "sqlite:" + filepath.Join(dir, "dedup.db")
+	}
+	return "redis:" + srv.Addr
+}
+
+// TestKillPoints SIGKILLs an effector at each named point, restarts it until
+// the intents file is answered, and checks that no intent is lost, that every
+// intent's published results are one result, and which duplicate executions
+// the crash window allows.
+//
+// The downstream deduplicates on the idempotency key and logs every call, so
+// one run shows both what a deduplicating downstream applied (at most once)
+// and what a non-deduplicating one would have applied (every call). Each
+// effector runs one worker, so a kill interrupts exactly the intent the kill
+// log names, and every duplicate can be traced to the kill that allowed it.
+func TestKillPoints(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const (
+		entries  = 60 // with some redeliveries among them
+		unique   = 50
+		maxKills = 4
+	)
+	for _, kind := range []string{"sqlite", "redis"} {
+		for i, point := range []string{afterClaim, inTool, afterToolBeforeComplete, afterComplete} {
+			scenario := fmt.Sprintf("kill %s (%s)", point, kind)
+			t.Run(fmt.Sprintf("a SIGKILL %s on %s loses no intent", point, kind), func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(uint64(i), 1))
+				dir := t.TempDir()
+				fs := newFiles(dir, "e")
+				ins, ids := stream(kind+"/"+point, entries, unique, rng)
+				writeIntents(t, fs.in, ins)
+				store := storeArg(kind, dir, srv)
+
+				kills := 0
+				for {
+					args := fs.args(store, append([]string{"-dedup", "-workers", "1", "-key-prefix", scenario + ":"}, leaseArgs...)...)
+					if kills < maxKills {
+						args = append(args, "-kill-at", point, "-kill-n", strconv.Itoa(1+rng.IntN(8)))
+					}
+					if !start(t, args...).wait(t) {
+						break
+					}
+					kills++
+				}
+				if kills == 0 {
+					t.Fatalf("no run was killed at %s: the kill point is never reached", point)
+				}
+
+				calls := downstreamCalls(t, fs.downstream)
+				res := results(t, fs.out)
+				killed := map[string]bool{}
+				for _, l := range lines(t, fs.kills) {
+					f := strings.Fields(l)
+					if len(f) != 3 || f[0] != point {
+						t.Fatalf("kills.log: %q: want %q <intent id> <pid>", l, point)
+					}
+					killed[f[1]] = true
+				}
+				if len(killed) > kills {
+					t.Fatalf("kills.log names %d intents, but only %d runs were killed", len(killed), kills)
+				}
+				r := tally(t, scenario, ids, calls, res)
+
+				// The deduplicating downstream applied every effect exactly once.
+				for _, id := range ids {
+					applied := 0
+					for _, c := range calls[id] {
+						if c.applied {
+							applied++
+						}
+					}
+					if applied != 1 {
+						t.Errorf("intent %s: the deduplicating downstream applied it %d times, want 1", id, applied)
+					}
+				}
+				// Without deduplication downstream, the calls are the
+				// executions. Only a kill between the downstream call and
+				// Complete may repeat one, and only for the intent it hit.
+				window := point == inTool || point == afterToolBeforeComplete
+				dupIDs, flagged := 0, 0
+				for id, cs := range calls {
+					if len(cs) == 1 {
+						continue
+					}
+					dupIDs++
+					if !window || !killed[id] {
+						t.Errorf("intent %s executed %d times, but no kill hit it between its tool and Complete (point %s)", id, len(cs), point)
+					}
+					if rs := res[id]; len(rs) > 0 && rs[0].Status == toolreg.StatusError {
+						flagged++
+					}
+				}
+				r.note = fmt.Sprintf("%d kills", kills)
+				if window {
+					// What the result says about an intent that ran twice: the
+					// effector cannot tell a reclaimed lease from a fresh one
+					// (DedupStore.Claim does not say), so it runs the tool
+					// again and reports that run's outcome.
+					r.note += fmt.Sprintf("; %d ids ran twice, %d of their results say the effect is unknown", dupIDs, flagged)
+				}
+				report(t, r)
+			})
+		}
+	}
+}
+
+// TestPausedOwner stops an effector with SIGSTOP inside its tool, past its
+// lease; a second effector claims the intent and completes it; the first,
+// continued, must have its late Complete refused, and the stored record must
+// stay the second's.
+func TestPausedOwner(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for _, kind := range []string{"sqlite", "redis"} {
+		t.Run("on "+kind+" the woken owner's late Complete is refused", func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ins, ids := stream("paused/"+kind, 1, 1, nil)
+			id := ids[0]
+			a, b := newFiles(dir, "a"), newFiles(dir, "b")
+			writeIntents(t, a.in, ins)
+			writeIntents(t, b.in, ins)
+			store := storeArg(kind, dir, srv)
+			prefix := "paused:" + kind + ":"
+
+			pa := start(t, a.args(store, "-key-prefix", prefix, "-lease", "300ms", "-timeout", "200ms", "-stop-in-tool", id)...)
+			pid := pa.cmd.Process.Pid
+			waitFor(t, 30*time.Second, "the first effector to stop itself in the tool", func() bool { return stopped(pid) })
+			time.Sleep(600 * time.Millisecond) // twice its lease
+
+			pb := start(t, b.args(store, "-key-prefix", prefix, "-lease", "5s", "-timeout", "2s")...)
+			if pb.wait(t) {
+				t.Fatal("the second effector was killed")
+			}
+			bPID := pb.cmd.Process.Pid
+			before := storedResult(t, kind, dir, srv, prefix, id)
+
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if pa.wait(t) {
+				t.Fatal("the first effector was killed")
+			}
+			after := storedResult(t, kind, dir, srv, prefix, id)
+
+			// Both ran the tool: the downstream saw two calls with the same key.
+			calls := downstreamCalls(t, a.downstream)
+			if len(calls[id]) != 2 || calls[id][0].pid != pid || calls[id][1].pid != bPID {
+				t.Fatalf("downstream calls of %s: %+v, want the paused owner's (pid %d) then the new owner's (pid %d)", id, calls[id], pid, bPID)
+			}
+			// The completes: the new owner's succeeded, the woken one's was refused.
+			want := []string{fmt.Sprintf("%s %d ok", id, bPID), fmt.Sprintf("%s %d not-owner", id, pid)}
+			if got := lines(t, a.completes); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("completes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// The record stays the new owner's.
+			if !sameResult(before, after) {
+				t.Fatalf("the stored result changed after the woken owner's Complete:\nbefore %+v\nafter  %+v", before, after)
+			}
+			if !strings.Contains(string(after.Payload), `"pid":`+strconv.Itoa(bPID)) {
+				t.Fatalf("stored result %s is not the new owner's (pid %d)", after.Payload, bPID)
+			}
+			bRes := results(t, b.out)[id]
+			if len(bRes) != 1 || !sameResult(bRes[0], after) {
+				t.Fatalf("the new owner published %+v, want the stored result %+v", bRes, after)
+			}
+			// What the woken owner published, though its Complete was refused.
+			aRes := results(t, a.out)[id]
+			r := tally(t, "paused owner ("+kind+")", ids, calls, results(t, b.out))
+			switch {
+			case len(aRes) == 0:
+				r.note = "woken owner published nothing"
+			case sameResult(aRes[0], after):
+				r.note = "woken owner published the stored result"
+			default:
+				r.note = fmt.Sprintf("woken owner published its own %s result, not the stored one", aRes[0].Status)
+			}
+			report(t, r)
+		})
+	}
+}
+
+// storedResult reads the intent's terminal record straight from the store.
+func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix, id string) toolreg.Result {
+	t.Helper()
+	ctx := context.Background()
+	var store effector.DedupStore
+	if kind == "sqlite" {
+		s, err := sqlitestore.Open(ctx, filepath.Join(dir, "dedup.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		store = s
+	} else {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		defer rdb.Close()
+		store = redisstore.New(rdb, redisstore.WithKeyPrefix(prefix))
+	}
+	c, err := store.Claim(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != effector.Done {
+		t.Fatalf("intent %s is %s in the store, want done", id, c.State)
+	}
+	var r toolreg.Result
+	if err := r.UnmarshalBinary(c.Result); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestContention runs four effectors on one store over the same stream of
+// 1,000 intents with redeliveries: every intent id executes exactly once.
+func TestContention(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const (
+		entries = 1000
+		unique  = 750
+		procs   = 4
+	)
+	for _, kind := range []string{"sqlite", "redis"} {
+		t.Run(fmt.Sprintf("%d effectors on one %s execute each intent once", procs, kind), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ins, ids := stream("contention/"+kind, entries, unique, rand.New(rand.NewPCG(7, 7)))
+			store := storeArg(kind, dir, srv)
+			var ps []*proc
+			var outs []string
+			for i := range procs {
+				fs := newFiles(dir, "e"+strconv.Itoa(i))
+				writeIntents(t, fs.in, ins)
+				outs = append(outs, fs.out)
+				ps = append(ps, start(t, fs.args(store, "-workers", "4", "-lease", "10s", "-timeout", "5s")...))
+			}
+			for _, p := range ps {
+				if p.wait(t) {
+					t.Fatal("an effector was killed")
+				}
+			}
+			calls := downstreamCalls(t, filepath.Join(dir, "downstream.log"))
+			r := tally(t, fmt.Sprintf("contention, %d procs (%s)", procs, kind), ids, calls, results(t, outs...))
+			for _, id := range ids {
+				if n := len(calls[id]); n != 1 {
+					t.Errorf("intent %s executed %d times, want 1", id, n)
+				}
+			}
+			// Each effector answered its whole stream.
+			for _, out := range outs {
+				got := results(t, out)
+				for _, id := range ids {
+					if len(got[id]) == 0 {
+						t.Errorf("%s: intent %s has no result", filepath.Base(out), id)
+					}
+				}
+			}
+			r.note = fmt.Sprintf("%d entries each", entries)
+			report(t, r)
+		})
+	}
+}
+
+// TestRedisRestart kills redis-server (durable: appendonly, fsync always) and
+// restarts it twice while two effectors work through the same stream: nothing
+// is lost or executed twice.
+func TestRedisRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.WithDurability())
+	const (
+		entries = 300
+		unique  = 250
+		procs   = 2
+	)
+	dir := t.TempDir()
+	ins, ids := stream("restart", entries, unique, rand.New(rand.NewPCG(3, 3)))
+	var ps []*proc
+	var outs []string
+	for i := range procs {
+		fs := newFiles(dir, "e"+strconv.Itoa(i))
+		writeIntents(t, fs.in, ins)
+		outs = append(outs, fs.out)
+		ps = append(ps, start(t, fs.args("redis:"+srv.Addr, "-workers", "2", "-lease", "10s", "-timeout", "5s")...))
+	}
+	downstream := filepath.Join(dir, "downstream.log")
+	restarts := 0
+	for _, at := range []int{unique / 5, unique / 2} {
+		waitFor(t, procTimeout, fmt.Sprintf("%d downstream calls", at), func() bool { return len(lines(t, downstream)) >= at })
+		if len(lines(t, downstream)) >= unique {
+			t.Fatalf("the effectors finished before redis-server was restarted: the test proves nothing")
+		}
+		srv.Restart(t)
+		restarts++
+	}
+	retried := 0
+	for _, p := range ps {
+		if p.wait(t) {
+			t.Fatal("an effector was killed")
+		}
+		retried += strings.Count(p.stderr.String(), "retrying")
+	}
+	calls := downstreamCalls(t, downstream)
+	r := tally(t, "redis-server restarted mid-run", ids, calls, results(t, outs...))
+	for _, id := range ids {
+		if n := len(calls[id]); n != 1 {
+			t.Errorf("intent %s executed %d times, want 1", id, n)
+		}
+	}
+	r.note = fmt.Sprintf("%d restarts, %d effectors, %d retries logged", restarts, procs, retried)
+	report(t, r)
+}
