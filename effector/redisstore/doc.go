@@ -2,8 +2,8 @@
 // several hosts that share one Redis.
 //
 // Each intent is one key. Its value is a claim ("c" and the owner's random
-// token) or a terminal result ("d" and the result's bytes, exactly as
-// completed). Claim is a single SET key value NX PX lease: Redis decides who
+// token) or a terminal result ("d", the completing owner's token, and the
+// result's bytes, exactly as completed). Claim is a single SET key value NX PX lease: Redis decides who
 // wins, and the lease is the key's expiry, kept by the Redis server's clock,
 // never a client's. Complete and Release are Lua scripts that compare the
 // stored value with the caller's claim and only then replace (compare-and-set)
@@ -11,6 +11,10 @@
 // whose lease expired while it was paused can never overwrite or free the
 // record of the next owner: it gets effector.ErrNotOwner. A result lives for
 // its ttl as the key's expiry, then the intent may be claimed again.
+//
+// Complete and Release retry while the server is unreachable or loading,
+// until their context ends, and every retry is safe: the scripts and Claim
+// recognize the effect of an earlier attempt whose reply was lost.
 //
 // Durability is Redis's: a result or claim survives a redis-server crash only
 // if the server persists writes before acknowledging them (appendonly yes with

@@ -1,11 +1,14 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,15 +61,49 @@ func randomToken() (string, error) {
 
 // The two kinds of value a key holds, told apart by the first byte.
 const (
-	claimTag = "c" // followed by the owner's token
-	doneTag  = "d" // followed by the result's bytes
+	claimTag = "c" // "c" token: the owner's live claim
+	doneTag  = "d" // "d" len(token) ":" token result: the terminal record
 )
+
+// doneRecord is the value of a completed intent. It keeps the completing
+// owner's token so that a Complete retried after a lost reply recognizes its
+// own record.
+func doneRecord(token string, result []byte) []byte {
+	b := make([]byte, 0, 1+8+len(token)+len(result))
+	b = append(b, doneTag...)
+	b = strconv.AppendInt(b, int64(len(token)), 10)
+	b = append(b, ':')
+	b = append(b, token...)
+	return append(b, result...)
+}
+
+// parseDone returns the result of a done record.
+func parseDone(v []byte) ([]byte, bool) {
+	if len(v) == 0 || v[0] != doneTag[0] {
+		return nil, false
+	}
+	n, rest, ok := bytes.Cut(v[1:], []byte(":"))
+	if !ok {
+		return nil, false
+	}
+	l, err := strconv.Atoi(string(n))
+	if err != nil || l < 0 || l > len(rest) {
+		return nil, false
+	}
+	return rest[l:], true
+}
 
 // completeScript replaces the caller's claim with the done record, with the
 // result's ttl as the key's expiry, if the key still holds exactly that claim.
+// If it already holds exactly this done record, an earlier attempt of this
+// same Complete succeeded and only its reply was lost: success again.
 var completeScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
 	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	return 1
+end
+if v == ARGV[2] then
 	return 1
 end
 return 0`)
@@ -78,6 +115,47 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 	return 1
 end
 return 0`)
+
+// transient reports whether err may pass if the call is tried again: the
+// connection failed (the server restarts, a failover) or the server is still
+// loading its data. Replies that refuse the command, and a closed client, are
+// final.
+func transient(err error) bool {
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		for _, p := range []string{"LOADING", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// retry runs call until it succeeds, fails for good, or ctx ends. Every call
+// it retries is safe to repeat: the scripts recognize their own earlier effect.
+func retry(ctx context.Context, call func() error) error {
+	backoff := 10 * time.Millisecond
+	for {
+		err := call()
+		if err == nil || !transient(err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
 
 // millis rounds d up to whole milliseconds, refusing non-positive durations.
 func millis(what string, d time.Duration) (int64, error) {
@@ -117,9 +195,13 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		if err != nil {
 			return effector.Claim{}, fmt.Errorf("redisstore: reading intent %q: %w", intentID, err)
 		}
+		if res, ok := parseDone(v); ok {
+			return effector.Claim{State: effector.Done, Result: res}, nil
+		}
 		switch {
-		case len(v) > 0 && v[0] == doneTag[0]:
-			return effector.Claim{State: effector.Done, Result: v[1:]}, nil
+		case string(v) == claimTag+token:
+			// Our own SET took effect though its reply was lost.
+			return effector.Claim{State: effector.Claimed, Token: token}, nil
 		case len(v) > 0 && v[0] == claimTag[0]:
 			return effector.Claim{State: effector.InFlight}, nil
 		default:
@@ -137,15 +219,21 @@ func truncate(v []byte) []byte {
 }
 
 // Complete stores result as intentID's terminal record for ttl if token still
-// holds the claim; otherwise it returns effector.ErrNotOwner.
+// holds the claim; otherwise it returns effector.ErrNotOwner. While the server
+// is unreachable or loading it retries, until ctx ends: the tool has run, and
+// a result not recorded means the intent runs again once the lease ends. A
+// retry whose earlier attempt took effect (only the reply was lost) succeeds.
 func (s *Store) Complete(ctx context.Context, intentID, token string, result []byte, ttl time.Duration) error {
 	ms, err := millis("result ttl", ttl)
 	if err != nil {
 		return err
 	}
-	done := make([]byte, 0, len(doneTag)+len(result))
-	done = append(append(done, doneTag...), result...)
-	n, err := completeScript.Run(ctx, s.rdb, []string{s.prefix + intentID}, claimTag+token, done, ms).Int()
+	done := doneRecord(token, result)
+	var n int
+	err = retry(ctx, func() (err error) {
+		n, err = completeScript.Run(ctx, s.rdb, []string{s.prefix + intentID}, claimTag+token, done, ms).Int()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("redisstore: completing intent %q: %w", intentID, err)
 	}
@@ -157,8 +245,14 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 
 // Release deletes token's claim on intentID so another worker may claim it at
 // once; it returns effector.ErrNotOwner if token no longer holds the claim.
+// It retries like Complete; a retry after a lost reply reports ErrNotOwner,
+// which is harmless: the claim is gone either way.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
-	n, err := releaseScript.Run(ctx, s.rdb, []string{s.prefix + intentID}, claimTag+token).Int()
+	var n int
+	err := retry(ctx, func() (err error) {
+		n, err = releaseScript.Run(ctx, s.rdb, []string{s.prefix + intentID}, claimTag+token).Int()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("redisstore: releasing intent %q: %w", intentID, err)
 	}

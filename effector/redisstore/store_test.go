@@ -240,3 +240,50 @@ func TestRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestCompleteRidesOutAServerRestart records a result while the server is
+// down and coming back: the tool has run, so giving up would let the intent
+// run again once the lease ended.
+func TestCompleteRidesOutAServerRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.WithDurability())
+	s := New(srv.Client(t))
+	ctx := context.Background()
+	tok := mustClaim(t, s, "i", time.Minute)
+	srv.Stop()
+	restarted := make(chan struct{})
+	go func() {
+		defer close(restarted)
+		time.Sleep(200 * time.Millisecond)
+		srv.Restart(t)
+	}()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := s.Complete(cctx, "i", tok, []byte("recorded"), time.Hour)
+	<-restarted
+	if err != nil {
+		t.Fatalf("Complete across a restart: %v", err)
+	}
+	if got := wantState(t, s, "i", effector.Done).Result; string(got) != "recorded" {
+		t.Fatalf("result = %q, want %q", got, "recorded")
+	}
+	t.Run("repeating the same complete, as after a lost reply, succeeds and changes nothing", func(t *testing.T) {
+		if err := s.Complete(ctx, "i", tok, []byte("recorded"), time.Hour); err != nil {
+			t.Fatalf("repeated Complete: %v", err)
+		}
+		if err := s.Complete(ctx, "i", tok, []byte("other"), time.Hour); !errorsIsNotOwner(err) {
+			t.Fatalf("Complete with other bytes after done: err = %v, want ErrNotOwner", err)
+		}
+		if got := wantState(t, s, "i", effector.Done).Result; string(got) != "recorded" {
+			t.Fatalf("result = %q, want %q", got, "recorded")
+		}
+	})
+	t.Run("a closed client fails at once instead of retrying", func(t *testing.T) {
+		c := srv.Client(t)
+		c.Close()
+		start := time.Now()
+		if err := New(c).Complete(ctx, "j", "t", nil, time.Hour); err == nil || time.Since(start) > 5*time.Second {
+			t.Fatalf("Complete on a closed client = %v after %v, want an error at once", err, time.Since(start))
+		}
+	})
+}

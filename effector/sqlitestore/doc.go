@@ -6,7 +6,9 @@
 // means a second execution of a side effect: the file runs in WAL mode with
 // synchronous=FULL, every write is a BEGIN IMMEDIATE transaction (so two
 // processes never both read "free" and both claim), and a busy timeout makes
-// writers queue instead of failing.
+// writers queue instead of failing. A claim that finds the intent done or in
+// flight is answered from a plain read, which in WAL mode waits for no
+// writer; only taking a claim, completing and releasing take the write lock.
 //
 // A row is either a claim (a random token and a lease deadline) or a terminal
 // result (the bytes and an expiry). Both deadlines are wall-clock instants in
