@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,5 +276,71 @@ func TestTheBuiltServerRunsARequestReplayedWithItsIDOnce(t *testing.T) {
 	reply("6")
 	if n := len(effects(t, state)); n != 2 {
 		t.Errorf("request 6: %d effects logged in all, want 2", n)
+	}
+}
+
+func TestTheBuiltServerOverStreamableHTTP(t *testing.T) {
+	bin := build(t)
+	state := t.TempDir()
+	cmd := exec.Command(bin, "-manifests", manifestsDir, "-state", state, "-transport", "http", "-addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		_, url, _ = strings.Cut(lines.Text(), "streamable HTTP at ")
+	}
+	if url == "" {
+		t.Fatalf("the server never said where it listens: %v", lines.Err())
+	}
+	go io.Copy(io.Discard, stderr)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != 4 {
+		t.Errorf("listed %d tools, want 4", len(list.Tools))
+	}
+	var results []string
+	for range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_email",
+			Arguments: map[string]any{"to": "ada@example.test", "subject": "Your refund", "body": "Done."},
+			Meta:      mcp.Meta{mcpserver.MetaIdempotencyKey: "email-42"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			t.Fatalf("isError: %s", text(t, res))
+		}
+		results = append(results, jsonOf(t, res))
+	}
+	if n := len(effects(t, state)); n != 1 {
+		t.Errorf("one call sent twice: %d effects logged, want 1", n)
+	}
+	if results[0] != results[1] {
+		t.Errorf("the retry answered %s, the first call %s", results[1], results[0])
+	}
+	cs.Close()
+
+	// SIGINT shuts the server down cleanly.
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after SIGINT: %v, want exit status 0", err)
 	}
 }
