@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -543,5 +544,38 @@ func TestAnEffectorThatRequiresSignaturesExecutesSignedIntentsOnly(t *testing.T)
 	}
 	if n := signed.charges.Load() + unsigned.charges.Load(); n != 1 {
 		t.Errorf("charge ran %d times, want 1 (the signed call only)", n)
+	}
+}
+
+func TestConcurrentRetriesOfOneCallRunItsEffectOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const n = 8
+	results := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		cs := f.client(t) // each retry on its own connection, as from separate host processes
+		wg.Go(func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "charge",
+				Arguments: map[string]any{"amount": 99}, Meta: mcp.Meta{mcpserver.MetaIdempotencyKey: "same-call"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = string(b)
+		})
+	}
+	wg.Wait()
+	if c := f.charges.Load(); c != 1 {
+		t.Errorf("%d concurrent retries ran charge %d times, want 1", n, c)
+	}
+	for i := 1; i < n; i++ {
+		if results[i] != results[0] {
+			t.Errorf("retry %d answered %s, retry 0 %s", i, results[i], results[0])
+		}
 	}
 }
