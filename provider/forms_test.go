@@ -224,10 +224,21 @@ func TestFormsRefuseWhatTheyCannotExpress(t *testing.T) {
 var geminiRefused = []string{"$schema", "title", "examples", "const", "exclusiveMinimum", "exclusiveMaximum",
 	"multipleOf", "uniqueItems", "format", "additionalProperties"}
 
+// geminiSchemaFields are the fields of Gemini's Schema object (the genai SDK's
+// Schema JSON names); a function declaration's parameters may hold no others.
+var geminiSchemaFields = []string{"anyOf", "default", "description", "enum", "example", "format", "items", "maxItems",
+	"maxLength", "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "nullable", "pattern",
+	"properties", "propertyOrdering", "required", "title", "type"}
+
 func walkGemini(t *testing.T, path string, v any) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return
+	}
+	for k := range m {
+		if !slices.Contains(geminiSchemaFields, k) {
+			t.Errorf("%s: %q is not a field of Gemini's Schema", path, k)
+		}
 	}
 	for _, k := range geminiRefused {
 		if _, ok := m[k]; ok {
