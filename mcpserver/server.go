@@ -245,7 +245,11 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 		// No result: nothing ran, or the dedup store holds what did and a
 		// retry of this same call will be answered from it.
 		s.cfg.logger.ErrorContext(ctx, "mcpserver: effector", "tool", t.Name(), "intent_id", in.ID, "error", err)
-		r := errorResult(fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err))
+		msg := fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err)
+		if refused := (*effector.RefusedError)(nil); errors.As(err, &refused) {
+			msg = fmt.Sprintf("%s was not executed: the effector refused it: %v", t.Name(), err)
+		}
+		r := errorResult(msg)
 		r.Meta = mcp.Meta{MetaIntentID: in.ID}
 		return r
 	}
