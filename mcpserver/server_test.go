@@ -579,3 +579,27 @@ func TestConcurrentRetriesOfOneCallRunItsEffectOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestANullForAnOptionalParamMeansAbsentOnBothPaths(t *testing.T) {
+	t.Parallel()
+	// A model shown the openai-strict form answers null for optional params;
+	// the call must mean what leaving them out means.
+	f := newFixture(t)
+	cs := f.client(t)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "greet",
+		Arguments: json.RawMessage(`{"name":"Ada","shout":null}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); res.IsError || got != `{"greeting":"hello Ada"}` {
+		t.Errorf("greet with shout null = %s, want the default (no shouting)", got)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "charge",
+		Arguments: json.RawMessage(`{"amount":3,"fail":null}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); res.IsError || got != `{"amount":3,"charge_id":"ch_1"}` {
+		t.Errorf("charge with fail null = %s, want the default (no failure)", got)
+	}
+}
