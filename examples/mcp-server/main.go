@@ -70,6 +70,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer closeFn()
+	store := "in memory"
+	if *state != "" {
+		store = filepath.Join(*state, "effects.db") + " (SQLite); effects logged to " + filepath.Join(*state, "effects.log")
+	}
+	fmt.Fprintf(stderr, "mcp-server: %d tools from %s: lookup_customer and search_kb run inline; refund_order and send_email through the effector; dedup store %s\n",
+		len(srv.Tools()), *manifests, store)
 	switch *transport {
 	case "stdio":
 		err = srv.Run(ctx, &mcp.StdioTransport{})
