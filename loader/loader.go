@@ -165,12 +165,11 @@ type found struct {
 	doc  int // YAML document index; for CUE, 0
 }
 
-// unit is the work of one YAML file or one CUE package, done in parallel with
-// the others; its results are written in place.
+// unit is the work of one YAML file (read, parse, check) or one CUE package
+// (check), done in parallel with the others; its results are written in place.
 type unit struct {
 	files []int // indexes into the sorted files; one for YAML, a package's for CUE
 	cue   []*cueFile
-	src   []byte
 
 	tools []found
 	probs []toolreg.Problem
@@ -188,13 +187,13 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	var units []*unit
 	cuePkgs := map[string]*unit{}
 	for i, name := range files {
+		if path.Ext(filepath.ToSlash(name)) != ".cue" {
+			units = append(units, &unit{files: []int{i}}) // read in parallel
+			continue
+		}
 		b, p := read(src, name)
 		if p != nil {
 			probs = append(probs, *p)
-			continue
-		}
-		if path.Ext(filepath.ToSlash(name)) != ".cue" {
-			units = append(units, &unit{files: []int{i}, src: b})
 			continue
 		}
 		if len(strings.TrimSpace(string(b))) == 0 {
@@ -232,7 +231,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		if u.cue != nil {
 			u.loadCUE(c, index)
 		} else {
-			u.loadYAML(c, files[u.files[0]])
+			u.loadYAML(c, src, files[u.files[0]])
 		}
 	})
 
@@ -282,8 +281,13 @@ func fileOrder(index map[string]int, file string) int {
 	return -1
 }
 
-func (u *unit) loadYAML(c *checker, name string) {
-	for _, d := range parseYAML(name, u.src) {
+func (u *unit) loadYAML(c *checker, src source, name string) {
+	b, p := read(src, name)
+	if p != nil {
+		u.probs = append(u.probs, *p)
+		return
+	}
+	for _, d := range parseYAML(name, b) {
 		if d.prob != nil {
 			u.probs = append(u.probs, *d.prob)
 			continue
@@ -299,7 +303,6 @@ func (u *unit) loadYAML(c *checker, name string) {
 		}
 		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index})
 	}
-	u.src = nil
 }
 
 func (u *unit) loadCUE(c *checker, index map[string]int) {
