@@ -16,6 +16,9 @@
 // until their context ends, and every retry is safe: the scripts and Claim
 // recognize the effect of an earlier attempt whose reply was lost.
 //
+// A lease must also outlast a server outage: a claim whose key expires while
+// the server is down cannot be completed after it, and the intent runs again.
+//
 // Durability is Redis's: a result or claim survives a redis-server crash only
 // if the server persists writes before acknowledging them (appendonly yes with
 // appendfsync always). With weaker settings a crash can forget a completed

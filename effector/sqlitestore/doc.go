@@ -17,6 +17,13 @@
 // expired row replaces it at once, and a sweep deletes the rest every
 // WithSweepInterval (and on demand with Sweep).
 //
+// A lease must cover the tool's run and the Complete after it, and under
+// contention a Complete can wait for the write lock (up to WithBusyTimeout):
+// a Complete that arrives after the lease is refused, and the intent runs
+// again. Four processes sharing one file on a loaded two-core machine made
+// 400ms leases (250ms tool timeout) too short, and 5s leases enough; the
+// effector's default (two minutes) leaves ample room.
+//
 // The store refuses non-positive leases and result lifetimes, and refuses a
 // Complete or Release whose token no longer holds a live claim, with
 // effector.ErrNotOwner.
