@@ -125,3 +125,27 @@ func TestCanonicalResultMatchesCanonicalJSON(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCanonicalResult compares canonicalResult with
+// toolreg.CanonicalJSON, whose bytes it must give, on a typical tool result.
+func BenchmarkCanonicalResult(b *testing.B) {
+	type receipt struct {
+		RefundID string `json:"refund_id"`
+		Amount   int    `json:"amount"`
+		Note     string `json:"note"`
+	}
+	v := receipt{RefundID: "rf-o-1", Amount: 30, Note: "remboursé"}
+	for _, f := range []struct {
+		name string
+		fn   func(any) ([]byte, error)
+	}{{"impl=toolreg.CanonicalJSON", toolreg.CanonicalJSON}, {"impl=canonicalResult", canonicalResult}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.fn(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

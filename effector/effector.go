@@ -141,6 +141,9 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 // approval sink failed) leaves the intent to be redelivered and processed
 // again; nothing ran, or the store will answer with what did.
 func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+	if in == nil {
+		return toolreg.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
+	}
 	if err := e.verify(in); err != nil {
 		return toolreg.Result{}, e.refuse(ctx, in, err)
 	}

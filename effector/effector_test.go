@@ -998,3 +998,15 @@ func TestConcurrentExecutionsTimeOutEachAtItsOwnTimeout(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessRefusesANilIntentWithoutPanicking(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	store := &countingStore{DedupStore: effector.NewMemoryStore()}
+	if _, err := newEffector(t, tl, store).Process(testCtx(t), nil); err == nil || !strings.Contains(err.Error(), "nil intent") {
+		t.Errorf("Process(nil) error = %v, want one saying the intent is nil", err)
+	}
+	if store.touched() != 0 {
+		t.Errorf("the store was called for a nil intent")
+	}
+}
