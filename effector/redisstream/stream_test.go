@@ -15,8 +15,8 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
-	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/redisstore"
+	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
