@@ -112,3 +112,16 @@ func TestManyDocumentsInOneFileLoad(t *testing.T) {
 		t.Errorf("loaded %d tools, want 500", len(specs))
 	}
 }
+
+// Not parallel: it changes the package's CUE time limit.
+func TestCUEEvaluationIsBoundedInTime(t *testing.T) {
+	defer loader.SetCUETimeout(time.Nanosecond)()
+	// 20^4 = 160,000 list elements: far more work than the limit allows, and
+	// soon done once abandoned.
+	src := "package toolreg\nr: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]\n" +
+		"big: [for a in r for b in r for c in r for d in r {a + b + c + d}]\n"
+	_, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(src)}}, "m.cue")
+	if err == nil || !strings.Contains(err.Error(), "m.cue: evaluating this CUE package took over 1ns") {
+		t.Errorf("got %v, want the package refused for taking too long", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
@@ -305,8 +306,38 @@ func (u *unit) loadYAML(c *checker, src source, name string) {
 	}
 }
 
+// cueTimeout bounds the evaluation of one CUE package. CUE has no loops, but
+// nested comprehensions can still ask for more work than any manifest needs;
+// past the limit the package is refused, and its evaluation is abandoned.
+var cueTimeout = 20 * time.Second
+
 func (u *unit) loadCUE(c *checker, index map[string]int) {
-	tools, ps := evalCUE(u.cue)
+	type result struct {
+		tools []cueTool
+		probs []toolreg.Problem
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- result{probs: []toolreg.Problem{{Pos: toolreg.Pos{File: u.cue[0].name},
+					Message: fmt.Sprintf("internal error checking this CUE package (please report it): %v", v)}}}
+			}
+		}()
+		tools, ps := evalCUE(u.cue)
+		done <- result{tools, ps}
+	}()
+	var r result
+	timer := time.NewTimer(cueTimeout)
+	defer timer.Stop()
+	select {
+	case r = <-done:
+	case <-timer.C:
+		u.probs = append(u.probs, toolreg.Problem{Pos: toolreg.Pos{File: u.cue[0].name},
+			Message: fmt.Sprintf("evaluating this CUE package took over %v: simplify its comprehensions", cueTimeout)})
+		return
+	}
+	tools, ps := r.tools, r.probs
 	u.probs = append(u.probs, ps...)
 	for _, t := range tools {
 		s := decodeSpec(t.root)
