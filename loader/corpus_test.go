@@ -34,6 +34,7 @@ var loaderOnly = map[string]string{
 	"object_untyped.yaml":         "an object param declares properties or additionalProperties",
 	"invalid_pattern.yaml":        "a pattern is a valid regular expression",
 	"duplicate_across_files":      "a tool name is declared once across all manifests",
+	"cue_duplicate_across_files":  "a tool name is declared once across all manifests (cue merges the two)",
 	"duplicate_key_same.yaml":     "a YAML mapping writes each key once (cue accepts a repeat of the same value)",
 	"cue_wrong_package":           "a CUE manifest is in package toolreg (cue vet checks another package against nothing)",
 }

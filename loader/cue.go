@@ -116,6 +116,9 @@ func cuePos(p token.Pos, fallback string) toolreg.Pos {
 type cueTool struct {
 	name string
 	root *node
+	// again is where another file of the package declares the tool too, if
+	// one does: CUE would unify the two silently.
+	again toolreg.Pos
 }
 
 // evalCUE builds the files of one CUE package (one directory) together with
@@ -143,6 +146,7 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 			}
 		}
 	}
+	again := redeclared(files)
 	first := toolreg.Pos{File: files[0].name}
 	v := cuecontext.New().BuildInstance(inst)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
@@ -160,9 +164,50 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 	for it.Next() {
 		name := it.Selector().Unquoted()
 		path := "tools." + name
-		tools = append(tools, cueTool{name: name, root: cueNode(it.Value(), path, labels, labels[path])})
+		tools = append(tools, cueTool{name: name, root: cueNode(it.Value(), path, labels, labels[path]), again: again[name]})
 	}
 	return tools, nil
+}
+
+// redeclared finds the tools that two files of one package both declare, and
+// returns where the second declares each.
+func redeclared(files []*cueFile) map[string]toolreg.Pos {
+	firstFile := map[string]string{}
+	again := map[string]toolreg.Pos{}
+	for _, f := range files {
+		for _, d := range f.ast.Decls {
+			fd, ok := d.(*ast.Field)
+			if !ok {
+				continue
+			}
+			if name, _, err := ast.LabelName(fd.Label); err != nil || name != "tools" {
+				continue
+			}
+			st, ok := fd.Value.(*ast.StructLit)
+			if !ok {
+				continue
+			}
+			for _, e := range st.Elts {
+				tf, ok := e.(*ast.Field)
+				if !ok {
+					continue
+				}
+				name, _, err := ast.LabelName(tf.Label)
+				if err != nil {
+					continue
+				}
+				switch first, seen := firstFile[name]; {
+				case !seen:
+					firstFile[name] = f.name
+				case first != f.name:
+					if _, ok := again[name]; !ok {
+						again[name] = cuePos(tf.Label.Pos(), f.name)
+					}
+				}
+			}
+		}
+	}
+	return again
 }
 
 // cueProblems translates the errors of a CUE package v. An error inside

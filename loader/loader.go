@@ -174,6 +174,7 @@ type unit struct {
 
 	tools []found
 	probs []toolreg.Problem
+	dups  []error // tools two files of one CUE package both declare
 }
 
 func load(src source, paths []string) ([]*toolreg.Spec, error) {
@@ -237,9 +238,11 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	})
 
 	var all []found
+	var dups []error
 	for _, u := range units {
 		all = append(all, u.tools...)
 		probs = append(probs, u.probs...)
+		dups = append(dups, u.dups...)
 	}
 	slices.SortStableFunc(all, func(a, b found) int {
 		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.doc, b.doc),
@@ -254,6 +257,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		})
 		errs = append(errs, &toolreg.ToolDefinitionError{Problems: probs})
 	}
+	errs = append(errs, dups...)
 	first := make(map[string]*toolreg.Spec, len(all))
 	specs := make([]*toolreg.Spec, 0, len(all))
 	for _, f := range all {
@@ -342,6 +346,10 @@ func (u *unit) loadCUE(c *checker, index map[string]int) {
 	for _, t := range tools {
 		s := decodeSpec(t.root)
 		s.Name = t.name
+		if t.again.IsValid() {
+			u.dups = append(u.dups, &toolreg.DuplicateToolError{Name: t.name, First: s.Pos, Second: t.again})
+			continue
+		}
 		if ps := c.checkSpec(s, t.root); ps != nil {
 			u.probs = append(u.probs, ps...)
 			continue
