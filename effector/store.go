@@ -41,6 +41,11 @@ type Claim struct {
 	Token string
 	// Result holds the stored result's bytes, exactly as completed, when State is Done.
 	Result []byte
+	// Reclaimed is set with State Claimed when the intent's previous claim
+	// ran out without Complete or Release: an earlier owner crashed or stalled
+	// after claiming, and may have run the tool, so its effect is unknown.
+	// Stores that cannot tell leave it false.
+	Reclaimed bool
 }
 
 // ErrNotOwner is returned by Complete and Release when the token no longer owns

@@ -12,6 +12,11 @@
 // record of the next owner: it gets effector.ErrNotOwner. A result lives for
 // its ttl as the key's expiry, then the intent may be claimed again.
 //
+// Taking a claim also sets an attempt marker, which Complete and Release
+// delete: a claim that finds the marker follows an owner that vanished after
+// claiming, and says so (effector.Claim.Reclaimed). It needs Redis 6.2 or
+// later (SET ... GET).
+//
 // Complete and Release retry while the server is unreachable or loading,
 // until their context ends, and every retry is safe: the scripts and Claim
 // recognize the effect of an earlier attempt whose reply was lost.

@@ -19,9 +19,10 @@ import (
 // Store is an effector.DedupStore in Redis. It is safe for concurrent use, and
 // any number of Stores on any number of hosts may share one Redis.
 type Store struct {
-	rdb      redis.UniversalClient
-	prefix   string
-	newToken func() (string, error)
+	rdb           redis.UniversalClient
+	prefix        string
+	newToken      func() (string, error)
+	attemptMemory time.Duration
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -42,11 +43,22 @@ func WithTokens(newToken func() (string, error)) Option {
 	return func(s *Store) { s.newToken = newToken }
 }
 
+// WithAttemptMemory sets how long the store remembers that an intent was
+// claimed and neither completed nor released, which is how a later claim
+// learns it is Reclaimed (an earlier owner may have run the tool). Keep it
+// longer than intents live. Default (and what a value under 1ms means): 24h.
+func WithAttemptMemory(d time.Duration) Option {
+	return func(s *Store) { s.attemptMemory = d }
+}
+
 // New returns a store using rdb, which the caller owns and closes.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: "toolreg:effector:dedup:", newToken: randomToken}
+	s := &Store{rdb: rdb, prefix: "toolreg:effector:dedup:", newToken: randomToken, attemptMemory: 24 * time.Hour}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.attemptMemory < time.Millisecond {
+		s.attemptMemory = 24 * time.Hour
 	}
 	return s
 }
@@ -64,6 +76,14 @@ const (
 	claimTag = "c" // "c" token: the owner's live claim
 	doneTag  = "d" // "d" len(token) ":" token result: the terminal record
 )
+
+// attemptKey is the key of intentID's attempt marker: set when a claim is
+// taken, deleted by Complete and Release, so a claim that finds it set follows
+// an owner that vanished. The 0xff byte, which no UTF-8 intent id contains,
+// keeps it apart from every intent's key.
+func (s *Store) attemptKey(intentID string) string {
+	return s.prefix + "\xffattempt:" + intentID
+}
 
 // doneRecord is the value of a completed intent. It keeps the completing
 // owner's token so that a Complete retried after a lost reply recognizes its
@@ -101,6 +121,7 @@ var completeScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	redis.call('DEL', KEYS[2])
 	return 1
 end
 if v == ARGV[2] then
@@ -111,7 +132,7 @@ return 0`)
 // releaseScript deletes the key if it still holds exactly the caller's claim.
 var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('DEL', KEYS[1])
+	redis.call('DEL', KEYS[1], KEYS[2])
 	return 1
 end
 return 0`)
@@ -183,7 +204,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 	for range 8 {
 		err := s.rdb.Do(ctx, "SET", key, claimTag+token, "NX", "PX", ms).Err()
 		if err == nil {
-			return effector.Claim{State: effector.Claimed, Token: token}, nil
+			return s.claimed(ctx, intentID, token)
 		}
 		if !errors.Is(err, redis.Nil) { // nil reply: the key exists
 			return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
@@ -201,7 +222,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		switch {
 		case string(v) == claimTag+token:
 			// Our own SET took effect though its reply was lost.
-			return effector.Claim{State: effector.Claimed, Token: token}, nil
+			return s.claimed(ctx, intentID, token)
 		case len(v) > 0 && v[0] == claimTag[0]:
 			return effector.Claim{State: effector.InFlight}, nil
 		default:
@@ -209,6 +230,21 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		}
 	}
 	return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: its key kept expiring between SET and GET; is the lease or result ttl far too short?", intentID)
+}
+
+// claimed sets the attempt marker of a claim just taken; finding it already
+// set means the previous claim ran out: Reclaimed.
+func (s *Store) claimed(ctx context.Context, intentID, token string) (effector.Claim, error) {
+	err := s.rdb.Do(ctx, "SET", s.attemptKey(intentID), token, "PX", s.attemptMemory.Milliseconds(), "GET").Err()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return effector.Claim{State: effector.Claimed, Token: token}, nil
+	case err != nil:
+		// The claim is ours, but unusable if we cannot say whether it is a
+		// reclaim; it runs out by its lease.
+		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: marking the attempt: %w", intentID, err)
+	}
+	return effector.Claim{State: effector.Claimed, Token: token, Reclaimed: true}, nil
 }
 
 func truncate(v []byte) []byte {
@@ -231,7 +267,7 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	done := doneRecord(token, result)
 	var n int
 	err = retry(ctx, func() (err error) {
-		n, err = completeScript.Run(ctx, s.rdb, []string{s.prefix + intentID}, claimTag+token, done, ms).Int()
+		n, err = completeScript.Run(ctx, s.rdb, []string{s.prefix + intentID, s.attemptKey(intentID)}, claimTag+token, done, ms).Int()
 		return err
 	})
 	if err != nil {
@@ -250,7 +286,7 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
 	var n int
 	err := retry(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.rdb, []string{s.prefix + intentID}, claimTag+token).Int()
+		n, err = releaseScript.Run(ctx, s.rdb, []string{s.prefix + intentID, s.attemptKey(intentID)}, claimTag+token).Int()
 		return err
 	})
 	if err != nil {

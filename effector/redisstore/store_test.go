@@ -287,3 +287,51 @@ func TestCompleteRidesOutAServerRestart(t *testing.T) {
 		}
 	})
 }
+
+func TestReclaimedSaysAnEarlierOwnerMayHaveRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := New(srv.Client(t))
+	ctx := context.Background()
+	claim := func(id string, lease time.Duration) effector.Claim {
+		t.Helper()
+		c, err := s.Claim(ctx, id, lease)
+		if err != nil || c.State != effector.Claimed {
+			t.Fatalf("Claim(%q) = %s, %v; want claimed", id, c.State, err)
+		}
+		return c
+	}
+	tests := []struct {
+		name    string
+		before  func(id string)
+		reclaim bool
+	}{
+		{"a fresh intent is not reclaimed", func(string) {}, false},
+		{"an intent whose claim ran out is reclaimed", func(id string) {
+			claim(id, 20*time.Millisecond)
+			time.Sleep(60 * time.Millisecond)
+		}, true},
+		{"a released intent is not reclaimed", func(id string) {
+			c := claim(id, time.Minute)
+			if err := s.Release(ctx, id, c.Token); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"an intent whose result expired is not reclaimed", func(id string) {
+			c := claim(id, time.Minute)
+			if err := s.Complete(ctx, id, c.Token, []byte("r"), 20*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(60 * time.Millisecond)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.before(tt.name)
+			if got := claim(tt.name, time.Minute).Reclaimed; got != tt.reclaim {
+				t.Fatalf("Reclaimed = %v, want %v", got, tt.reclaim)
+			}
+		})
+	}
+}

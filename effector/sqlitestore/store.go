@@ -196,38 +196,35 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 	}
 	var claim effector.Claim
 	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
-		// The upsert claims a missing row or replaces an expired one (an expired
-		// claim's owner is presumed dead; an expired result has lived its ttl).
-		// A live row is left alone, and RETURNING then yields nothing.
-		var got string
-		err := tx.QueryRowContext(ctx, `INSERT INTO effector_dedup (intent_id, token, done, result, expires_at)
-			VALUES (?1, ?2, 0, NULL, ?3)
-			ON CONFLICT (intent_id) DO UPDATE
-				SET token = excluded.token, done = 0, result = NULL, expires_at = excluded.expires_at
-				WHERE effector_dedup.expires_at <= ?4
-			RETURNING token`,
-			intentID, token, now+int64(lease), now).Scan(&got)
-		if err == nil {
-			claim = effector.Claim{State: effector.Claimed, Token: got}
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
+		// Under the write lock the row cannot change between this read and the
+		// write below.
 		var done bool
 		var result []byte
-		if err := tx.QueryRowContext(ctx, `SELECT done, result FROM effector_dedup WHERE intent_id = ?1`,
-			intentID).Scan(&done, &result); err != nil {
+		var expiresAt int64
+		err := tx.QueryRowContext(ctx, `SELECT done, result, expires_at FROM effector_dedup WHERE intent_id = ?1`,
+			intentID).Scan(&done, &result, &expiresAt)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if !done {
+		switch {
+		case exists && expiresAt > now && done:
+			if result == nil {
+				result = []byte{}
+			}
+			claim = effector.Claim{State: effector.Done, Result: result}
+			return nil
+		case exists && expiresAt > now:
 			claim = effector.Claim{State: effector.InFlight}
 			return nil
 		}
-		if result == nil {
-			result = []byte{}
+		// Missing, or expired: an expired claim's owner is presumed dead (and
+		// may have run the tool: Reclaimed), an expired result has lived its ttl.
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at)
+			VALUES (?1, ?2, 0, NULL, ?3)`, intentID, token, now+int64(lease)); err != nil {
+			return err
 		}
-		claim = effector.Claim{State: effector.Done, Result: result}
+		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done}
 		return nil
 	})
 	if err != nil {

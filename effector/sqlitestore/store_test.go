@@ -348,3 +348,50 @@ func TestEmptyResultIsDoneNotNull(t *testing.T) {
 		t.Fatalf("result = %#v, want an empty, non-nil slice", c.Result)
 	}
 }
+
+func TestReclaimedSaysAnEarlierOwnerMayHaveRun(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := openForTest(t, filepath.Join(t.TempDir(), "reclaim.db"), WithClock(clock.Now), WithSweepInterval(0))
+	ctx := context.Background()
+	claim := func(id string) effector.Claim {
+		t.Helper()
+		c, err := s.Claim(ctx, id, time.Second)
+		if err != nil || c.State != effector.Claimed {
+			t.Fatalf("Claim(%q) = %s, %v; want claimed", id, c.State, err)
+		}
+		return c
+	}
+	tests := []struct {
+		name    string
+		before  func(id string) // what happened to the intent before the claim checked
+		reclaim bool
+	}{
+		{"a fresh intent is not reclaimed", func(string) {}, false},
+		{"an intent whose claim ran out is reclaimed", func(id string) {
+			claim(id)
+			clock.Advance(2 * time.Second)
+		}, true},
+		{"a released intent is not reclaimed", func(id string) {
+			c := claim(id)
+			if err := s.Release(ctx, id, c.Token); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"an intent whose result expired is not reclaimed", func(id string) {
+			c := claim(id)
+			if err := s.Complete(ctx, id, c.Token, []byte("r"), time.Second); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(2 * time.Second)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.before(tt.name)
+			if got := claim(tt.name).Reclaimed; got != tt.reclaim {
+				t.Fatalf("Reclaimed = %v, want %v", got, tt.reclaim)
+			}
+		})
+	}
+}
