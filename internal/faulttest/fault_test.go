@@ -16,6 +16,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/redisstore"
+	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
@@ -348,5 +349,99 @@ func TestRedisRestart(t *testing.T) {
 		}
 	}
 	r.note = fmt.Sprintf("%d restarts, %d effectors, %d retries logged", restarts, procs, retried)
+	report(t, r)
+}
+
+// TestStreams runs four effectors as consumers of one Redis intents stream
+// (package effector/redisstream) of 1,000 entries with redeliveries, on one
+// Redis dedup store, and SIGKILLs one of them inside its tool, never to
+// return: the others reclaim the entries it left pending (XAUTOCLAIM), every
+// intent gets a result, every entry is acknowledged, and only the intent the
+// kill interrupted may execute twice. Then SIGTERM stops the rest gracefully.
+func TestStreams(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	const (
+		entries = 1000
+		unique  = 750
+		procs   = 4
+	)
+	ins, ids := stream("streams", entries, unique, rand.New(rand.NewPCG(5, 5)))
+	pipe := rdb.Pipeline()
+	for _, in := range ins {
+		b, err := in.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: "intents", Values: []any{redisstream.IntentField, string(b)}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	fs := newFiles(dir, "unused")
+	var ps []*proc
+	for i := range procs {
+		args := []string{"-store", "redis:" + srv.Addr, "-stream", srv.Addr, "-consumer", "c" + strconv.Itoa(i),
+			"-downstream", fs.downstream, "-kills", fs.kills, "-completes", fs.completes,
+			"-lease", "1s", "-timeout", "500ms", "-reclaim-idle", "1500ms"}
+		if i == 0 {
+			// One worker, so that the kill interrupts only the intent it names.
+			args = append(args, "-workers", "1", "-kill-at", inTool, "-kill-n", "40")
+		} else {
+			args = append(args, "-workers", "4")
+		}
+		ps = append(ps, start(t, args...))
+	}
+	if !ps[0].wait(t) {
+		t.Fatal("the effector to be killed exited by itself")
+	}
+	pendingCount := func() int64 {
+		p, err := rdb.XPending(ctx, "intents", "effectors").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Count
+	}
+	published := func() map[string][]toolreg.Result {
+		rs, err := redisstream.Results(ctx, rdb, "results")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]toolreg.Result{}
+		for _, r := range rs {
+			got[r.IntentID] = append(got[r.IntentID], r)
+		}
+		return got
+	}
+	waitFor(t, procTimeout, "every intent's result and no entry pending", func() bool {
+		return len(published()) == unique && pendingCount() == 0
+	})
+	for _, p := range ps[1:] {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if p.wait(t) {
+			t.Fatal("an effector was killed")
+		}
+	}
+
+	calls := downstreamCalls(t, fs.downstream)
+	r := tally(t, fmt.Sprintf("streams, %d consumers, 1 killed in-tool (redis)", procs), ids, calls, published())
+	killed := lines(t, fs.kills)
+	if len(killed) != 1 {
+		t.Fatalf("kills.log: %q, want one kill", killed)
+	}
+	killedID := strings.Fields(killed[0])[1]
+	for _, id := range ids {
+		n := len(calls[id])
+		if n != 1 && !(id == killedID && n == 2) {
+			t.Errorf("intent %s executed %d times, want 1 (2 only for the intent the kill interrupted)", id, n)
+		}
+	}
+	r.note = fmt.Sprintf("%d entries; the killed consumer's pending entries reclaimed", entries)
 	report(t, r)
 }

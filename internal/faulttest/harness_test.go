@@ -65,7 +65,7 @@ var summary struct {
 
 func report(t *testing.T, r row) {
 	t.Helper()
-	t.Logf("%-44s intents=%d executions=%d duplicates=%d lost=%d %s", r.scenario, r.intents, r.executions, r.duplicates, r.lost, r.note)
+	t.Logf("%-48s intents=%d executions=%d duplicates=%d lost=%d %s", r.scenario, r.intents, r.executions, r.duplicates, r.lost, r.note)
 	summary.mu.Lock()
 	summary.rows = append(summary.rows, r)
 	summary.mu.Unlock()
@@ -77,10 +77,10 @@ func summaryTable() string {
 	summary.mu.Unlock()
 	sort.Slice(rows, func(i, j int) bool { return rows[i].scenario < rows[j].scenario })
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %-44s | %7s | %10s | %10s | %4s | %s\n", "scenario", "intents", "executions", "duplicates", "lost", "note |")
-	fmt.Fprintf(&b, "|%s|%s|%s|%s|%s|%s\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 6), "------|")
+	fmt.Fprintf(&b, "| %-48s | %7s | %10s | %10s | %4s | %s\n", "scenario", "intents", "executions", "duplicates", "lost", "note |")
+	fmt.Fprintf(&b, "|%s|%s|%s|%s|%s|%s\n", strings.Repeat("-", 50), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 6), "------|")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %-44s | %7d | %10d | %10d | %4d | %s |\n", r.scenario, r.intents, r.executions, r.duplicates, r.lost, r.note)
+		fmt.Fprintf(&b, "| %-48s | %7d | %10d | %10d | %4d | %s |\n", r.scenario, r.intents, r.executions, r.duplicates, r.lost, r.note)
 	}
 	return b.String()
 }

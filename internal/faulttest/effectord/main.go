@@ -4,6 +4,10 @@
 // or Redis dedup store, and one side-effecting tool, "apply", whose effect is
 // a call to a fake downstream service.
 //
+// With -stream=<host:port> it reads intents from the Redis stream "intents"
+// as consumer -consumer of group "effectors" and appends results to the
+// stream "results" (package effector/redisstream) instead, until SIGTERM.
+//
 // The downstream service is a log file shared by every process of a test.
 // Each call appends one line, with O_APPEND and fsync:
 //
@@ -51,6 +55,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/redisstore"
+	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -77,6 +82,9 @@ type flags struct {
 	timeout    time.Duration
 	workers    int
 	keyPrefix  string
+	stream     string
+	consumer   string
+	reclaim    time.Duration
 }
 
 func main() {
@@ -95,6 +103,9 @@ func main() {
 	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
 	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
 	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
+	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
+	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
+	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -113,8 +124,8 @@ func run(f flags, log *slog.Logger) error {
 	default:
 		return fmt.Errorf("-kill-at=%q: want one of %s, %s, %s, %s", f.killAt, AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete)
 	}
-	if f.in == "" || f.out == "" || f.downstream == "" {
-		return errors.New("-in, -out and -downstream are required")
+	if (f.stream == "" && (f.in == "" || f.out == "")) || f.downstream == "" {
+		return errors.New("-downstream, and -in and -out or -stream, are required")
 	}
 	k := &killer{point: f.killAt, n: f.killN, notes: f.kills}
 
@@ -161,6 +172,18 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	opts := []effector.ServeOption{effector.WithWorkers(f.workers),
+		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log)}
+	if f.stream != "" {
+		rdb := redis.NewClient(&redis.Options{Addr: f.stream, MaxRetries: -1, DialTimeout: time.Second})
+		defer rdb.Close()
+		src, err := redisstream.NewSource(ctx, rdb, "intents", "effectors", f.consumer,
+			redisstream.WithReclaimIdle(f.reclaim), redisstream.WithBlock(100*time.Millisecond))
+		if err != nil {
+			return err
+		}
+		return effector.Serve(ctx, src, redisstream.NewSink(rdb, "results"), e, opts...)
+	}
 	src, err := effector.OpenJSONLFile(f.in)
 	if err != nil {
 		return err
@@ -171,8 +194,7 @@ func run(f flags, log *slog.Logger) error {
 		return err
 	}
 	defer out.Close()
-	return effector.Serve(ctx, src, effector.NewJSONLSink(out), e, effector.WithWorkers(f.workers),
-		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log))
+	return effector.Serve(ctx, src, effector.NewJSONLSink(out), e, opts...)
 }
 
 // killer SIGKILLs this process the n-th time it reaches its point.
