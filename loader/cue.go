@@ -336,7 +336,7 @@ func cueNode(v cue.Value, path string, labels map[string]toolreg.Pos, pos toolre
 			k := it.Selector().Unquoted()
 			kp := path + "." + k
 			child := cueNode(it.Value(), kp, labels, pos)
-			if _, written := labels[kp]; !written && child.kind == kindNull && it.Value().Kind() == cue.BottomKind {
+			if _, written := labels[kp]; !written && child.bad {
 				continue // a required field the manifest does not write
 			}
 			n.keys = append(n.keys, k)
@@ -361,8 +361,10 @@ func cueNode(v cue.Value, path string, labels map[string]toolreg.Pos, pos toolre
 	case cue.StringKind:
 		n.kind = kindString
 		n.text, _ = v.String()
-	default:
+	case cue.NullKind:
 		n.kind = kindNull
+	default:
+		n.kind, n.bad = kindNull, true
 	}
 	return n
 }

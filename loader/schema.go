@@ -163,6 +163,9 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 			last = path[len(path)-1]
 		}
 		at := tree.lookup(path)
+		if at != nil && at.bad {
+			at = nil
+		}
 		switch {
 		case strings.HasPrefix(msg, "required field missing: type"):
 			msg = missingType(at)

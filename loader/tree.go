@@ -45,8 +45,11 @@ type node struct {
 	text  string
 	keys  []string
 	kpos  []toolreg.Pos // where each key is written
-	vals  []*node       // mapping values, parallel to keys; or list items
-	items []*node
+	vals  []*node       // mapping values, parallel to keys
+	items []*node       // list items
+	// bad marks a CUE value that is in error, whose kind and text are not
+	// known: the value as written is not at hand.
+	bad bool
 }
 
 // get returns the value under key and where the key is written.
