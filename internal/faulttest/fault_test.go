@@ -118,26 +118,41 @@ func TestKillPoints(t *testing.T) {
 				// executions. Only a kill between the downstream call and
 				// Complete may repeat one, and only for the intent it hit.
 				window := point == inTool || point == afterToolBeforeComplete
-				dupIDs, flagged := 0, 0
 				for id, cs := range calls {
-					if len(cs) == 1 {
-						continue
-					}
-					dupIDs++
-					if !window || !killed[id] {
+					if len(cs) > 1 && (!window || !killed[id]) {
 						t.Errorf("intent %s executed %d times, but no kill hit it between its tool and Complete (point %s)", id, len(cs), point)
 					}
-					if rs := res[id]; len(rs) > 0 && rs[0].Status == toolreg.StatusError {
-						flagged++
+				}
+				// The store tells a reclaim from a fresh claim: every intent a
+				// kill left claimed (all points but after-complete) is
+				// reclaimed, and no other.
+				reclaimed := map[string]bool{}
+				for _, l := range lines(t, fs.reclaims) {
+					reclaimed[strings.Fields(l)[0]] = true
+				}
+				for id := range killed {
+					if point != afterComplete && !reclaimed[id] {
+						t.Errorf("intent %s: a kill %s left its claim to run out, but the store did not report the next claim as reclaimed", id, point)
 					}
 				}
-				r.note = fmt.Sprintf("%d kills", kills)
-				if window {
-					// What the result says about an intent that ran twice: the
-					// effector cannot tell a reclaimed lease from a fresh one
-					// (DedupStore.Claim does not say), so it runs the tool
-					// again and reports that run's outcome.
-					r.note += fmt.Sprintf("; %d ids ran twice, %d of their results say the effect is unknown", dupIDs, flagged)
+				for id := range reclaimed {
+					if point == afterComplete || !killed[id] {
+						t.Errorf("intent %s: the store reported a reclaim, but no kill left its claim to run out (point %s)", id, point)
+					}
+				}
+				// What the results of the interrupted intents say.
+				ranAgain, unknown := 0, 0
+				for id := range killed {
+					if len(calls[id]) > 1 {
+						ranAgain++
+					}
+					if rs := res[id]; len(rs) > 0 && rs[0].Status == toolreg.StatusError {
+						unknown++
+					}
+				}
+				r.note = fmt.Sprintf("%d kills; store reported %d reclaims", kills, len(reclaimed))
+				if point != afterComplete {
+					r.note += fmt.Sprintf("; of %d interrupted intents %d ran again and %d results say ERROR (effect unknown)", len(killed), ranAgain, unknown)
 				}
 				report(t, r)
 			})
@@ -193,6 +208,10 @@ func TestPausedOwner(t *testing.T) {
 			want := []string{fmt.Sprintf("%s %d ok", id, bPID), fmt.Sprintf("%s %d not-owner", id, pid)}
 			if got := lines(t, a.completes); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("completes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// The store told the new owner its claim was a reclaim.
+			if got, want := lines(t, a.reclaims), []string{fmt.Sprintf("%s %d", id, bPID)}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("reclaims: %q, want %q", got, want)
 			}
 			// The record stays the new owner's.
 			if !sameResult(before, after) {

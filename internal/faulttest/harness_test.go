@@ -203,6 +203,7 @@ type files struct {
 	downstream string // shared by the processes of a scenario
 	kills      string
 	completes  string
+	reclaims   string
 }
 
 func newFiles(dir, name string) files {
@@ -213,12 +214,13 @@ func newFiles(dir, name string) files {
 		downstream: filepath.Join(dir, "downstream.log"),
 		kills:      filepath.Join(dir, "kills.log"),
 		completes:  filepath.Join(dir, "completes.log"),
+		reclaims:   filepath.Join(dir, "reclaims.log"),
 	}
 }
 
 func (f files) args(store string, extra ...string) []string {
 	return append([]string{"-store", store, "-in", f.in, "-out", f.out, "-downstream", f.downstream,
-		"-kills", f.kills, "-completes", f.completes}, extra...)
+		"-kills", f.kills, "-completes", f.completes, "-reclaims", f.reclaims}, extra...)
 }
 
 // call is one line of the downstream's log.

@@ -31,7 +31,9 @@
 // -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, after
 // the downstream call, for intent ID (a paused owner: a GC pause, a VM
 // migration). Every Complete's outcome is appended to -completes as
-// "<intent id> <pid> ok|not-owner|error".
+// "<intent id> <pid> ok|not-owner|error", and every claim the store reports
+// as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
+// Release) to -reclaims as "<intent id> <pid>".
 package main
 
 import (
@@ -78,6 +80,7 @@ type flags struct {
 	kills      string
 	stopInTool string
 	completes  string
+	reclaims   string
 	lease      time.Duration
 	timeout    time.Duration
 	workers    int
@@ -99,6 +102,7 @@ func main() {
 	flag.StringVar(&f.kills, "kills", "", "file to note each kill in")
 	flag.StringVar(&f.stopInTool, "stop-in-tool", "", "SIGSTOP self inside the tool for this intent id")
 	flag.StringVar(&f.completes, "completes", "", "file to note each Complete's outcome in")
+	flag.StringVar(&f.reclaims, "reclaims", "", "file to note each claim the store reports as reclaimed in")
 	flag.DurationVar(&f.lease, "lease", 400*time.Millisecond, "the effector's lease")
 	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
 	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
@@ -156,7 +160,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store = &killStore{DedupStore: store, k: k, completes: completes}
+	reclaims, err := openLog(f.reclaims)
+	if err != nil {
+		return err
+	}
+	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims}
 
 	ds, err := openDownstream(f.downstream, f.dedup)
 	if err != nil {
@@ -224,11 +232,15 @@ type killStore struct {
 	effector.DedupStore
 	k         *killer
 	completes *appendLog
+	reclaims  *appendLog
 }
 
 func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
 	c, err := s.DedupStore.Claim(ctx, id, lease)
 	if err == nil && c.State == effector.Claimed {
+		if c.Reclaimed {
+			s.reclaims.line(fmt.Sprintf("%s %d", id, os.Getpid()))
+		}
 		s.k.at(AfterClaim, id)
 	}
 	return c, err
