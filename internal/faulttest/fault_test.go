@@ -102,7 +102,9 @@ func TestKillPoints(t *testing.T) {
 				}
 				r := tally(t, scenario, ids, calls, res)
 
-				// The deduplicating downstream applied every effect exactly once.
+				// The deduplicating downstream applied every effect at most
+				// once, and exactly once where the result says OK (an ERROR
+				// result, effect unknown, may stand for no execution at all).
 				for _, id := range ids {
 					applied := 0
 					for _, c := range calls[id] {
@@ -110,8 +112,9 @@ func TestKillPoints(t *testing.T) {
 							applied++
 						}
 					}
-					if applied != 1 {
-						t.Errorf("intent %s: the deduplicating downstream applied it %d times, want 1", id, applied)
+					ok := len(res[id]) > 0 && res[id][0].Status == toolreg.StatusOK
+					if applied > 1 || (ok && applied != 1) {
+						t.Errorf("intent %s: the deduplicating downstream applied it %d times; its result is OK: %v", id, applied, ok)
 					}
 				}
 				// Without deduplication downstream, the calls are the
