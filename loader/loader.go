@@ -188,6 +188,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	// directory form one CUE package, one unit.
 	var units []*unit
 	cuePkgs := map[string]*unit{}
+	broken := map[string]bool{} // directories with a CUE file that did not parse
 	for i, name := range files {
 		if path.Ext(filepath.ToSlash(name)) != ".cue" {
 			units = append(units, &unit{files: []int{i}}) // read in parallel
@@ -205,6 +206,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		f, ps := parseCUE(name, b)
 		if ps != nil {
 			probs = append(probs, ps...)
+			broken[filepath.Dir(name)] = true
 			continue
 		}
 		dir := filepath.Dir(name)
@@ -217,6 +219,12 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		u.files = append(u.files, i)
 		u.cue = append(u.cue, f)
 	}
+
+	// A package missing one of its files would report what that file
+	// defines as missing: its parse errors say enough.
+	units = slices.DeleteFunc(units, func(u *unit) bool {
+		return u.cue != nil && broken[filepath.Dir(u.cue[0].name)]
+	})
 
 	c := &checker{}
 	parallel(len(units), func(i int) {

@@ -341,3 +341,19 @@ func TestExampleManifestsLoad(t *testing.T) {
 		t.Errorf("tools and their side_effect (-want +got):\n%s", diff)
 	}
 }
+
+func TestCUEPackageWithAFileThatDoesNotParseReportsOnlyThat(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"m/a.cue": {Data: []byte("package toolreg\n\n#Limit: {type: \"integer\"\n")},
+		"m/b.cue": {Data: []byte("package toolreg\n\ntools: x: {description: \"d\", params: limit: #Limit}\n")},
+	}
+	_, err := loader.LoadFS(fsys, "m")
+	var tde *toolreg.ToolDefinitionError
+	if !errors.As(err, &tde) {
+		t.Fatalf("got %v, want a *toolreg.ToolDefinitionError", err)
+	}
+	if len(tde.Problems) != 1 || tde.Problems[0].Pos.File != "m/a.cue" || !strings.Contains(tde.Problems[0].Message, "invalid CUE") {
+		t.Errorf("got problems %v, want only a.cue's syntax error", tde.Problems)
+	}
+}
