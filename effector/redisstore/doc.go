@@ -3,10 +3,12 @@
 //
 // Each intent is one key. Its value is a claim ("c" and the owner's random
 // token) or a terminal result ("d", the completing owner's token, and the
-// result's bytes, exactly as completed). Claim is a single SET key value NX PX lease: Redis decides who
-// wins, and the lease is the key's expiry, kept by the Redis server's clock,
-// never a client's. Complete and Release are Lua scripts that compare the
-// stored value with the caller's claim and only then replace (compare-and-set)
+// result's bytes, exactly as completed). Claim is a single SET key value NX
+// PX lease, run in a script that in the same round trip sets the attempt
+// marker (below) if the SET won, or returns the value it found if not: Redis
+// decides who wins, and the lease is the key's expiry, kept by the Redis
+// server's clock, never a client's. Complete and Release are Lua scripts that
+// compare the stored value with the caller's claim and only then replace (compare-and-set)
 // or delete (compare-and-delete) it, atomically on the server; so a worker
 // whose lease expired while it was paused can never overwrite or free the
 // record of the next owner: it gets effector.ErrNotOwner. A result lives for
@@ -18,8 +20,9 @@
 // later (SET ... GET).
 //
 // Complete and Release retry while the server is unreachable or loading,
-// until their context ends, and every retry is safe: the scripts and Claim
-// recognize the effect of an earlier attempt whose reply was lost.
+// until their context ends, and every retry is safe: Complete recognizes the
+// effect of an earlier attempt whose reply was lost. Claim does not retry: a
+// claim whose reply was lost runs out by its lease.
 //
 // A lease must also outlast a server outage: a claim whose key expires while
 // the server is down cannot be completed after it, and the intent runs again.

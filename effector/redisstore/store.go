@@ -186,8 +186,23 @@ func millis(what string, d time.Duration) (int64, error) {
 	return int64((d + time.Millisecond - 1) / time.Millisecond), nil
 }
 
-// Claim takes intentID for lease with one SET NX PX. If the key exists it
-// reads it: a claim means InFlight, a result means Done.
+// claimScript takes the claim with one SET key value NX PX lease. If that
+// wins, it also sets the attempt marker and reports whether one was already
+// there (Reclaimed); if not, it returns the key's value, which the SET just
+// found, so that a claim costs one round trip whatever it finds, and is
+// atomic with the marker.
+var claimScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3], 'GET') then
+		return {1, 1}
+	end
+	return {1, 0}
+end
+return {0, redis.call('GET', KEYS[1])}`)
+
+// Claim takes intentID for lease unless the key holds a live claim (InFlight)
+// or a result (Done). It does not retry: a claim whose reply was lost runs
+// out by its lease, and the next claim reports Reclaimed.
 func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration) (effector.Claim, error) {
 	ms, err := millis("lease", lease)
 	if err != nil {
@@ -198,53 +213,26 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		return effector.Claim{}, err
 	}
 	key := s.prefix + intentID
-	// The key can expire between a refused SET and the GET; then try again.
-	// Each round either claims or finds a live value, except in that narrow
-	// window, so a few rounds always suffice in practice.
-	for range 8 {
-		err := s.rdb.Do(ctx, "SET", key, claimTag+token, "NX", "PX", ms).Err()
-		if err == nil {
-			return s.claimed(ctx, intentID, token)
-		}
-		if !errors.Is(err, redis.Nil) { // nil reply: the key exists
-			return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
-		}
-		v, err := s.rdb.Get(ctx, key).Bytes()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		if err != nil {
-			return effector.Claim{}, fmt.Errorf("redisstore: reading intent %q: %w", intentID, err)
-		}
-		if res, ok := parseDone(v); ok {
-			return effector.Claim{State: effector.Done, Result: res}, nil
-		}
-		switch {
-		case string(v) == claimTag+token:
-			// Our own SET took effect though its reply was lost.
-			return s.claimed(ctx, intentID, token)
-		case len(v) > 0 && v[0] == claimTag[0]:
-			return effector.Claim{State: effector.InFlight}, nil
-		default:
-			return effector.Claim{}, fmt.Errorf("redisstore: key %q holds %q, which this store did not write; choose another WithKeyPrefix", key, truncate(v))
-		}
+	reply, err := claimScript.Run(ctx, s.rdb, []string{key, s.attemptKey(intentID)},
+		claimTag+token, ms, s.attemptMemory.Milliseconds()).Slice()
+	if err != nil {
+		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
 	}
-	return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: its key kept expiring between SET and GET; is the lease or result ttl far too short?", intentID)
-}
-
-// claimed sets the attempt marker of a claim just taken; finding it already
-// set means the previous claim ran out: Reclaimed.
-func (s *Store) claimed(ctx context.Context, intentID, token string) (effector.Claim, error) {
-	err := s.rdb.Do(ctx, "SET", s.attemptKey(intentID), token, "PX", s.attemptMemory.Milliseconds(), "GET").Err()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return effector.Claim{State: effector.Claimed, Token: token}, nil
-	case err != nil:
-		// The claim is ours, but unusable if we cannot say whether it is a
-		// reclaim; it runs out by its lease.
-		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: marking the attempt: %w", intentID, err)
+	if len(reply) != 2 {
+		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: the claim script replied %v", intentID, reply)
 	}
-	return effector.Claim{State: effector.Claimed, Token: token, Reclaimed: true}, nil
+	if won, _ := reply[0].(int64); won == 1 {
+		reclaimed, _ := reply[1].(int64)
+		return effector.Claim{State: effector.Claimed, Token: token, Reclaimed: reclaimed == 1}, nil
+	}
+	v, _ := reply[1].(string)
+	if res, ok := parseDone([]byte(v)); ok {
+		return effector.Claim{State: effector.Done, Result: res}, nil
+	}
+	if len(v) > 0 && v[0] == claimTag[0] {
+		return effector.Claim{State: effector.InFlight}, nil
+	}
+	return effector.Claim{}, fmt.Errorf("redisstore: key %q holds %q, which this store did not write; choose another WithKeyPrefix", key, truncate([]byte(v)))
 }
 
 func truncate(v []byte) []byte {
