@@ -156,6 +156,8 @@ func RenderAll(form string, specs []*toolreg.Spec) (*Set, error) {
 	}
 	set := &Set{Form: form, Tools: make([]json.RawMessage, 0, len(specs))}
 	var errs []error
+	notes := make([][]Note, 0, len(specs))
+	n := 0
 	for _, s := range specs {
 		r, err := Render(form, s)
 		if err != nil {
@@ -163,7 +165,13 @@ func RenderAll(form string, specs []*toolreg.Spec) (*Set, error) {
 			continue
 		}
 		set.Tools = append(set.Tools, r.JSON)
-		set.Notes = append(set.Notes, r.Notes...)
+		notes = append(notes, r.Notes)
+		n += len(r.Notes)
+	}
+	// Sized once: a thousand tools carry thousands of notes.
+	set.Notes = make([]Note, 0, n)
+	for _, ns := range notes {
+		set.Notes = append(set.Notes, ns...)
 	}
 	set.Findings = vet(form, specs, set.Notes, errs)
 	return set, joinErrors(errs)

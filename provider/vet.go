@@ -98,7 +98,7 @@ func Vet(form string, specs []*toolreg.Spec) ([]Finding, error) {
 }
 
 func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) []Finding {
-	var fs []Finding
+	fs := make([]Finding, 0, len(notes)+len(specs))
 	add := func(sev Severity, pos toolreg.Pos, tool, path, format string, args ...any) {
 		fs = append(fs, Finding{Form: form, Severity: sev, Pos: pos, Tool: tool, Path: path, Message: fmt.Sprintf(format, args...)})
 	}
@@ -114,10 +114,7 @@ func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) [
 			probs[ue.Tool] = append(probs[ue.Tool], ue.Problems...)
 		}
 	}
-	byTool := make(map[string][]Note)
-	for _, n := range notes {
-		byTool[n.Tool] = append(byTool[n.Tool], n)
-	}
+	next := 0 // notes come in the order of specs: each tool's run is next
 	for _, s := range specs {
 		var re *regexp.Regexp
 		rule := ""
@@ -145,16 +142,16 @@ func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) [
 			add(Error, p.Pos, p.Tool, p.Path, "%s", p.Message)
 		}
 		vetParams(s, s.Params, "params", add)
-		for _, n := range byTool[s.Name] {
+		for ; next < len(notes) && notes[next].Tool == s.Name; next++ {
+			n := notes[next]
 			sev := Warning
 			if n.Action != Moved {
 				sev = Info
 			}
-			add(sev, n.Pos, n.Tool, n.Path, "%s", n.Detail)
+			fs = append(fs, Finding{Form: form, Severity: sev, Pos: n.Pos, Tool: n.Tool, Path: n.Path, Message: n.Detail})
 		}
-		// A name given twice would mix two tools' findings; report it once.
+		// A name given twice would report its problems twice; report them once.
 		delete(probs, s.Name)
-		delete(byTool, s.Name)
 	}
 	return fs
 }
