@@ -165,8 +165,8 @@ func TestKillPoints(t *testing.T) {
 
 // TestPausedOwner stops an effector with SIGSTOP inside its tool, past its
 // lease; a second effector claims the intent and completes it; the first,
-// continued, must have its late Complete refused, and the stored record must
-// stay the second's.
+// continued, makes its downstream call late and must have its late Complete
+// refused, and the stored record must stay the second's.
 func TestPausedOwner(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -202,10 +202,11 @@ func TestPausedOwner(t *testing.T) {
 			}
 			after := storedResult(t, kind, dir, srv, prefix, id)
 
-			// Both ran the tool: the downstream saw two calls with the same key.
+			// Both ran the tool: the downstream saw the new owner's call, then
+			// the woken owner's late one, with the same key.
 			calls := downstreamCalls(t, a.downstream)
-			if len(calls[id]) != 2 || calls[id][0].pid != pid || calls[id][1].pid != bPID {
-				t.Fatalf("downstream calls of %s: %+v, want the paused owner's (pid %d) then the new owner's (pid %d)", id, calls[id], pid, bPID)
+			if len(calls[id]) != 2 || calls[id][0].pid != bPID || calls[id][1].pid != pid {
+				t.Fatalf("downstream calls of %s: %+v, want the new owner's (pid %d) then the woken owner's (pid %d); completes: %q", id, calls[id], bPID, pid, lines(t, a.completes))
 			}
 			// The completes: the new owner's succeeded, the woken one's was refused.
 			want := []string{fmt.Sprintf("%s %d ok", id, bPID), fmt.Sprintf("%s %d not-owner", id, pid)}

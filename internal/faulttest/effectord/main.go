@@ -28,9 +28,9 @@
 //	after-tool-before-complete  the tool returned; its result is not recorded
 //	after-complete              the result is recorded; not yet published nor acknowledged
 //
-// -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, after
+// -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, before
 // the downstream call, for intent ID (a paused owner: a GC pause, a VM
-// migration). Every Complete's outcome is appended to -completes as
+// migration); continued, it makes the call late. Every Complete's outcome is appended to -completes as
 // "<intent id> <pid> ok|not-owner|error", and every claim the store reports
 // as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
 // Release) to -reclaims as "<intent id> <pid>".
@@ -360,12 +360,21 @@ func applyTable(ds *downstream, k *killer, stopFor string) (*registry.Registry, 
 		if !ok {
 			return applyResult{}, errors.New("apply: no intent in context")
 		}
+		if info.ID == stopFor {
+			// Before any I/O, so that the tool's timeout cannot pass first
+			// however loaded the machine: the process stops holding only its
+			// claim, and on waking makes its downstream call late. The stop
+			// reaches the process's threads asynchronously, so wait for the
+			// SIGCONT that ends it before going on.
+			cont := make(chan os.Signal, 1)
+			signal.Notify(cont, syscall.SIGCONT)
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			<-cont
+			signal.Stop(cont)
+		}
 		applied, err := ds.call(info.ID)
 		if err != nil {
 			return applyResult{}, err
-		}
-		if info.ID == stopFor {
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		}
 		k.at(InTool, info.ID)
 		return applyResult{Key: a.Key, Applied: applied, PID: os.Getpid()}, nil
