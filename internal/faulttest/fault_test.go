@@ -413,7 +413,7 @@ func TestStreams(t *testing.T) {
 			"-lease", "1s", "-timeout", "500ms", "-reclaim-idle", "1500ms"}
 		if i == 0 {
 			// One worker, so that the kill interrupts only the intent it names.
-			args = append(args, "-workers", "1", "-kill-at", inTool, "-kill-n", "40")
+			args = append(args, "-workers", "1", "-kill-at", inTool, "-kill-n", "8")
 		} else {
 			args = append(args, "-workers", "4")
 		}
