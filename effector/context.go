@@ -18,6 +18,10 @@ type IntentInfo struct {
 	Seq       int64
 	Step      uint32
 	Attempt   uint32
+	// Reclaimed says an earlier attempt claimed this intent and stopped
+	// without a result: it may have applied the effect. A function whose
+	// downstream cannot deduplicate on ID should check there before acting.
+	Reclaimed bool
 }
 
 type intentKey struct{}

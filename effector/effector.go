@@ -115,7 +115,13 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //  3. Claim its id in the store. If another worker holds it, wait (backoff
 //     doubling from WithBackoff's minimum to its maximum, bounded by ctx) and
 //     claim again: never skip. If it is done, return the stored result,
-//     byte-identical when marshaled, without executing anything.
+//     byte-identical when marshaled, without executing anything. If an
+//     earlier owner's lease ran out with no result (it crashed or stalled
+//     after claiming), the intent is executed again, since only a recorded
+//     result proves it ran: the function sees IntentInfo.Reclaimed, and the
+//     result's error_message starts "effect unknown", because the earlier
+//     owner may have applied the effect. Pass IntentInfo.ID downstream as an
+//     idempotency key and the effect still happens once.
 //  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
 //     function, malformed JSON or arguments that break the tool's contract
 //     give REJECTED; the function is not invoked. An APPROVAL intent goes to
@@ -165,7 +171,7 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 			e.cfg.logger.DebugContext(ctx, "effector: intent already done", "intent_id", in.ID, "status", res.Status.String())
 			return res, nil
 		case Claimed:
-			return e.executeClaimed(ctx, in, c.Token, waited)
+			return e.executeClaimed(ctx, in, c.Token, waited, c.Reclaimed)
 		case InFlight:
 			t := time.NewTimer(backoff)
 			select {
@@ -222,8 +228,8 @@ func (e *Effector) expiredResult(in *toolreg.Intent, now time.Time) toolreg.Resu
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim token.
-func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string, waited bool) (toolreg.Result, error) {
-	res, recorded, err := e.outcome(ctx, in, token, waited)
+func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string, waited, reclaimed bool) (toolreg.Result, error) {
+	res, recorded, err := e.outcome(ctx, in, token, waited, reclaimed)
 	if err != nil {
 		// Nothing ran: let the next delivery try again at once.
 		sctx, cancel := e.storeContext(ctx)
@@ -276,7 +282,7 @@ func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string,
 // outcome runs phases 4 and 5 and returns the terminal result, and whether it
 // is already recorded. An error means nothing ran and nothing is terminal:
 // the claim is released.
-func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string, waited bool) (res toolreg.Result, recorded bool, err error) {
+func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string, waited, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
 	// After waiting for another worker, the intent may have expired; it must
 	// not run late.
 	if waited {
@@ -308,7 +314,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 	if err := ctx.Err(); err != nil {
 		return toolreg.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
 	}
-	res, recorded = e.execute(ctx, in, t, args, token)
+	res, recorded = e.execute(ctx, in, t, args, token, reclaimed)
 	return res, recorded, nil
 }
 
@@ -321,9 +327,14 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // run the intent again. The call still waits for the function to return, and
 // then returns the recorded result (recorded is true). The function runs on
 // the caller's goroutine, so a worker pool bounds how many run at once.
-func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string) (res toolreg.Result, recorded bool) {
+//
+// reclaimed says an earlier owner's claim ran out without a result: it may
+// have run the function, so this run may repeat the effect. The function sees
+// it in IntentInfo.Reclaimed, and the result says the effect is unknown.
+func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool) {
 	x := &execution{e: e, caller: ctx, in: in, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
 	x.execContext.init(ctx, in, x.timeout)
+	x.info.Reclaimed = reclaimed
 	defer x.cancel(nil)
 	x.watchdog.exec = x
 	x.watchdog.deadline = x.timeoutAt
@@ -343,13 +354,28 @@ func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.T
 		return x.res, true
 	}
 	if err != nil {
-		return e.result(in, toolreg.StatusError, nil, err.Error()), false
+		return x.ran(toolreg.StatusError, nil, err.Error()), false
 	}
 	payload, err := canonicalResult(v)
 	if err != nil {
-		return e.result(in, toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false
+		return x.ran(toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false
 	}
-	return e.result(in, toolreg.StatusOK, payload, ""), false
+	return x.ran(toolreg.StatusOK, payload, ""), false
+}
+
+// unknownEffect is the note on the result of a reclaimed execution.
+const unknownEffect = "effect unknown: an earlier attempt claimed this intent and stopped without a result, so it may have run the tool; this attempt ran it again, which repeats the effect unless the downstream deduplicates on the intent id"
+
+// ran is the result of an execution whose function ran (or may have).
+func (x *execution) ran(st toolreg.Status, payload []byte, msg string) toolreg.Result {
+	if x.info.Reclaimed {
+		if msg == "" {
+			msg = unknownEffect
+		} else {
+			msg = unknownEffect + "; " + msg
+		}
+	}
+	return x.e.result(x.in, st, payload, msg)
 }
 
 // execution is one run of a tool function, in one allocation: the context
@@ -385,7 +411,7 @@ func (x *execution) interrupt(timedOut bool) {
 	} else {
 		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.tool, context.Cause(x.caller))
 	}
-	x.res = x.e.result(x.in, toolreg.StatusError, nil, msg)
+	x.res = x.ran(toolreg.StatusError, nil, msg)
 	x.e.record(x.caller, x.in, x.token, x.res)
 }
 

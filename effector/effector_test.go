@@ -687,6 +687,30 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		if n := tl.calls.Load(); n != 1 {
 			t.Errorf("the function was invoked %d times, want 1", n)
 		}
+		// The dead worker may have run the tool: the function is told, and the
+		// result says the effect is unknown.
+		if !strings.HasPrefix(res.ErrorMessage, "effect unknown: an earlier attempt claimed this intent") {
+			t.Errorf("ErrorMessage = %q, want it to say the effect is unknown", res.ErrorMessage)
+		}
+		if len(tl.intents) != 1 || !tl.intents[0].Reclaimed {
+			t.Errorf("IntentFrom in the function = %+v, want Reclaimed", tl.intents)
+		}
+	})
+	t.Run("a released claim is not reclaimed: nothing of it is unknown", func(t *testing.T) {
+		t.Parallel()
+		tl := newTools(t)
+		store := effector.NewMemoryStore()
+		c, _ := store.Claim(context.Background(), in.ID, time.Minute)
+		if err := store.Release(context.Background(), in.ID, c.Token); err != nil {
+			t.Fatal(err)
+		}
+		res, err := newEffector(t, tl, store, fast).Process(testCtx(t), in)
+		if err != nil || res.Status != toolreg.StatusOK || res.ErrorMessage != "" {
+			t.Fatalf("Process = %s %q, %v; want OK with no message", res.Status, res.ErrorMessage, err)
+		}
+		if len(tl.intents) != 1 || tl.intents[0].Reclaimed {
+			t.Errorf("IntentFrom in the function = %+v, want not Reclaimed", tl.intents)
+		}
 	})
 	t.Run("it gives up when its context ends, with no result", func(t *testing.T) {
 		t.Parallel()

@@ -58,19 +58,23 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.records[intentID]; ok && now.Before(r.expires) {
+	r, ok := s.records[intentID]
+	if ok && now.Before(r.expires) {
 		if r.token == "" {
 			// The caller gets its own copy, so the stored bytes cannot be changed.
 			return Claim{State: Done, Result: append([]byte(nil), r.result...)}, nil
 		}
 		return Claim{State: InFlight}, nil
 	}
+	// A record still holding a token is a claim that ran out without Complete
+	// or Release: its owner may have run the tool.
+	reclaimed := ok && r.token != ""
 	if len(s.records) >= s.sweepAt {
 		s.sweep(now)
 	}
 	token := strconv.FormatUint(s.tokens.Add(1), 36)
 	s.records[intentID] = &memRecord{token: token, expires: now.Add(lease)}
-	return Claim{State: Claimed, Token: token}, nil
+	return Claim{State: Claimed, Token: token, Reclaimed: reclaimed}, nil
 }
 
 // Complete implements DedupStore.
@@ -115,9 +119,12 @@ func (s *MemoryStore) owned(intentID, token string, now time.Time) (*memRecord, 
 	return r, true
 }
 
+// sweep drops expired results. Lapsed claims stay, so that their next claim
+// can say it is Reclaimed; they are rare (an owner that neither completed
+// nor released) and are replaced by that claim.
 func (s *MemoryStore) sweep(now time.Time) {
 	for id, r := range s.records {
-		if !now.Before(r.expires) {
+		if r.token == "" && !now.Before(r.expires) {
 			delete(s.records, id)
 		}
 	}

@@ -44,7 +44,9 @@ type Claim struct {
 	// Reclaimed is set with State Claimed when the intent's previous claim
 	// ran out without Complete or Release: an earlier owner crashed or stalled
 	// after claiming, and may have run the tool, so its effect is unknown.
-	// Stores that cannot tell leave it false.
+	// A claim after a Release, or of an intent whose result expired, is not
+	// reclaimed: nothing of an earlier owner is unaccounted for. The
+	// conformance suite holds every store to this.
 	Reclaimed bool
 }
 

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) effector.DedupStore) {
 		{"tokens of different claims differ", testTokensDiffer},
 		{"intents are claimed independently", testIndependentIntents},
 		{"a claim after the lease ran out succeeds with a new token", testClaimAfterLeaseExpiry},
+		{"only a claim after a lapsed lease says it is reclaimed", testReclaimed},
 		{"completing by the owner makes a claim return the result byte-identical", testCompleteThenDone},
 		{"a done intent stays done after its lease would have run out", testDoneOutlivesLease},
 		{"completing with a stale token is refused and changes nothing", testCompleteStaleToken},
@@ -162,6 +163,35 @@ func testClaimAfterLeaseExpiry(t *testing.T, s effector.DedupStore, id string) {
 		t.Fatalf("the claim after the lease ran out reused the old token %q", first)
 	}
 	wantState(t, s, id, effector.InFlight)
+}
+
+func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
+	if c := claim(t, s, id+"-fresh", long); c.State != effector.Claimed || c.Reclaimed {
+		t.Fatalf("a fresh claim = %+v, want Claimed and not Reclaimed", c)
+	}
+
+	mustClaim(t, s, id+"-lapsed", short)
+	time.Sleep(wait)
+	if c := claim(t, s, id+"-lapsed", long); c.State != effector.Claimed || !c.Reclaimed {
+		t.Fatalf("the claim after a lease ran out without Complete = %+v, want Claimed and Reclaimed: the earlier owner may have run the tool", c)
+	}
+
+	tok := mustClaim(t, s, id+"-released", long)
+	if err := s.Release(context.Background(), id+"-released", tok); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	if c := claim(t, s, id+"-released", long); c.State != effector.Claimed || c.Reclaimed {
+		t.Fatalf("the claim after a Release = %+v, want Claimed and not Reclaimed: the owner said nothing ran", c)
+	}
+
+	tok = mustClaim(t, s, id+"-expired", long)
+	if err := complete(s, id+"-expired", tok, []byte("r"), short); err != nil {
+		t.Fatalf("Complete by the owner: %v", err)
+	}
+	time.Sleep(wait)
+	if c := claim(t, s, id+"-expired", long); c.State != effector.Claimed || c.Reclaimed {
+		t.Fatalf("the claim after a result expired = %+v, want Claimed and not Reclaimed", c)
+	}
 }
 
 func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
