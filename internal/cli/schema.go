@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -21,11 +23,22 @@ order), each
 
 	{"name": ..., "description": ..., "parameters": {JSON Schema}}
 
+With -provider it prints the tools list in that provider's accepted form
+instead: openai (Chat Completions), openai-responses, openai-strict,
+openai-strict-responses, anthropic, gemini or mcp (tools/list entries). A
+form that moves or drops a keyword says so on stderr, one note a line; a tool
+the form cannot express is reported, and the exit status is then 1.
+
 When a manifest is invalid it prints vet's findings on stderr, nothing on
 stdout, and exits 1. Paths default to ./manifests.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
+		form := fs.String("provider", "", "render for this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
 		return func(e *env, paths []string) int {
+			if *form != "" && !provider.Known(*form) {
+				fmt.Fprintf(e.stderr, "toolreg schema: %v\n", &provider.UnknownFormError{Name: *form})
+				return exitUsage
+			}
 			specs, ok := loadSpecs(e, "schema", paths)
 			if !ok {
 				return exitFindings
@@ -37,10 +50,30 @@ stdout, and exits 1. Paths default to ./manifests.
 					return exitFindings
 				}
 			}
-			// json.Indent, unlike MarshalIndent, leaves <, > and & in
-			// descriptions as they are written.
 			list := append([]byte{'['}, bytes.Join(asBytes(r.ToolsSchema()), []byte{','})...)
 			list = append(list, ']')
+			status := exitOK
+			if *form != "" {
+				set, err := r.ProviderRender(*form)
+				if set == nil {
+					fmt.Fprintf(e.stderr, "toolreg schema: %v\n", err)
+					return exitFindings
+				}
+				for _, n := range set.Notes {
+					fmt.Fprintf(e.stderr, "%s\n", n)
+				}
+				if err != nil {
+					for _, f := range set.Findings {
+						if f.Severity == provider.Error {
+							fmt.Fprintln(e.stderr, f)
+						}
+					}
+					status = exitFindings
+				}
+				list = set.List()
+			}
+			// json.Indent, unlike MarshalIndent, leaves <, > and & in
+			// descriptions as they are written.
 			var out bytes.Buffer
 			if err := json.Indent(&out, list, "", "  "); err != nil {
 				// Each entry is JSON toolreg rendered; failing here is a bug.
@@ -52,7 +85,7 @@ stdout, and exits 1. Paths default to ./manifests.
 				fmt.Fprintf(e.stderr, "toolreg schema: %v\n", err)
 				return exitFindings
 			}
-			return exitOK
+			return status
 		}
 	},
 }

@@ -3,6 +3,9 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"strings"
+
+	"github.com/beam-agents/toolreg/provider"
 )
 
 var vetCommand = &command{
@@ -22,15 +25,47 @@ Paths are manifest files or directories, searched recursively for .yaml, .yml
 and .cue files; the default is ./manifests. A YAML file holds one tool per
 document; a CUE file declares tools under a top-level 'tools' struct.
 
+With -provider it also reports what that provider would refuse (errors: a
+name or description it does not accept, a tool strict mode cannot express) or
+degrade (warnings: a constraint moved into the description, a param with no
+description), as
+
+	file:line:col: severity: provider: tool: path: message
+
+Errors fail vet; warnings fail it only with -strict. -v adds the notes of
+severity info.
+
 The exit status is 0 when the manifests are valid, 1 when vet reports
-anything, and 2 on a usage error.
+anything that fails it, and 2 on a usage error.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
 		verbose := fs.Bool("v", false, "print each valid tool on stdout, with its position")
+		form := fs.String("provider", "", "also vet for this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
+		strict := fs.Bool("strict", false, "with -provider, fail on warnings too")
 		return func(e *env, paths []string) int {
+			if *form != "" && !provider.Known(*form) {
+				fmt.Fprintf(e.stderr, "toolreg vet: %v\n", &provider.UnknownFormError{Name: *form})
+				return exitUsage
+			}
 			specs, ok := loadSpecs(e, "vet", paths)
 			if !ok {
 				return exitFindings
+			}
+			status := exitOK
+			if *form != "" {
+				findings, err := provider.Vet(*form, specs)
+				if err != nil && findings == nil {
+					fmt.Fprintf(e.stderr, "toolreg vet: %v\n", err)
+					return exitFindings
+				}
+				for _, f := range findings {
+					if f.Severity > provider.Info || *verbose {
+						fmt.Fprintln(e.stderr, f)
+					}
+					if f.Severity == provider.Error || (*strict && f.Severity == provider.Warning) {
+						status = exitFindings
+					}
+				}
 			}
 			if *verbose {
 				for _, s := range specs {
@@ -45,7 +80,7 @@ anything, and 2 on a usage error.
 					fmt.Fprintf(e.stdout, "%s: %s: ok (%s, %d %s)\n", s.Pos, s.Name, kind, len(s.Params), params)
 				}
 			}
-			return exitOK
+			return status
 		}
 	},
 }
