@@ -14,6 +14,8 @@ import (
 type Registry struct {
 	byName map[string]*toolreg.Tool
 	tools  []*toolreg.Tool
+	// renders caches each provider form's rendering; see ProviderSchema.
+	renders renderCache
 }
 
 // New returns an empty registry.

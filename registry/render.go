@@ -2,10 +2,8 @@ package registry
 
 import (
 	"encoding/json"
-	"runtime"
 	"slices"
 	"sync"
-	"weak"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/provider"
@@ -62,27 +60,10 @@ type rendering struct {
 	err  error
 }
 
+// renderCache holds a registry's renderings, one per form.
 type renderCache struct {
 	mu    sync.Mutex
 	forms map[string]*rendering
-}
-
-// caches holds each live Registry's renderings. It sits beside Registry, not
-// in it, only because registry.go has another owner for now; the key is weak
-// and a cleanup drops the entry, so a Registry is collected as usual.
-// TODO: move renderCache into Registry as a field and drop this map.
-var caches sync.Map // weak.Pointer[Registry] -> *renderCache
-
-func (r *Registry) renderCache() *renderCache {
-	key := weak.Make(r)
-	if c, ok := caches.Load(key); ok {
-		return c.(*renderCache)
-	}
-	c, loaded := caches.LoadOrStore(key, &renderCache{forms: make(map[string]*rendering)})
-	if !loaded {
-		runtime.AddCleanup(r, func(k weak.Pointer[Registry]) { caches.Delete(k) }, key)
-	}
-	return c.(*renderCache)
 }
 
 func (r *Registry) rendered(form string) *rendering {
@@ -90,9 +71,12 @@ func (r *Registry) rendered(form string) *rendering {
 		// Not cached: the map holds forms, not whatever names callers try.
 		return &rendering{err: &provider.UnknownFormError{Name: form}}
 	}
-	c := r.renderCache()
+	c := &r.renders
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.forms == nil {
+		c.forms = make(map[string]*rendering)
+	}
 	// Register only appends, so a rendering of as many tools as the registry
 	// holds is a rendering of all of them.
 	if e, ok := c.forms[form]; ok && e.n == len(r.tools) {
