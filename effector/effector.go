@@ -231,16 +231,18 @@ func (e *Effector) expiredResult(in *toolreg.Intent, now time.Time) toolreg.Resu
 func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string, waited, reclaimed bool) (toolreg.Result, error) {
 	res, recorded, err := e.outcome(ctx, in, token, waited, reclaimed)
 	if err != nil {
-		// Nothing ran: let the next delivery try again at once.
-		sctx, cancel := e.storeContext(ctx)
-		defer cancel()
-		if rerr := e.store.Release(sctx, in.ID, token); rerr != nil {
-			e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
+		if !recorded {
+			// Nothing ran: let the next delivery try again at once.
+			sctx, cancel := e.storeContext(ctx)
+			defer cancel()
+			if rerr := e.store.Release(sctx, in.ID, token); rerr != nil {
+				e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
+			}
 		}
 		return toolreg.Result{}, err
 	}
 	if !recorded {
-		e.record(ctx, in, token, res)
+		return e.record(ctx, in, token, res)
 	}
 	return res, nil
 }
@@ -256,26 +258,60 @@ func (e *Effector) storeContext(ctx context.Context) (context.Context, context.C
 	return ctx, func() {}
 }
 
-// record completes the claim with res. If the store cannot record it, res is
-// still the truth about this execution and is returned to the caller, but a
-// redelivery may execute the intent again, so it is logged as an error.
-func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string, res toolreg.Result) {
+// record completes the claim with res and returns the intent's terminal
+// result. That is res, unless this owner's lease ended first and another
+// owner's result is stored: then it is the stored one, so that an intent
+// never has two different results. If another owner holds the intent now,
+// there is no result yet: the error asks for a redelivery, which the store
+// will answer. If the store cannot record res at all, res is still the truth
+// about this execution and is returned, but a redelivery may execute the
+// intent again, so it is logged as an error.
+func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string, res toolreg.Result) (toolreg.Result, error) {
 	b, err := res.MarshalBinary()
 	if err == nil {
 		sctx, cancel := e.storeContext(ctx)
 		err = e.store.Complete(sctx, in.ID, token, b, e.cfg.resultTTL)
 		cancel()
 	}
+	if errors.Is(err, ErrNotOwner) {
+		return e.recordLate(ctx, in, b, res)
+	}
 	if err != nil {
-		note := err.Error()
-		if errors.Is(err, ErrNotOwner) {
-			note = "the claim's lease ended before the result was recorded; the intent may execute again: raise WithLease"
-		}
-		e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", note)
-		return
+		e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", err.Error())
+		return res, nil
 	}
 	if e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
 		e.cfg.logger.DebugContext(ctx, "effector: intent processed", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", res.ErrorMessage)
+	}
+	return res, nil
+}
+
+// recordLate handles a Complete refused because this owner's lease ended
+// while it ran (it stalled, or was paused): another owner may have claimed
+// the intent since.
+func (e *Effector) recordLate(ctx context.Context, in *toolreg.Intent, b []byte, res toolreg.Result) (toolreg.Result, error) {
+	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
+	sctx, cancel := e.storeContext(ctx)
+	defer cancel()
+	c, err := e.store.Claim(sctx, in.ID, e.cfg.lease)
+	if err != nil {
+		return toolreg.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w", in.ID, err)
+	}
+	switch c.State {
+	case Done:
+		var stored toolreg.Result
+		if err := stored.UnmarshalBinary(c.Result); err != nil {
+			return toolreg.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else", in.ID, err)
+		}
+		return stored, nil
+	case Claimed:
+		// No one else finished it: this execution's result is the one.
+		if err := e.store.Complete(sctx, in.ID, c.Token, b, e.cfg.resultTTL); err != nil {
+			e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", err.Error())
+		}
+		return res, nil
+	default:
+		return toolreg.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and another worker holds it now: redeliver it for that worker's result", in.ID)
 	}
 }
 
@@ -314,8 +350,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 	if err := ctx.Err(); err != nil {
 		return toolreg.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
 	}
-	res, recorded = e.execute(ctx, in, t, args, token, reclaimed)
-	return res, recorded, nil
+	return e.execute(ctx, in, t, args, token, reclaimed)
 }
 
 // execute runs the tool's function through the ToolRunner under the tool's
@@ -331,7 +366,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // reclaimed says an earlier owner's claim ran out without a result: it may
 // have run the function, so this run may repeat the effect. The function sees
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
-func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool) {
+func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
 	x := &execution{e: e, caller: ctx, in: in, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
 	x.execContext.init(ctx, in, x.timeout)
 	x.info.Reclaimed = reclaimed
@@ -351,16 +386,16 @@ func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.T
 	stopHook()
 	if !x.state.CompareAndSwap(running, returned) {
 		x.wg.Wait() // an interruption won: its ERROR is the recorded result
-		return x.res, true
+		return x.res, true, x.recordErr
 	}
 	if err != nil {
-		return x.ran(toolreg.StatusError, nil, err.Error()), false
+		return x.ran(toolreg.StatusError, nil, err.Error()), false, nil
 	}
 	payload, err := canonicalResult(v)
 	if err != nil {
-		return x.ran(toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false
+		return x.ran(toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false, nil
 	}
-	return x.ran(toolreg.StatusOK, payload, ""), false
+	return x.ran(toolreg.StatusOK, payload, ""), false, nil
 }
 
 // unknownEffect is the note on the result of a reclaimed execution.
@@ -384,12 +419,13 @@ type execution struct {
 	execContext
 	watchdog
 
-	e       *Effector
-	caller  context.Context
-	in      *toolreg.Intent
-	tool    string
-	timeout time.Duration
-	token   string
+	e         *Effector
+	recordErr error // set with res by an interruption whose record failed
+	caller    context.Context
+	in        *toolreg.Intent
+	tool      string
+	timeout   time.Duration
+	token     string
 }
 
 func (x *execution) timedOut() { x.interrupt(true) }
@@ -412,7 +448,7 @@ func (x *execution) interrupt(timedOut bool) {
 		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.tool, context.Cause(x.caller))
 	}
 	x.res = x.ran(toolreg.StatusError, nil, msg)
-	x.e.record(x.caller, x.in, x.token, x.res)
+	x.res, x.recordErr = x.e.record(x.caller, x.in, x.token, x.res)
 }
 
 // approvalRequested is the payload of a done APPROVAL intent.

@@ -798,7 +798,7 @@ func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 func TestProcessReturnsTheResultWhenTheStoreCannotRecordIt(t *testing.T) {
 	t.Parallel()
 	tl := newTools(t)
-	store := &countingStore{DedupStore: effector.NewMemoryStore(), completeErr: effector.ErrNotOwner}
+	store := &countingStore{DedupStore: effector.NewMemoryStore(), completeErr: errors.New("connection reset")}
 	res, err := newEffector(t, tl, store).Process(testCtx(t), intentFor("refund", `{"order_id":"o-1","amount":30}`, 2))
 	if err != nil || res.Status != toolreg.StatusOK {
 		t.Fatalf("Process = %s, %v; want the OK result of the execution that ran", res.Status, err)
@@ -1032,5 +1032,53 @@ func TestProcessRefusesANilIntentWithoutPanicking(t *testing.T) {
 	}
 	if store.touched() != 0 {
 		t.Errorf("the store was called for a nil intent")
+	}
+}
+
+// A paused owner wakes after its lease ran out and another owner completed
+// the intent: its own result is refused by the store, and Process returns the
+// stored one, so the intent never has two different results.
+func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
+	in := intentFor("late", `{}`, 9)
+	other := toolreg.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: toolreg.StatusOK, Payload: []byte(`"the other owner's"`), CompletedAtMs: 1}
+
+	b := bindings.New([]*toolreg.Spec{spec("late", true)})
+	calls := 0
+	bindings.Effect(b, "late", func(ctx context.Context, _ noArgs) (string, error) {
+		calls++
+		// The owner stalls past its lease; another worker claims and completes.
+		now.Add(int64(time.Hour))
+		c, err := store.Claim(context.Background(), in.ID, time.Minute)
+		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
+			t.Errorf("the other worker's claim = %+v, %v; want Claimed and Reclaimed", c, err)
+		}
+		if err := store.Complete(context.Background(), in.ID, c.Token, marshal(t, other), time.Hour); err != nil {
+			t.Errorf("the other worker's Complete: %v", err)
+		}
+		return "the late owner's", nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
+		effector.WithLease(time.Minute), effector.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Process(testCtx(t), in)
+	if err != nil {
+		t.Fatalf("Process: %v", err)
+	}
+	if diff := cmp.Diff(other, got, ignoreUnexported); diff != "" {
+		t.Errorf("Process returned (-stored +got):\n%s", diff)
+	}
+	if calls != 1 {
+		t.Errorf("the function ran %d times, want 1", calls)
 	}
 }
