@@ -24,6 +24,13 @@
 // 400ms leases (250ms tool timeout) too short, and 5s leases enough; the
 // effector's default (two minutes) leaves ample room.
 //
+// The write lock is SQLite's file lock, held for the length of one short
+// transaction. A process stopped inside one (SIGSTOP, a debugger) holds it
+// until it resumes or dies, and every other process on the file waits up to
+// the busy timeout and then fails with SQLITE_BUSY; nothing is executed
+// twice, but nothing progresses either. Do not pause effector processes that
+// share a file; stop them.
+//
 // The store refuses non-positive leases and result lifetimes, and refuses a
 // Complete or Release whose token no longer holds a live claim, with
 // effector.ErrNotOwner.
