@@ -938,14 +938,20 @@ func TestAFunctionThatHonoursItsContextSeesItsTimeoutAsTheDeadline(t *testing.T)
 func TestAnIntentThatExpiresWhileWaitingForAnotherWorkerIsExpiredNotRun(t *testing.T) {
 	t.Parallel()
 	tl := newTools(t)
-	store := effector.NewMemoryStore()
+	// The store has its own clock, so the dead worker's lease ends only when
+	// the test says: a wall-clock lease could run out on a loaded machine
+	// before Process first claims, and the intent would run unwaited.
+	var storeNow atomic.Int64
+	storeNow.Store(t0.UnixMilli())
+	store := effector.NewMemoryStore(effector.WithStoreClock(func() time.Time { return time.UnixMilli(storeNow.Load()) }))
 	var now atomic.Int64
 	now.Store(t0.UnixMilli())
 	var e *effector.Effector
 	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
-	store.Claim(context.Background(), in.ID, 30*time.Millisecond) // a worker that then dies
+	store.Claim(context.Background(), in.ID, time.Minute) // a worker that then dies
 	hooked := &hookStore{DedupStore: store, onInFlight: func() {
-		now.Store(in.ExpiresAtMs) // the intent expires while Process waits
+		now.Store(in.ExpiresAtMs)                      // the intent expires while Process waits
+		storeNow.Add((2 * time.Minute).Milliseconds()) // and the dead worker's lease runs out
 	}}
 	e = newEffector(t, tl, hooked,
 		effector.WithClock(func() time.Time { return time.UnixMilli(now.Load()) }),
