@@ -8,14 +8,15 @@ import (
 	"github.com/beam-agents/toolreg"
 )
 
-// runDecoded is ToolRunner.Run for arguments the effector has already
-// validated and decoded with t.DecodeArgs (phase 4, where a failure must be
-// REJECTED and not ERROR): the same guards and the same call, without
-// decoding the arguments a second time.
+// runDecoded is ToolRunner.Run after decoding: the effector calls it with
+// arguments it has already validated and decoded with t.DecodeArgs (phase 4,
+// where a failure must be REJECTED and not ERROR), so they are not decoded a
+// second time; Run calls it after decoding them itself.
 func (r *ToolRunner) runDecoded(ctx context.Context, t *toolreg.Tool, a any) (any, error) {
 	if !t.SideEffect() {
 		return nil, &toolreg.ReadOnlyToolError{Name: t.Name()}
 	}
+	// The one sanctioned bypass of Tool.Call's side-effect guard.
 	fn := t.Unwrap()
 	if fn == nil {
 		return nil, fmt.Errorf("%w: %q", toolreg.ErrNotBound, t.Name())

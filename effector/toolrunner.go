@@ -44,24 +44,11 @@ func (r *ToolRunner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMess
 	if !t.SideEffect() {
 		return nil, &toolreg.ReadOnlyToolError{Name: t.Name()}
 	}
-	// The one sanctioned bypass of Tool.Call's side-effect guard.
-	fn := t.Unwrap()
-	if fn == nil {
-		return nil, fmt.Errorf("%w: %q", toolreg.ErrNotBound, t.Name())
-	}
-	a, err := t.DecodeArgs(args)
+	a, err := t.DecodeArgs(args) // toolreg.ErrNotBound when no function is bound
 	if err != nil {
 		return nil, err
 	}
-	fv := reflect.ValueOf(fn)
-	av := reflect.ValueOf(a)
-	if err := checkShape(t.Name(), fv.Type(), av); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return call(ctx, t.Name(), fv, av)
+	return r.runDecoded(ctx, t, a)
 }
 
 // checkShape refuses a function that is not func(context.Context, A) (R, error)
