@@ -97,7 +97,7 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, &SideEffectToolError{Name: t.spec.Name}
 	}
 	if t.binding == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotBound, t.spec.Name)
+		return nil, t.notBound()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -132,7 +132,18 @@ func (t *Tool) Unwrap() any {
 // effector's ToolRunner prepares a call of the function Unwrap returns.
 func (t *Tool) DecodeArgs(args json.RawMessage) (any, error) {
 	if t.binding == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotBound, t.spec.Name)
+		return nil, t.notBound()
 	}
 	return t.binding.Decode(args)
+}
+
+// notBound is ErrNotBound for t, saying how to bind it: a read-only tool's
+// function belongs in the pipeline's table, a side-effecting one's in the
+// effector's.
+func (t *Tool) notBound() error {
+	how := "bind it with bindings.ReadOnly and call it through bindings.Bound.Pipeline"
+	if t.spec.SideEffect {
+		how = "bind it with bindings.Effect and run it through bindings.Bound.Effector"
+	}
+	return fmt.Errorf("%w: %q: %s", ErrNotBound, t.spec.Name, how)
 }

@@ -19,7 +19,7 @@ func (r *ToolRunner) runDecoded(ctx context.Context, t *toolreg.Tool, a any) (an
 	// The one sanctioned bypass of Tool.Call's side-effect guard.
 	fn := t.Unwrap()
 	if fn == nil {
-		return nil, fmt.Errorf("%w: %q", toolreg.ErrNotBound, t.Name())
+		return nil, fmt.Errorf("%w: %q: bind it with bindings.Effect and run it through bindings.Bound.Effector", toolreg.ErrNotBound, t.Name())
 	}
 	fv := reflect.ValueOf(fn)
 	av := reflect.ValueOf(a)
