@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
 // CanonicalJSON encodes v as beam-agents canonical JSON: object keys sorted,
@@ -73,14 +73,14 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, "false"...), nil
 	case string:
-		return appendCanonicalString(b, v), nil
+		return argcheck.AppendCanonicalString(b, v), nil
 	case json.Number:
 		return appendNumber(b, v)
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("canonical json: %v is not a JSON number", v)
 		}
-		return appendNumber(b, json.Number(formatFloat(v)))
+		return argcheck.AppendCanonicalFloat(b, v), nil
 	case []any:
 		b = append(b, '[')
 		for i, e := range v {
@@ -103,7 +103,7 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendCanonicalString(b, k)
+			b = argcheck.AppendCanonicalString(b, k)
 			b = append(b, ':')
 			if b, err = appendCanonical(b, v[k]); err != nil {
 				return nil, err
@@ -129,62 +129,5 @@ func appendNumber(b []byte, n json.Number) ([]byte, error) {
 	if err != nil || math.IsInf(f, 0) {
 		return nil, fmt.Errorf("canonical json: %s is not a finite number", s)
 	}
-	return append(b, formatFloat(f)...), nil
-}
-
-// formatFloat writes f as Python's float repr does, which is what the Python
-// runtime's json.dumps writes: the shortest digits that read back the same, in
-// fixed notation with at least one decimal ("10.0") when the decimal exponent
-// is in [-4, 16), and as "1.5e-05" or "1e+16" otherwise.
-func formatFloat(f float64) string {
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsRune(s, '.') {
-		s += ".0"
-	}
-	return s
-}
-
-// appendCanonicalString quotes s as JSON, escaping only what JSON requires
-// (quote, backslash, control characters) and keeping other text as UTF-8.
-func appendCanonicalString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
+	return argcheck.AppendCanonicalFloat(b, f), nil
 }

@@ -6,11 +6,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
 // canonicalResult returns toolreg.CanonicalJSON(v), the payload of an OK
@@ -120,7 +120,7 @@ done:
 	if err != nil || math.IsInf(f, 0) {
 		return nil, false // CanonicalJSON reports it
 	}
-	return append(out, formatFloat(f)...), true
+	return argcheck.AppendCanonicalFloat(out, f), true
 }
 
 func (c *canonicalizer) array(out []byte) ([]byte, bool) {
@@ -296,8 +296,9 @@ func (c *canonicalizer) strEscaped(buf []byte) ([]byte, bool) {
 	return nil, false
 }
 
-// appendCanonicalString and formatFloat are toolreg's rules (canonical.go);
-// FuzzCanonicalResult checks that they still agree.
+// appendCanonicalString is toolreg's string rule (argcheck.AppendCanonicalString)
+// for bytes already known to be valid UTF-8, without converting them to a
+// string; FuzzCanonicalResult checks that they still agree.
 
 func appendCanonicalString(b, s []byte) []byte {
 	const hex = "0123456789abcdef"
@@ -323,17 +324,4 @@ func appendCanonicalString(b, s []byte) []byte {
 		}
 	}
 	return append(b, '"')
-}
-
-func formatFloat(f float64) string {
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsRune(s, '.') {
-		s += ".0"
-	}
-	return s
 }
