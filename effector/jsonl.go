@@ -230,6 +230,7 @@ type checkpoint struct {
 	line    int
 	base    int       // index in the whole file's sequence of pending[0]
 	pending []ckEntry // lines read after offset, in order
+	unsaved bool      // the last save failed: the file lags offset
 }
 
 type ckEntry struct {
@@ -281,11 +282,14 @@ func (c *checkpoint) ack(i int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j := i - c.base
-	if j < 0 || j >= len(c.pending) {
-		return nil // already behind the checkpoint: acknowledged twice
+	if j >= 0 && j < len(c.pending) {
+		c.pending[j].acked = true
 	}
-	c.pending[j].acked = true
-	moved := false
+	// j < 0 is a line already behind the checkpoint in memory: acknowledged
+	// twice, or the retry of an ack whose save failed. That retry must not
+	// succeed until the checkpoint is on disk, or the line would be
+	// acknowledged and still delivered again after a restart.
+	moved := c.unsaved
 	for len(c.pending) > 0 && c.pending[0].acked {
 		c.offset, c.line = c.pending[0].end, c.pending[0].line
 		c.pending = c.pending[1:]
@@ -295,7 +299,9 @@ func (c *checkpoint) ack(i int) error {
 	if !moved {
 		return nil
 	}
-	return c.save()
+	err := c.save()
+	c.unsaved = err != nil
+	return err
 }
 
 // save writes the checkpoint durably: a temporary file, fsynced, renamed over
