@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -164,40 +163,7 @@ func TestServerRestart(t *testing.T) {
 func TestTwoClientsContend(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	stores := []*Store{New(srv.Client(t)), New(srv.Client(t))}
-	const intents, perClient = 50, 4
-	var claimed [intents]atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, len(stores)*perClient)
-	start := make(chan struct{})
-	for _, s := range stores {
-		for range perClient {
-			wg.Go(func() {
-				<-start
-				for i := range intents {
-					c, err := s.Claim(context.Background(), fmt.Sprintf("contended-%d", i), time.Minute)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if c.State == effector.Claimed {
-						claimed[i].Add(1)
-					}
-				}
-			})
-		}
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("Claim: %v", err)
-	}
-	for i := range intents {
-		if n := claimed[i].Load(); n != 1 {
-			t.Errorf("intent contended-%d was claimed %d times, want exactly 1", i, n)
-		}
-	}
+	storetest.ClaimContended(t, 50, 4, New(srv.Client(t)), New(srv.Client(t)))
 }
 
 func TestRefusals(t *testing.T) {

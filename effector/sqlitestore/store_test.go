@@ -121,39 +121,7 @@ func TestTwoHandlesOnOneFile(t *testing.T) {
 	})
 
 	t.Run("concurrent claims through both handles give exactly one owner per intent", func(t *testing.T) {
-		const intents, perHandle = 20, 4
-		var claimed [intents]atomic.Int32
-		var wg sync.WaitGroup
-		errs := make(chan error, 2*perHandle)
-		start := make(chan struct{})
-		for _, s := range []*Store{a, b} {
-			for range perHandle {
-				wg.Go(func() {
-					<-start
-					for i := range intents {
-						c, err := s.Claim(context.Background(), fmt.Sprintf("contended-%d", i), time.Minute)
-						if err != nil {
-							errs <- err
-							return
-						}
-						if c.State == effector.Claimed {
-							claimed[i].Add(1)
-						}
-					}
-				})
-			}
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("Claim: %v", err)
-		}
-		for i := range intents {
-			if n := claimed[i].Load(); n != 1 {
-				t.Errorf("intent contended-%d was claimed %d times, want exactly 1", i, n)
-			}
-		}
+		storetest.ClaimContended(t, 20, 4, a, b)
 	})
 }
 
