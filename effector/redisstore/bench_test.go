@@ -2,25 +2,24 @@ package redisstore
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg"
-	"github.com/beam-agents/toolreg/internal/effectortest"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
+
+// rounds keeps intent ids fresh across the rounds and -count repetitions of
+// a benchmark, which share one store.
+var rounds atomic.Int64
 
 // BenchmarkClaimComplete measures one intent through the store (Claim's SET NX
 // PX, then Complete's compare-and-set script) against the floor the issue
 // names, from one client to one redis-server in the same run: a SET NX plus a
 // SET per intent. Both are sequential, so each is bound by round trips.
 // Compare with: benchstat -col /impl.
-// rounds keeps intent ids fresh across the rounds and -count repetitions of
-// a benchmark, which share one store.
-var rounds atomic.Int64
-
 func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
@@ -55,26 +54,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 			}
 		}
 	})
-	// One intent through effector.Process with this store: claim, argument
-	// validation, the tool (a no-op that records its call), encoding the
-	// result, complete.
+	// One intent through effector.Process with this store.
 	b.Run("impl=process", func(b *testing.B) {
-		s := New(rdb)
-		e, calls := effectortest.Effector(b, s)
-		intents := make([]*toolreg.Intent, b.N)
-		for i := range intents {
-			intents[i] = effectortest.Intent("bench", rounds.Add(1), uint32(i)) // fresh ids per round
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for _, in := range intents {
-			if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
-				b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
-			}
-		}
-		b.StopTimer()
-		if got := calls.Total(); got != b.N {
-			b.Fatalf("the tool ran %d times for %d intents", got, b.N)
-		}
+		effectortest.BenchmarkProcess(b, New(rdb))
 	})
 }

@@ -3,13 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"github.com/beam-agents/toolreg"
-	"github.com/beam-agents/toolreg/internal/effectortest"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
 // BenchmarkClaimComplete measures one intent through the store (Claim, then
@@ -17,10 +16,6 @@ import (
 // the issue names, in the same run on the same kind of file with the same
 // pragmas: a bare INSERT and a bare UPDATE per intent in two transactions.
 // Compare with: benchstat -col /impl.
-// rounds keeps intent ids fresh across the rounds and -count repetitions of
-// a benchmark, which share one store.
-var rounds atomic.Int64
-
 func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	result := []byte(`{"status":1,"payload":{"ok":true}}`)
@@ -73,30 +68,13 @@ func BenchmarkClaimComplete(b *testing.B) {
 			}
 		}
 	})
-	// One intent through effector.Process with this store: claim, argument
-	// validation, the tool (a no-op that records its call), encoding the
-	// result, complete.
+	// One intent through effector.Process with this store.
 	b.Run("impl=process", func(b *testing.B) {
 		s, err := Open(ctx, filepath.Join(b.TempDir(), "process.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		e, calls := effectortest.Effector(b, s)
-		intents := make([]*toolreg.Intent, b.N)
-		for i := range intents {
-			intents[i] = effectortest.Intent("bench", rounds.Add(1), uint32(i)) // fresh ids per round
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for _, in := range intents {
-			if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
-				b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
-			}
-		}
-		b.StopTimer()
-		if got := calls.Total(); got != b.N {
-			b.Fatalf("the tool ran %d times for %d intents", got, b.N)
-		}
+		effectortest.BenchmarkProcess(b, s)
 	})
 }

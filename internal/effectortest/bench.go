@@ -1,0 +1,37 @@
+package effectortest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/effector"
+)
+
+// benchSeq keeps the intents of every BenchmarkProcess round fresh: the
+// rounds and -count repetitions of a benchmark may share one store.
+var benchSeq atomic.Int64
+
+// BenchmarkProcess measures one intent through effector.Process with store:
+// claim, argument validation, the tool (a no-op that records its call),
+// encoding the result, complete. It fails b unless every intent ran once.
+func BenchmarkProcess(b *testing.B, store effector.DedupStore) {
+	ctx := context.Background()
+	e, calls := Effector(b, store)
+	intents := make([]*toolreg.Intent, b.N)
+	for i := range intents {
+		intents[i] = Intent("bench", benchSeq.Add(1), uint32(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, in := range intents {
+		if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
+			b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
+		}
+	}
+	b.StopTimer()
+	if got := calls.Total(); got != b.N {
+		b.Fatalf("the tool ran %d times for %d intents", got, b.N)
+	}
+}
