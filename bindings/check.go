@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/editdist"
 )
 
 // checker compares a binding's Go types with its manifest and adds a problem
@@ -394,11 +395,13 @@ func typeName(t reflect.Type) string {
 // didYouMean suggests a declared tool name close to name.
 func didYouMean(name string, specs []*toolreg.Spec) string {
 	best, bestD := "", 3
+	var rows []int
 	for _, s := range specs {
 		if s == nil {
 			continue
 		}
-		if d := distance(name, s.Name); d < bestD {
+		var d int
+		if d, rows = editdist.Levenshtein(name, s.Name, rows); d < bestD {
 			best, bestD = s.Name, d
 		}
 	}
@@ -406,25 +409,4 @@ func didYouMean(name string, specs []*toolreg.Spec) string {
 		return ""
 	}
 	return " (did you mean " + `"` + best + `"?)`
-}
-
-// distance is the Levenshtein distance between a and b, by bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

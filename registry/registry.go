@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/editdist"
 )
 
 // Registry maps tool names to tools, in registration order. It is not safe for
@@ -78,7 +79,7 @@ func (r *Registry) near(name string) []string {
 			continue // the distance is at least the difference in length
 		}
 		var d int
-		if d, rows = distance(name, n, rows); d <= limit {
+		if d, rows = editdist.Levenshtein(name, n, rows); d <= limit {
 			cs = append(cs, cand{n, d})
 		}
 	}
@@ -95,29 +96,4 @@ func abs(n int) int {
 		return -n
 	}
 	return n
-}
-
-// distance is the Levenshtein distance between a and b, by bytes. It works in
-// rows, which it grows as needed and returns for the next call to reuse.
-func distance(a, b string, rows []int) (int, []int) {
-	if cap(rows) < 2*(len(b)+1) {
-		rows = make([]int, 2*(len(b)+1))
-	}
-	prev := rows[:len(b)+1]
-	cur := rows[len(b)+1 : 2*(len(b)+1)]
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)], rows
 }
