@@ -15,7 +15,9 @@
 // the row, read against the local clock: every process sharing the file is on
 // one host, so they share that clock. Expired rows are swept: a claim on an
 // expired row replaces it at once, and a sweep deletes the rest every
-// WithSweepInterval (and on demand with Sweep).
+// WithSweepInterval (and on demand with Sweep), except that a claim whose
+// lease ran out without Complete or Release is kept for 24 hours, so that a
+// later claim of its intent still learns it is Reclaimed.
 //
 // A lease must cover the tool's run and the Complete after it, and under
 // contention a Complete can wait for the write lock (up to WithBusyTimeout):

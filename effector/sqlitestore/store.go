@@ -302,12 +302,23 @@ func expectOne(res sql.Result, err error) error {
 	return nil
 }
 
-// Sweep deletes every expired row (claims past their lease, results past their
-// ttl) and returns how many it deleted.
+// attemptMemory is how long a sweep keeps a claim whose lease ran out with
+// neither Complete nor Release: its owner crashed or stalled and may have run
+// the tool, and the row is how the next claim learns it is Reclaimed. It is
+// the Redis store's default attempt memory; keep intents' lives shorter.
+const attemptMemory = 24 * time.Hour
+
+// sweepable selects the rows a sweep deletes: results past their ttl, and
+// lapsed claims older than attemptMemory. ?1 is now, ?2 now - attemptMemory.
+const sweepable = `expires_at <= ?1 AND (done = 1 OR expires_at <= ?2)`
+
+// Sweep deletes every expired result and every claim whose lease ran out
+// more than 24 hours ago (until then, a lapsed claim tells the next claim it
+// is Reclaimed), and returns how many rows it deleted.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE expires_at <= ?1`, now)
+		res, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE `+sweepable, now, now-int64(attemptMemory))
 		if err != nil {
 			return err
 		}
@@ -335,8 +346,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error)
 	}
 	if s.sweepDue(now) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE intent_id IN
-			(SELECT intent_id FROM effector_dedup WHERE expires_at <= ?1 LIMIT ?2)`,
-			now.UnixNano(), s.sweepBatch); err != nil {
+			(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`,
+			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
 			return fmt.Errorf("sweeping expired rows: %w", err)
 		}
 	}

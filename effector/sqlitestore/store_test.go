@@ -217,16 +217,17 @@ func TestSweep(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 
-	t.Run("Sweep deletes expired claims and results and keeps live ones", func(t *testing.T) {
+	t.Run("Sweep deletes expired results, keeps live rows, and keeps a lapsed claim for a day", func(t *testing.T) {
+		clock := &fakeClock{t: clock.Now()}
 		s := openForTest(t, filepath.Join(t.TempDir(), "sweep.db"), WithClock(clock.Now), WithSweepInterval(0))
 		mustClaim(t, s, "short-lease", time.Second)
-		mustClaim(t, s, "long-lease", time.Hour)
+		mustClaim(t, s, "long-lease", 48*time.Hour)
 		tok := mustClaim(t, s, "short-result", time.Hour)
 		if err := s.Complete(context.Background(), "short-result", tok, []byte("r"), time.Second); err != nil {
 			t.Fatal(err)
 		}
 		tok = mustClaim(t, s, "long-result", time.Hour)
-		if err := s.Complete(context.Background(), "long-result", tok, []byte("r"), time.Hour); err != nil {
+		if err := s.Complete(context.Background(), "long-result", tok, []byte("r"), 48*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(2 * time.Second)
@@ -234,18 +235,42 @@ func TestSweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != 2 || countRows(t, s) != 2 {
-			t.Fatalf("Sweep deleted %d rows leaving %d, want 2 deleted and 2 left", n, countRows(t, s))
+		if n != 1 || countRows(t, s) != 3 {
+			t.Fatalf("Sweep deleted %d rows leaving %d, want the expired result deleted and 3 left", n, countRows(t, s))
 		}
 		wantState(t, s, "long-lease", effector.InFlight)
 		wantState(t, s, "long-result", effector.Done)
+
+		// A day after its lease ran out, the lapsed claim goes too.
+		clock.Advance(24 * time.Hour)
+		if n, err := s.Sweep(context.Background()); err != nil || n != 1 || countRows(t, s) != 2 {
+			t.Fatalf("Sweep a day later deleted %d rows (%v) leaving %d, want the lapsed claim deleted and 2 left", n, err, countRows(t, s))
+		}
+	})
+
+	t.Run("a swept store still says a lapsed claim is reclaimed", func(t *testing.T) {
+		s := openForTest(t, filepath.Join(t.TempDir(), "reclaim.db"), WithClock(clock.Now), WithSweepInterval(time.Minute))
+		mustClaim(t, s, "crashed", time.Second) // its owner crashes
+		clock.Advance(2 * time.Minute)
+		mustClaim(t, s, "other", time.Minute) // a write once the interval has passed sweeps
+		if _, err := s.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Claim(context.Background(), "crashed", time.Minute)
+		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
+			t.Fatalf("Claim after sweeps = %+v, %v; want Claimed and Reclaimed: the crashed owner may have run the tool", c, err)
+		}
 	})
 
 	t.Run("claims sweep expired rows once the interval has passed", func(t *testing.T) {
 		s := openForTest(t, filepath.Join(t.TempDir(), "autosweep.db"), WithClock(clock.Now),
 			WithSweepInterval(time.Minute), WithSweepBatch(3))
 		for i := range 5 {
-			mustClaim(t, s, fmt.Sprintf("old-%d", i), time.Second)
+			id := fmt.Sprintf("old-%d", i)
+			tok := mustClaim(t, s, id, time.Hour)
+			if err := s.Complete(context.Background(), id, tok, []byte("r"), time.Second); err != nil {
+				t.Fatal(err)
+			}
 		}
 		clock.Advance(30 * time.Second)
 		mustClaim(t, s, "before-interval", time.Hour)
