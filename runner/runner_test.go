@@ -354,3 +354,67 @@ func TestRunAllDoesNotStartCallsAfterCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStrictToolTakesNoCoercion: a manifest's strict: true turns lax
+// coercion off for the whole runner path (the bound decoder as well as the
+// tool's checker): the call the lax tool accepts ("7" for an integer, "true"
+// for a boolean) is refused at both paths, the function never runs, and the
+// same call written with exact JSON types still runs. Act, which validates
+// with the tool's checker (toolreg.Tool.CheckArgs), refuses it as well.
+func TestRunStrictToolTakesNoCoercion(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var got SearchArgs
+	spec := searchSpec()
+	spec.Strict = true
+	// save_search is search's strict side-effecting twin: Act validates its
+	// arguments with the tool's own checker, not the bound decoder.
+	save := searchSpec()
+	save.Name, save.SideEffect, save.Strict = "save_search", true, true
+	b := bindings.New([]*toolreg.Spec{spec, save}, bindings.PipelineOnly())
+	bindings.ReadOnly(b, "search", func(_ context.Context, a SearchArgs) (SearchResult, error) {
+		calls.Add(1)
+		got = a
+		return SearchResult{Query: a.Query, Hits: a.Limit}, nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	search, _ := bound.Pipeline.Get("search")
+
+	for _, run := range []struct {
+		name string
+		run  func(json.RawMessage) (any, error)
+	}{
+		{"runner.Run", func(a json.RawMessage) (any, error) { return runner.New().Run(context.Background(), search, a) }},
+		{"Tool.Call", func(a json.RawMessage) (any, error) { return search.Call(context.Background(), a) }},
+		{"Activation.Act", func(a json.RawMessage) (any, error) {
+			return runner.NewActivation(bound.Pipeline, []byte("k"), 1, runner.WithClock(actClock)).Act("save_search", a)
+		}},
+	} {
+		_, err := run.run(json.RawMessage(`{"query":"socks","limit":"7","exact":"true","tags":[]}`))
+		var ae *toolreg.ToolArgumentError
+		if !errors.As(err, &ae) {
+			t.Fatalf("%s on a strict tool with coercible strings: error = %v, want a *toolreg.ToolArgumentError", run.name, err)
+		}
+		var paths []string
+		for _, p := range ae.Problems {
+			paths = append(paths, p.Path)
+		}
+		if diff := cmp.Diff([]string{"/exact", "/limit"}, paths); diff != "" {
+			t.Errorf("%s: failing paths (-want +got):\n%s", run.name, diff)
+		}
+		if n := calls.Load(); n != 0 {
+			t.Fatalf("%s: the strict tool's function ran %d times on coercible strings, want never", run.name, n)
+		}
+	}
+
+	res, err := runner.New().Run(context.Background(), search, json.RawMessage(`{"query":"socks","limit":7,"exact":true,"tags":[]}`))
+	if err != nil || res != (SearchResult{Query: "socks", Hits: 7}) || calls.Load() != 1 {
+		t.Errorf("Run(exact types) = %v, %v (ran %d times); want the function's result, once", res, err, calls.Load())
+	}
+	if diff := cmp.Diff(SearchArgs{"socks", 7, true, []string{}}, got); diff != "" {
+		t.Errorf("the function got (-want +got):\n%s", diff)
+	}
+}
