@@ -27,9 +27,29 @@ func moduleRoot(t *testing.T) string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// manifestSets are the manifest sets generated code must bind for: the
-// example set and the loader's good test manifests.
+// manifestSets are the manifest sets with golden files: the example set and
+// gen's own shapes.
 var manifestSets = []string{"manifests", "gen/testdata/manifests"}
+
+// bindSets are the manifest sets generated code must bind for: every set with
+// a golden file, and each manifest of the loader's good corpus (one set each:
+// some declare the same tool).
+func bindSets(t *testing.T) []string {
+	t.Helper()
+	good, err := filepath.Glob(filepath.Join(moduleRoot(t), "loader/testdata/manifests/good/*"))
+	if err != nil || len(good) == 0 {
+		t.Fatalf("no good loader manifests: %v", err)
+	}
+	sets := append([]string(nil), manifestSets...)
+	for _, g := range good {
+		rel, err := filepath.Rel(moduleRoot(t), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, rel)
+	}
+	return sets
+}
 
 func load(t *testing.T, dir string) []*toolreg.Spec {
 	t.Helper()
@@ -70,54 +90,73 @@ func TestGenerateMatchesGolden(t *testing.T) {
 }
 
 // TestGeneratedCodeAlwaysBinds compiles the generated code of every manifest
-// set with a program that binds a function to every tool through the
-// generated helpers, and runs it: Bind must succeed.
+// set, one package per set, with a program that binds a function to every
+// tool through the generated helpers, and runs it: every Bind must succeed.
+// One program serves every set, so the test compiles once.
 func TestGeneratedCodeAlwaysBinds(t *testing.T) {
 	root := moduleRoot(t)
-	for _, set := range manifestSets {
-		t.Run(set, func(t *testing.T) {
-			specs := load(t, set)
-			src, err := Generate(specs, Options{Package: "tools"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			mustWrite(t, filepath.Join(dir, "tools", "tools.go"), src)
-			mustWrite(t, filepath.Join(dir, "main.go"), bindAllProgram(specs, filepath.Join(root, set)))
-			mustWrite(t, filepath.Join(dir, "go.mod"), []byte(fmt.Sprintf(
-				"module gentest\n\ngo 1.26\n\nrequire github.com/beam-agents/toolreg v0.0.0\n\nreplace github.com/beam-agents/toolreg => %s\n", root)))
-			sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustWrite(t, filepath.Join(dir, "go.sum"), sum)
-			cmd := exec.CommandContext(context.Background(), "go", "run", ".")
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("generated code did not bind: %v\n%s", err, out)
-			}
-			if want := fmt.Sprintf("bound %d tools", len(specs)); !strings.Contains(string(out), want) {
-				t.Fatalf("program said %q, want %q", out, want)
-			}
-		})
+	dir := t.TempDir()
+	sets := bindSets(t)
+	var prog strings.Builder
+	prog.WriteString("package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"os\"\n\n\t\"github.com/beam-agents/toolreg/bindings\"\n\t\"github.com/beam-agents/toolreg/loader\"\n\n")
+	for i := range sets {
+		fmt.Fprintf(&prog, "\ttools%d \"gentest/tools%d\"\n", i, i)
+	}
+	prog.WriteString(")\n\nfunc main() {\n")
+	want := 0
+	for i, set := range sets {
+		specs := load(t, set)
+		want += len(specs)
+		src, err := Generate(specs, Options{Package: fmt.Sprintf("tools%d", i)})
+		if err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("tools%d", i), "tools.go"), src)
+		bindAll(&prog, fmt.Sprintf("tools%d", i), specs, filepath.Join(root, set))
+	}
+	prog.WriteString("}\n")
+	mustWrite(t, filepath.Join(dir, "main.go"), []byte(prog.String()))
+	mustWrite(t, filepath.Join(dir, "go.mod"), []byte(fmt.Sprintf(
+		"module gentest\n\ngo 1.26\n\nrequire github.com/beam-agents/toolreg v0.0.0\n\nreplace github.com/beam-agents/toolreg => %s\n", root)))
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(dir, "go.sum"), sum)
+	cmd := exec.CommandContext(context.Background(), "go", "run", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("generated code did not bind: %v\n%s", err, out)
+	}
+	if got := strings.Count(string(out), "bound "); got != len(sets) {
+		t.Fatalf("program bound %d of %d sets:\n%s", got, len(sets), out)
+	}
+	total := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "bound %d tools", &n); err != nil {
+			t.Fatalf("program said %q", line)
+		}
+		total += n
+	}
+	if total != want {
+		t.Fatalf("program bound %d tools, want %d:\n%s", total, want, out)
 	}
 }
 
-func bindAllProgram(specs []*toolreg.Spec, manifests string) []byte {
-	var b strings.Builder
-	b.WriteString("package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"os\"\n\n\t\"github.com/beam-agents/toolreg/bindings\"\n\t\"github.com/beam-agents/toolreg/loader\"\n\n\t\"gentest/tools\"\n)\n\n")
-	b.WriteString("func main() {\n")
-	fmt.Fprintf(&b, "\tspecs, err := loader.Load(%q)\n\tif err != nil {\n\t\tfmt.Println(err)\n\t\tos.Exit(1)\n\t}\n", manifests)
-	b.WriteString("\tb := bindings.New(specs)\n")
+// bindAll writes, into main, the statements that load the manifests of one set
+// and bind a function to each of its tools through package pkg's helpers.
+func bindAll(b *strings.Builder, pkg string, specs []*toolreg.Spec, manifests string) {
+	fmt.Fprintf(b, "\t{\n\t\tspecs, err := loader.Load(%q)\n\t\tif err != nil {\n\t\t\tfmt.Println(err)\n\t\t\tos.Exit(1)\n\t\t}\n", manifests)
+	b.WriteString("\t\tb := bindings.New(specs)\n")
 	for _, s := range specs {
 		n := goName(s.Name)
-		fmt.Fprintf(&b, "\ttools.Bind%s(b, func(ctx context.Context, a tools.%sArgs) (string, error) { return \"ok\", nil })\n", n, n)
+		fmt.Fprintf(b, "\t\t%s.Bind%s(b, func(ctx context.Context, a %s.%sArgs) (string, error) { return \"ok\", nil })\n", pkg, n, pkg, n)
 	}
-	b.WriteString("\tbound, err := b.Bind()\n\tif err != nil {\n\t\tfmt.Println(err)\n\t\tos.Exit(1)\n\t}\n")
-	b.WriteString("\tfmt.Printf(\"bound %d tools\\n\", len(bound.Pipeline.Tools()))\n}\n")
-	return []byte(b.String())
+	fmt.Fprintf(b, "\t\tbound, err := b.Bind()\n\t\tif err != nil {\n\t\t\tfmt.Println(%q, err)\n\t\t\tos.Exit(1)\n\t\t}\n", manifests+":")
+	b.WriteString("\t\tfmt.Printf(\"bound %d tools\\n\", len(bound.Pipeline.Tools()))\n\t}\n")
 }
 
 func mustWrite(t *testing.T, path string, data []byte) {
