@@ -475,6 +475,7 @@ func TestProcessRejectsWithoutInvokingTheFunction(t *testing.T) {
 			if res.Status != toolreg.StatusRejected || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
 				t.Errorf("Process = %s %q, want REJECTED saying %q", res.Status, res.ErrorMessage, tt.wantMsg)
 			}
+			wantIdentity(t, res, tt.intent)
 			if n := tl.calls.Load(); n != 0 {
 				t.Errorf("the function was invoked %d times, want 0", n)
 			}
@@ -545,6 +546,7 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 			if res.Status != toolreg.StatusError || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
 				t.Errorf("Process = %s %q, want ERROR saying %q", res.Status, res.ErrorMessage, tt.wantMsg)
 			}
+			wantIdentity(t, res, in)
 			if len(res.Payload) != 0 {
 				t.Errorf("ERROR result has payload %q", res.Payload)
 			}
@@ -560,6 +562,17 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 				t.Errorf("the function was invoked %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// wantIdentity checks that res names its intent and the effector's clock, as
+// every result must, whatever its status: a result the pipeline cannot match
+// to its intent is a lost answer.
+func wantIdentity(t *testing.T, res toolreg.Result, in *toolreg.Intent) {
+	t.Helper()
+	if res.IntentID != in.ID || !bytes.Equal(res.EntityKey, in.EntityKey) || res.Seq != in.Seq || res.CompletedAtMs != t0.UnixMilli() {
+		t.Errorf("%s result does not identify its intent: got (%q, %q, seq %d, completed %d), want (%q, %q, seq %d, completed %d)",
+			res.Status, res.IntentID, res.EntityKey, res.Seq, res.CompletedAtMs, in.ID, in.EntityKey, in.Seq, t0.UnixMilli())
 	}
 }
 
