@@ -59,27 +59,28 @@ be compared.
 				newArg = args[1]
 			}
 			old, err := loadSide(args[0], *dir)
-			if err == nil {
-				var cur []*toolreg.Spec
-				cur, err = loadSide(newArg, *dir)
-				if err == nil {
-					r := diff.Compare(old, cur)
-					write := r.WriteText
-					if *format == "markdown" {
-						write = r.WriteMarkdown
-					}
-					if err := write(e.stdout); err != nil {
-						fmt.Fprintf(e.stderr, "toolreg diff: %v\n", err)
-						return exitUsage
-					}
-					if w, any := r.Worst(); any && w != diff.Compatible {
-						return exitFindings
-					}
-					return exitOK
-				}
+			if err != nil {
+				reportErr(e, "diff", err)
+				return exitUsage
 			}
-			reportErr(e, "diff", err)
-			return exitUsage
+			cur, err := loadSide(newArg, *dir)
+			if err != nil {
+				reportErr(e, "diff", err)
+				return exitUsage
+			}
+			r := diff.Compare(old, cur)
+			write := r.WriteText
+			if *format == "markdown" {
+				write = r.WriteMarkdown
+			}
+			if err := write(e.stdout); err != nil {
+				fmt.Fprintf(e.stderr, "toolreg diff: %v\n", err)
+				return exitUsage
+			}
+			if w, any := r.Worst(); any && w != diff.Compatible {
+				return exitFindings
+			}
+			return exitOK
 		}
 	},
 }
