@@ -125,7 +125,7 @@ func gitTree(rev, dir string) (fstest.MapFS, string, error) {
 		fsys[rev+":"+name] = &fstest.MapFile{Data: data}
 	}
 	if len(fsys) == 0 {
-		return nil, "", fmt.Errorf("no manifests under %s at %s", dir, rev)
+		return nil, "", fmt.Errorf("no manifests (.yaml, .yml or .cue files) under %s at %s: name the directory that holds them with -dir", dir, rev)
 	}
 	return fsys, root, nil
 }
