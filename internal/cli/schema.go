@@ -50,10 +50,12 @@ stdout, and exits 1. Paths default to ./manifests.
 					return exitFindings
 				}
 			}
-			list := append([]byte{'['}, bytes.Join(asBytes(r.ToolsSchema()), []byte{','})...)
-			list = append(list, ']')
+			var list []byte
 			status := exitOK
-			if *form != "" {
+			if *form == "" {
+				list = append([]byte{'['}, bytes.Join(asBytes(r.ToolsSchema()), []byte{','})...)
+				list = append(list, ']')
+			} else {
 				set, err := r.ProviderRender(*form)
 				if set == nil {
 					fmt.Fprintf(e.stderr, "toolreg schema: %v\n", err)
