@@ -587,8 +587,16 @@ func (vp *valuePlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 			}
 		}
 	}
-	reflect.NewAt(vp.typ, at).Elem().Set(out)
+	// Store the header by hand: reflect.NewAt would make at, and with it the
+	// caller's whole argument struct, escape to the heap.
+	*(*sliceHeader)(at) = sliceHeader{data: out.UnsafePointer(), len: n, cap: out.Cap()}
 	return true
+}
+
+// sliceHeader is the layout of every Go slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
 }
 
 // decodeStrings reads an array of strings with one allocation for the slice.
@@ -637,9 +645,10 @@ func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 			}
 		}
 	}
-	out := reflect.MakeSlice(vp.typ, len(list), len(list))
-	copy(unsafe.Slice((*string)(out.UnsafePointer()), len(list)), list)
-	reflect.NewAt(vp.typ, at).Elem().Set(out)
+	// The slice's elements have kind string, so it has []string's layout
+	// whatever its type's name: store it directly. reflect.MakeSlice would
+	// cost a second allocation, for the header its Value points to.
+	*(*[]string)(at) = append(make([]string, 0, len(list)), list...)
 	return true
 }
 
@@ -689,7 +698,7 @@ func (vp *valuePlan) decodeMap(s *scanner, at unsafe.Pointer) bool {
 			break
 		}
 	}
-	reflect.NewAt(vp.typ, at).Elem().Set(m)
+	*(*unsafe.Pointer)(at) = m.UnsafePointer() // a map value is one pointer; see decodeSlice
 	return true
 }
 
