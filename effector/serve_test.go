@@ -252,9 +252,10 @@ func TestServeShutdown(t *testing.T) {
 
 	// startBlocked serves one intent from a pipe whose tool blocks until
 	// release is closed, and returns once the tool is running.
-	startBlocked := func(t *testing.T, drain time.Duration) (cancel func(), release chan struct{}, out *bytes.Buffer, served chan error) {
+	startBlocked := func(t *testing.T, drain time.Duration) (cancel func(), release chan struct{}, out *bytes.Buffer, served chan error, store effector.DedupStore) {
 		entered, release := make(chan struct{}), make(chan struct{})
-		e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{
+		store = effector.NewMemoryStore()
+		e, _ := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{
 			func(ctx context.Context) error {
 				close(entered)
 				select {
@@ -276,12 +277,12 @@ func TestServeShutdown(t *testing.T) {
 			served <- effector.Serve(ctx, effector.NewJSONLSource(pr, "pipe"), sink, e, quiet, effector.WithDrainTimeout(drain))
 		}()
 		<-entered
-		return cancelCtx, release, out, served
+		return cancelCtx, release, out, served, store
 	}
 
 	t.Run("an intent in flight at shutdown finishes and is published, and the open stream is not waited for", func(t *testing.T) {
 		t.Parallel()
-		cancel, release, out, served := startBlocked(t, 10*time.Second)
+		cancel, release, out, served, _ := startBlocked(t, 10*time.Second)
 		cancel()
 		time.Sleep(20 * time.Millisecond)
 		close(release)
@@ -295,7 +296,7 @@ func TestServeShutdown(t *testing.T) {
 
 	t.Run("an intent still running after the drain timeout is left unanswered", func(t *testing.T) {
 		t.Parallel()
-		cancel, release, out, served := startBlocked(t, 30*time.Millisecond)
+		cancel, release, out, served, store := startBlocked(t, 30*time.Millisecond)
 		defer close(release)
 		cancel()
 		err := <-served
@@ -305,6 +306,18 @@ func TestServeShutdown(t *testing.T) {
 		}
 		if out.Len() != 0 {
 			t.Fatalf("published %q after the drain timeout, want nothing", out)
+		}
+		// The tool ran, so shutdown must not leave its claim in flight (the
+		// redelivery would wait out the lease) nor release it (the redelivery
+		// would run it again): its ERROR is recorded, and the redelivery is
+		// answered with it.
+		c, err := store.Claim(context.Background(), effectortest.Intent("e", 3, 0).ID, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res toolreg.Result
+		if c.State != effector.Done || res.UnmarshalBinary(c.Result) != nil || res.Status != toolreg.StatusError {
+			t.Fatalf("after the drain timeout the store holds %v %q (%+v); want the ERROR of the canceled run", c.State, c.Result, res)
 		}
 	})
 }
