@@ -16,16 +16,23 @@ import (
 // canonicalResult returns toolreg.CanonicalJSON(v), the payload of an OK
 // result, byte for byte, in a fraction of its time for the values tool
 // functions return (structs, maps of them). CanonicalJSON encodes v, decodes
-// the text into maps and re-encodes them; canonicalResult encodes v and
-// rewrites the text in place: object members sorted by key, strings
-// re-escaped, non-integer numbers re-formatted. Whatever it does not handle
-// (a surrogate escape, a duplicate key) goes to CanonicalJSON's own
-// path; FuzzCanonicalResult holds the two to the same bytes.
+// the text into maps and re-encodes them. canonicalResult first writes v
+// with its type's cached encoder (canonenc.go), fields in key order, with no
+// intermediate text; a type that needs encoding/json's own rules (a
+// MarshalJSON method, an embedded field) is encoded with json.Marshal and
+// the text rewritten in place: object members sorted by key, strings
+// re-escaped, non-integer numbers re-formatted. Whatever that does not
+// handle (a surrogate escape, a duplicate key) goes to CanonicalJSON's own
+// path; FuzzCanonicalResult and FuzzCanonicalEncoder hold them to the same
+// bytes.
 func canonicalResult(v any) ([]byte, error) {
 	switch v.(type) {
 	case json.RawMessage, []byte, nil, bool, string, json.Number, float64, map[string]any, []any:
 		// CanonicalJSON has its own path for these.
 		return toolreg.CanonicalJSON(v)
+	}
+	if out, ok := encodeDirect(v); ok {
+		return out, nil
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

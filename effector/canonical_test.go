@@ -149,3 +149,76 @@ func BenchmarkCanonicalResult(b *testing.B) {
 		})
 	}
 }
+
+// encoderCase holds every kind the cached encoder writes itself, and some it
+// leaves to json.Marshal, so that FuzzCanonicalEncoder reaches both.
+type encoderCase struct {
+	S     string             `json:"s"`
+	Empty string             `json:"empty,omitempty"`
+	Odd   string             `json:"odd name!,omitempty"`
+	Bad   string             `json:"bad\"tag"`
+	B     bool               `json:"b,omitempty"`
+	I     int64              `json:"i"`
+	I8    int8               `json:"i8"`
+	U     uint32             `json:"u,omitempty"`
+	F     float64            `json:"f"`
+	F32   float32            `json:"f32"`
+	P     *float64           `json:"p"`
+	Any   any                `json:"any"`
+	List  []string           `json:"list"`
+	Arr   [2]int             `json:"arr"`
+	M     map[string]float64 `json:"m"`
+	Next  *encoderCase       `json:"next,omitempty"`
+	Skip  int                `json:"-"`
+	Dash  int                `json:"-,"`
+	hide  int
+	Plain string
+}
+
+// FuzzCanonicalEncoder holds the cached encoder (through canonicalResult) to
+// toolreg.CanonicalJSON's bytes on structs of every kind it writes.
+func FuzzCanonicalEncoder(f *testing.F) {
+	f.Add("remboursé", "<&>\u2028", int64(-7), 10.0, float32(0.1), uint32(3), true)
+	f.Add("", "\x00\x1f\"\\", int64(0), 1e21, float32(1e20), uint32(0), false)
+	f.Add("\xff", "é", int64(1<<62), 1e-7, float32(-0), uint32(1), false)
+	f.Add("a", "b", int64(2), math.Inf(1), float32(3.5), uint32(2), true)
+	f.Fuzz(func(t *testing.T, s, k string, i int64, fl float64, f32 float32, u uint32, b bool) {
+		inner := &encoderCase{S: k, F: -fl, M: map[string]float64{}}
+		v := encoderCase{
+			S: s, Empty: k, Odd: s, Bad: k, B: b, I: i, I8: int8(i), U: u, F: fl, F32: f32, P: &fl,
+			Any:  map[string]any{k: []any{s, fl, i, nil, b}, "n": json.Number("12")},
+			List: []string{s, k}, Arr: [2]int{int(i), -1},
+			M:    map[string]float64{s: fl, k: float64(f32)},
+			Next: inner, Skip: 1, Dash: 2, hide: 3, Plain: s,
+		}
+		if b {
+			v.Any, v.List, v.M = inner, nil, nil
+		}
+		for _, x := range []any{v, &v, []encoderCase{v, {}}, map[string]*encoderCase{s: &v, k: nil}, fl, f32, s} {
+			want, wantErr := toolreg.CanonicalJSON(x)
+			got, gotErr := canonicalResult(x)
+			if (wantErr != nil) != (gotErr != nil) || !bytes.Equal(got, want) {
+				t.Fatalf("canonicalResult(%#v)\n got %s, %v\nwant %s, %v", x, got, gotErr, want, wantErr)
+			}
+		}
+	})
+}
+
+func TestCanonicalEncoderWritesStructsItself(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{encoderCase{}, map[string][]encoderCase{}, &encoderCase{Next: &encoderCase{}}} {
+		if _, ok := encodeDirect(v); !ok {
+			t.Errorf("encodeDirect(%T) left it to json.Marshal", v)
+		}
+	}
+	for _, v := range []any{receipt{}, json.Number("1"), []byte("x"), map[int]string{}, struct{ F float64 }{math.NaN()}, "\xff"} {
+		if _, ok := encodeDirect(v); ok {
+			t.Errorf("encodeDirect(%T) wrote it, but only encoding/json's own rules do", v)
+		}
+	}
+	cycle := &encoderCase{}
+	cycle.Next = cycle
+	if _, err := canonicalResult(cycle); err == nil {
+		t.Errorf("canonicalResult encoded a cycle")
+	}
+}
