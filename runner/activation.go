@@ -176,7 +176,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, er
 	case a.clock == nil:
 		return nil, ErrNoClock
 	case a.full:
-		return nil, fmt.Errorf("runner: activation %x/%d has used every step index: no more intents fit in it", a.entityKey, a.seq)
+		return nil, fmt.Errorf("runner: activation %x/%d has used every step index (the last was %d): no more intents fit in it; stage the rest in the next activation (seq %d)", a.entityKey, a.seq, uint32(math.MaxUint32), a.seq+1)
 	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {

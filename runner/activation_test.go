@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -369,6 +371,30 @@ func TestActRefusesWithoutStaging(t *testing.T) {
 	}
 	if n := s.refunds.Load(); n != 0 {
 		t.Errorf("issue_refund ran %d times; want 0", n)
+	}
+}
+
+// The last step index, math.MaxUint32, takes one intent; the Act after it is
+// refused and says where the rest go, rather than wrapping to step 0 and
+// reusing that step's id.
+func TestActRefusesOnceEveryStepIsUsed(t *testing.T) {
+	t.Parallel()
+	s := newSupportAgent(t)
+	a := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock), runner.WithStartStep(math.MaxUint32))
+	args := json.RawMessage(`{"order_id":"o-1","amount":5}`)
+	in, err := a.Act("issue_refund", args)
+	if err != nil {
+		t.Fatalf("Act at the last step: %v", err)
+	}
+	if in.StepIndex != math.MaxUint32 {
+		t.Errorf("the last intent has step %d; want %d", in.StepIndex, uint32(math.MaxUint32))
+	}
+	in, err = a.Act("issue_refund", args)
+	if in != nil || err == nil || !strings.Contains(err.Error(), "next activation (seq 8)") {
+		t.Errorf("Act after the last step = %+v, %v; want an error pointing at the next activation", in, err)
+	}
+	if staged, _ := a.Drain(); len(staged) != 1 {
+		t.Errorf("staged %d intents; want the 1 at the last step", len(staged))
 	}
 }
 
