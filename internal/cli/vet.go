@@ -47,6 +47,11 @@ anything that fails it, and 2 on a usage error.
 				fmt.Fprintf(e.stderr, "toolreg vet: %v\n", &provider.UnknownFormError{Name: *form})
 				return exitUsage
 			}
+			if *strict && *form == "" {
+				// Only a provider's findings are warnings: alone, -strict would pass silently.
+				fmt.Fprintf(e.stderr, "toolreg vet: -strict fails on a provider's warnings: name the provider with -provider (%s)\n", strings.Join(provider.Forms(), ", "))
+				return exitUsage
+			}
 			specs, ok := loadSpecs(e, "vet", paths)
 			if !ok {
 				return exitFindings
