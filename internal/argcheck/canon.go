@@ -298,8 +298,11 @@ func (t *transcoder) emit(n *canonNode, given uint64, start int, spans []span) b
 }
 
 func (n *canonNode) prop(key []byte) int {
-	i, ok := slices.BinarySearchFunc(n.props, key, func(p canonProp, k []byte) int {
-		return strings.Compare(p.name, string(k))
+	// string(k) inside the comparison allocated on every probe; the key's
+	// bytes are only compared, never kept.
+	k := unsafeString(key)
+	i, ok := slices.BinarySearchFunc(n.props, k, func(p canonProp, k string) int {
+		return strings.Compare(p.name, k)
 	})
 	if !ok {
 		return -1
