@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/format"
+	"go/token"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,8 +45,8 @@ type Options struct {
 // Generate returns the gofmt'ed Go source for specs. Problems are reported all
 // at once, as a *toolreg.ToolDefinitionError.
 func Generate(specs []*toolreg.Spec, opts Options) ([]byte, error) {
-	if !isIdent(opts.Package) {
-		return nil, fmt.Errorf("gen: package name %q is not a Go identifier", opts.Package)
+	if !token.IsIdentifier(opts.Package) {
+		return nil, fmt.Errorf("gen: package name %q is not a Go identifier: use the name in the package clause of the directory the file goes in", opts.Package)
 	}
 	g := &generator{used: make(map[string]string)}
 	specs = slices.Clone(specs)
@@ -274,18 +275,6 @@ func goName(s string) string {
 		out = "X" + out
 	}
 	return out
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if !unicode.IsLetter(r) && r != '_' && (i == 0 || !unicode.IsDigit(r)) {
-			return false
-		}
-	}
-	return true
 }
 
 // comment renders text as a // comment wrapped at about 80 columns, each
