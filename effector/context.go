@@ -37,20 +37,21 @@ type execContext struct {
 	context.Context // context.WithCancelCause of the caller's
 	cancel          context.CancelCauseFunc
 	deadline        time.Time // the earlier of the timeout and ctx's deadline
-	timeoutAt       time.Time // when the tool's timeout passes
 	expired         atomic.Bool
 	info            IntentInfo
 }
 
-func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time.Duration) {
+// init sets c up and returns when the tool's timeout passes.
+func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time.Duration) (timeoutAt time.Time) {
 	c.Context, c.cancel = context.WithCancelCause(ctx)
-	c.timeoutAt = time.Now().Add(timeout)
-	c.deadline = c.timeoutAt
+	timeoutAt = time.Now().Add(timeout)
+	c.deadline = timeoutAt
 	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
 	// IntentFrom copies EntityKey, so the function cannot change the intent.
 	c.info = IntentInfo{ID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Step: in.StepIndex, Attempt: in.Attempt}
+	return timeoutAt
 }
 
 func (c *execContext) Deadline() (time.Time, bool) { return c.deadline, true }

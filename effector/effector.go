@@ -251,7 +251,9 @@ func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token
 // claim. It runs even if ctx has ended: a function that ran must not run
 // again.
 func (e *Effector) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if e.cfg.storeTimeout > 0 {
 		return context.WithTimeout(ctx, e.cfg.storeTimeout)
 	}
@@ -368,11 +370,10 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
 func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
 	x := &execution{e: e, caller: ctx, in: in, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
-	x.execContext.init(ctx, in, x.timeout)
+	x.watchdog.deadline = x.execContext.init(ctx, in, x.timeout)
 	x.info.Reclaimed = reclaimed
 	defer x.cancel(nil)
 	x.watchdog.exec = x
-	x.watchdog.deadline = x.timeoutAt
 	x.wg.Add(1)
 	e.timeouts.add(&x.watchdog, x.timeout)
 	stopHook := func() bool { return true }
@@ -386,7 +387,7 @@ func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.T
 	stopHook()
 	if !x.state.CompareAndSwap(running, returned) {
 		x.wg.Wait() // an interruption won: its ERROR is the recorded result
-		return x.res, true, x.recordErr
+		return *x.res, true, x.recordErr
 	}
 	if err != nil {
 		return x.ran(toolreg.StatusError, nil, err.Error()), false, nil
@@ -447,8 +448,8 @@ func (x *execution) interrupt(timedOut bool) {
 	} else {
 		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.tool, context.Cause(x.caller))
 	}
-	x.res = x.ran(toolreg.StatusError, nil, msg)
-	x.res, x.recordErr = x.e.record(x.caller, x.in, x.token, x.res)
+	res, err := x.e.record(x.caller, x.in, x.token, x.ran(toolreg.StatusError, nil, msg))
+	x.res, x.recordErr = &res, err
 }
 
 // approvalRequested is the payload of a done APPROVAL intent.

@@ -13,7 +13,7 @@ import (
 type watchdog struct {
 	state atomic.Int32
 	wg    sync.WaitGroup // done when an interruption's result is recorded
-	res   toolreg.Result
+	res   *toolreg.Result // the interruption's; only an interrupted execution has one
 
 	// Its place in the timeouts queue of its timeout.
 	deadline   time.Time
