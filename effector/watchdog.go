@@ -12,7 +12,7 @@ import (
 // (its timeout, or the caller's context ending) makes its result.
 type watchdog struct {
 	state atomic.Int32
-	wg    sync.WaitGroup // done when an interruption's result is recorded
+	wg    sync.WaitGroup  // done when an interruption's result is recorded
 	res   *toolreg.Result // the interruption's; only an interrupted execution has one
 
 	// Its place in the timeouts queue of its timeout.
