@@ -50,7 +50,8 @@ var sinkHits int
 const wantHits = 37
 
 // benchCoercedCall is benchCall as a model might send it with loose types:
-// it takes the reference path (coercion, then jsonschema validation).
+// the plan coerces them in the same single pass, so it should cost about what
+// benchCall does.
 var benchCoercedCall = json.RawMessage(`{"query":"golang generics","limit":"20","exact":"true","tags":["go","lang"]}`)
 
 // BenchmarkValidCall measures one valid call of a four-param read-only tool
@@ -65,7 +66,8 @@ var benchCoercedCall = json.RawMessage(`{"query":"golang generics","limit":"20",
 //   - runner: runner.Runner.Run on the bound tool (side-effect guard, schema
 //     validation with defaults and coercion, decode, call, result as any);
 //   - runner-coerced: the same with "20" and "true" for the integer and the
-//     boolean, which takes the reference path (for information: no target).
+//     boolean, which the plan coerces as it decodes (for information: no
+//     target).
 //
 // Targets (issue 3): runner within 2x of floor in ns/op and allocs/op, and
 // faster than mcp-go-sdk. The sub-benchmarks are named impl=..., so that
