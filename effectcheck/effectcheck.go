@@ -20,6 +20,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -312,7 +313,7 @@ func (p *pkg) check(effects effectSet) []finding {
 				}
 				out = append(out, finding{id.Pos(), fmt.Sprintf(
 					"%s of %s, bound as side-effecting%s at %s:%d, runs its effect inline where a retry repeats it: request the tool with Activation.Act so the effector executes it once",
-					what, obj.Name(), tool, shortFile(b.pos.Filename), b.pos.Line)})
+					what, obj.Name(), tool, filepath.Base(b.pos.Filename), b.pos.Line)})
 			}
 			if isUnwrap(obj) && p.path != effectorPath && p.path != effectorPath+"_test" {
 				out = append(out, finding{id.Pos(),
@@ -347,11 +348,4 @@ func isCalled(f *ast.File, id *ast.Ident) bool {
 		return true
 	})
 	return called
-}
-
-func shortFile(name string) string {
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		return name[i+1:]
-	}
-	return name
 }
