@@ -16,7 +16,7 @@ type MemoryStore struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	records map[string]*memRecord
+	records map[string]memRecord
 	// sweepAt is the map size at which the next full sweep of expired records
 	// runs; sweeping on growth keeps memory bounded at amortized O(1) per claim.
 	sweepAt int
@@ -43,7 +43,7 @@ func WithStoreClock(now func() time.Time) MemoryStoreOption {
 
 // NewMemoryStore returns an empty in-memory DedupStore.
 func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
-	s := &MemoryStore{now: time.Now, records: make(map[string]*memRecord), sweepAt: 1024}
+	s := &MemoryStore{now: time.Now, records: make(map[string]memRecord), sweepAt: 1024}
 	for _, o := range opts {
 		o(s)
 	}
@@ -73,7 +73,7 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 		s.sweep(now)
 	}
 	token := strconv.FormatUint(s.tokens.Add(1), 36)
-	s.records[intentID] = &memRecord{token: token, expires: now.Add(lease)}
+	s.records[intentID] = memRecord{token: token, expires: now.Add(lease)}
 	return Claim{State: Claimed, Token: token, Reclaimed: reclaimed}, nil
 }
 
@@ -85,13 +85,10 @@ func (s *MemoryStore) Complete(ctx context.Context, intentID, token string, resu
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.owned(intentID, token, now)
-	if !ok {
+	if !s.owned(intentID, token, now) {
 		return ErrNotOwner
 	}
-	r.token = ""
-	r.result = append([]byte(nil), result...)
-	r.expires = now.Add(ttl)
+	s.records[intentID] = memRecord{result: append([]byte(nil), result...), expires: now.Add(ttl)}
 	return nil
 }
 
@@ -103,20 +100,17 @@ func (s *MemoryStore) Release(ctx context.Context, intentID, token string) error
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.owned(intentID, token, now); !ok {
+	if !s.owned(intentID, token, now) {
 		return ErrNotOwner
 	}
 	delete(s.records, intentID)
 	return nil
 }
 
-// owned returns intentID's record if token holds its unexpired lease.
-func (s *MemoryStore) owned(intentID, token string, now time.Time) (*memRecord, bool) {
+// owned says whether token holds intentID's unexpired lease.
+func (s *MemoryStore) owned(intentID, token string, now time.Time) bool {
 	r, ok := s.records[intentID]
-	if !ok || token == "" || r.token != token || !now.Before(r.expires) {
-		return nil, false
-	}
-	return r, true
+	return ok && token != "" && r.token == token && now.Before(r.expires)
 }
 
 // sweep drops expired results. Lapsed claims stay, so that their next claim
