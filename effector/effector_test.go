@@ -1101,3 +1101,69 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 		t.Errorf("the function ran %d times, want 1", calls)
 	}
 }
+
+// TestProcessRunsItsPhasesInOrder: issue 4's order is verify, expiry, claim,
+// resolve and validate, execute. An intent that fails two phases gets the
+// earlier phase's answer: a bad signature wins over expiry (no result, dead
+// letter), expiry wins over an unknown tool or bad arguments (EXPIRED, the
+// store untouched), and a stored result wins over arguments the current
+// table would reject (the stored bytes, nothing resolved).
+func TestProcessRunsItsPhasesInOrder(t *testing.T) {
+	t.Parallel()
+	expired := func(in *toolreg.Intent) *toolreg.Intent { in.ExpiresAtMs = t0.UnixMilli() - 1; return in }
+
+	t.Run("an unsigned expired intent is refused, not EXPIRED", func(t *testing.T) {
+		t.Parallel()
+		tl := newTools(t)
+		store := &countingStore{DedupStore: effector.NewMemoryStore()}
+		var dead []error
+		e := newEffector(t, tl, store, effector.WithVerify(effector.VerifyRequire, signingKeys),
+			effector.WithDeadLetter(func(_ context.Context, _ *toolreg.Intent, reason error) error { dead = append(dead, reason); return nil }))
+		res, err := e.Process(testCtx(t), expired(intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)))
+		if !errors.Is(err, toolreg.ErrUnsigned) || res.Status != toolreg.StatusUnspecified || len(dead) != 1 {
+			t.Errorf("Process = %s, %v (dead letters %v); want a refusal for the missing signature, no result", res.Status, err, dead)
+		}
+		if n := store.touched(); n != 0 {
+			t.Errorf("the store was called %d times, want 0", n)
+		}
+	})
+	for _, in := range []*toolreg.Intent{
+		expired(intentFor("refnud", `{}`, 2)),
+		expired(intentFor("refund", `{"order_id":`, 3)),
+		expired(intentFor("lookup", `{}`, 4)),
+	} {
+		t.Run("an expired intent that would be rejected ("+in.ToolName+" "+string(in.ArgsJSON)+") is EXPIRED", func(t *testing.T) {
+			t.Parallel()
+			tl := newTools(t)
+			store := &countingStore{DedupStore: effector.NewMemoryStore()}
+			res, err := newEffector(t, tl, store).Process(testCtx(t), in)
+			if err != nil || res.Status != toolreg.StatusExpired {
+				t.Errorf("Process = %s %q, %v; want EXPIRED", res.Status, res.ErrorMessage, err)
+			}
+			if n := store.touched(); n != 0 {
+				t.Errorf("the store was called %d times, want 0", n)
+			}
+		})
+	}
+	t.Run("a done intent is answered from the store before its tool is resolved", func(t *testing.T) {
+		t.Parallel()
+		tl := newTools(t)
+		store := effector.NewMemoryStore()
+		in := intentFor("refnud", `{"order_id":`, 5) // unknown tool, malformed arguments
+		c, err := store.Claim(context.Background(), in.ID, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := marshal(t, toolreg.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: toolreg.StatusOK, Payload: []byte(`"done earlier"`), CompletedAtMs: 1})
+		if err := store.Complete(context.Background(), in.ID, c.Token, stored, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		res, err := newEffector(t, tl, store).Process(testCtx(t), in)
+		if err != nil || !bytes.Equal(marshal(t, res), stored) {
+			t.Errorf("Process = %+v, %v; want the stored result byte-identical", res, err)
+		}
+		if n := tl.calls.Load(); n != 0 {
+			t.Errorf("a function was invoked %d times, want 0", n)
+		}
+	})
+}
