@@ -1118,7 +1118,10 @@ func TestProcessRunsItsPhasesInOrder(t *testing.T) {
 		store := &countingStore{DedupStore: effector.NewMemoryStore()}
 		var dead []error
 		e := newEffector(t, tl, store, effector.WithVerify(effector.VerifyRequire, signingKeys),
-			effector.WithDeadLetter(func(_ context.Context, _ *toolreg.Intent, reason error) error { dead = append(dead, reason); return nil }))
+			effector.WithDeadLetter(func(_ context.Context, _ *toolreg.Intent, reason error) error {
+				dead = append(dead, reason)
+				return nil
+			}))
 		res, err := e.Process(testCtx(t), expired(intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)))
 		if !errors.Is(err, toolreg.ErrUnsigned) || res.Status != toolreg.StatusUnspecified || len(dead) != 1 {
 			t.Errorf("Process = %s, %v (dead letters %v); want a refusal for the missing signature, no result", res.Status, err, dead)
