@@ -3,8 +3,8 @@ package toolreg
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -46,8 +46,10 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
-	if _, err := d.Token(); err == nil {
-		return nil, errors.New("canonical json: more than one value")
+	// Anything after the value but space is refused, garbage as much as a
+	// second value: Token returns io.EOF only at the end of the text.
+	if _, err := d.Token(); err != io.EOF {
+		return nil, fmt.Errorf("canonical json: text after the value, at byte %d: pass exactly one JSON value", d.InputOffset())
 	}
 	return appendCanonical(make([]byte, 0, len(raw)), v)
 }
