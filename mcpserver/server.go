@@ -99,6 +99,9 @@ type Server struct {
 	effector *effector.Effector
 	tools    []*mcp.Tool
 	mcp      *mcp.Server
+	// actOpts configure each side-effecting call's activation: built once in
+	// New, not per call.
+	actOpts []runner.ActivationOption
 }
 
 // New returns the server of bound's tools. Read-only tools run through the
@@ -133,7 +136,8 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 			return nil, fmt.Errorf("mcpserver: side-effecting tools %s and no effector: pass effector.New(bound.Effector, store)", strings.Join(effects, ", "))
 		}
 	}
-	s := &Server{cfg: cfg, bound: bound, effector: eff}
+	s := &Server{cfg: cfg, bound: bound, effector: eff, actOpts: append([]runner.ActivationOption{
+		runner.WithClock(cfg.now), runner.WithIntentTTL(cfg.ttl), runner.WithRunner(cfg.runner)}, cfg.signing...)}
 	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
@@ -230,8 +234,7 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	act := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, append([]runner.ActivationOption{
-		runner.WithClock(s.cfg.now), runner.WithIntentTTL(s.cfg.ttl), runner.WithRunner(s.cfg.runner)}, s.cfg.signing...)...)
+	act := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.actOpts...)
 	if _, err := act.Act(t.Name(), arguments(req)); err != nil {
 		return toolError(err)
 	}
