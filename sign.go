@@ -53,7 +53,7 @@ func (e *SignatureError) Is(target error) bool { return target == ErrTool }
 // Sign last: changing any other field afterwards breaks the signature.
 func (in *Intent) SignHMAC(keyID string, key []byte) error {
 	if len(key) == 0 {
-		return fmt.Errorf("toolreg: signing intent %q: the key for id %q is empty", in.ID, keyID)
+		return fmt.Errorf("toolreg: signing intent %q: the key for id %q is empty: pass the HMAC key itself, the bytes the effector holds under that id", in.ID, keyID)
 	}
 	mac, err := in.hmacSHA256(key)
 	if err != nil {

@@ -343,8 +343,8 @@ func TestActRefusesWithoutStaging(t *testing.T) {
 			}
 		}},
 		{"a signing key that is empty", []runner.ActivationOption{runner.WithClock(actClock), runner.WithSigningKey("k1", nil)}, "issue_refund", `{"order_id":"o-1","amount":5}`, func(t *testing.T, err error) {
-			if err == nil {
-				t.Errorf("got nil; want an error")
+			if err == nil || !strings.Contains(err.Error(), `the key for id "k1" is empty`) {
+				t.Errorf("got %v; want an error saying key k1 is empty", err)
 			}
 		}},
 	}
