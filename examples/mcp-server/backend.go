@@ -10,18 +10,15 @@ import (
 	"sync"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/examples/support-agent/tools"
 )
 
 // backend stands in for a customer database, a help center, a payment
-// provider and a mail relay.
+// provider and a mail relay. Its functions take the argument types toolreg gen
+// wrote from the manifests for the support agent (package tools).
 type backend struct {
 	mu  sync.Mutex
 	log *os.File // effects.log, or nil
-}
-
-type lookupCustomerArgs struct {
-	CustomerID     string `json:"customer_id"`
-	IncludeHistory bool   `json:"include_history"`
 }
 
 type customer struct {
@@ -36,7 +33,7 @@ var customers = map[string]customer{
 	"cus_8f3k2p": {ID: "cus_8f3k2p", Name: "Ada Lovelace", Email: "ada@example.test", Plan: "pro"},
 }
 
-func (be *backend) lookupCustomer(ctx context.Context, a lookupCustomerArgs) (customer, error) {
+func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArgs) (customer, error) {
 	c, ok := customers[a.CustomerID]
 	if !ok {
 		return customer{}, fmt.Errorf("no customer %s", a.CustomerID)
@@ -47,18 +44,12 @@ func (be *backend) lookupCustomer(ctx context.Context, a lookupCustomerArgs) (cu
 	return c, nil
 }
 
-type searchKBArgs struct {
-	Query  string `json:"query"`
-	Locale string `json:"locale"`
-	TopK   int64  `json:"top_k"`
-}
-
 type article struct {
 	Title string `json:"title"`
 	URL   string `json:"url"`
 }
 
-func (be *backend) searchKB(ctx context.Context, a searchKBArgs) (map[string]any, error) {
+func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) (map[string]any, error) {
 	var hits []article
 	for _, art := range []article{
 		{"Refunds for duplicate charges", "https://help.example.test/refunds/duplicate"},
@@ -72,14 +63,7 @@ func (be *backend) searchKB(ctx context.Context, a searchKBArgs) (map[string]any
 	return map[string]any{"locale": a.Locale, "articles": hits}, nil
 }
 
-type refundOrderArgs struct {
-	OrderID string  `json:"order_id"`
-	Amount  float64 `json:"amount"`
-	Reason  string  `json:"reason"`
-	Note    *string `json:"note"`
-}
-
-func (be *backend) refundOrder(ctx context.Context, a refundOrderArgs) (map[string]any, error) {
+func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (map[string]any, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {
 		return nil, errors.New("refund_order runs only in the effector")
@@ -88,15 +72,7 @@ func (be *backend) refundOrder(ctx context.Context, a refundOrderArgs) (map[stri
 	return r, be.record("refund_order", in.ID, r)
 }
 
-type sendEmailArgs struct {
-	To       string             `json:"to"`
-	Subject  string             `json:"subject"`
-	Body     string             `json:"body"`
-	Cc       []string           `json:"cc"`
-	Metadata *map[string]string `json:"metadata"`
-}
-
-func (be *backend) sendEmail(ctx context.Context, a sendEmailArgs) (map[string]any, error) {
+func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (map[string]any, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {
 		return nil, errors.New("send_email runs only in the effector")

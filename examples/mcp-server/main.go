@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/examples/support-agent/tools"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/mcpserver"
 )
@@ -46,7 +48,7 @@ func main() {
 }
 
 // served are the manifests' tools this server binds; the others are left out.
-var served = []string{"lookup_customer", "search_kb", "refund_order", "send_email"}
+var served = []string{tools.NameLookupCustomer, tools.NameSearchKB, tools.NameRefundOrder, tools.NameSendEmail}
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp-server", flag.ContinueOnError)
@@ -96,7 +98,7 @@ func start(ctx context.Context, manifests, state, entityKey string, log *slog.Lo
 	}
 	var specs []*toolreg.Spec
 	for _, name := range served {
-		i := indexOf(all, name)
+		i := slices.IndexFunc(all, func(s *toolreg.Spec) bool { return s.Name == name })
 		if i < 0 {
 			return nil, nil, fmt.Errorf("%s: no manifest declares tool %q", manifests, name)
 		}
@@ -104,10 +106,10 @@ func start(ctx context.Context, manifests, state, entityKey string, log *slog.Lo
 	}
 	be := &backend{}
 	b := bindings.New(specs)
-	bindings.ReadOnly(b, "lookup_customer", be.lookupCustomer)
-	bindings.ReadOnly(b, "search_kb", be.searchKB)
-	bindings.Effect(b, "refund_order", be.refundOrder)
-	bindings.Effect(b, "send_email", be.sendEmail)
+	tools.BindLookupCustomer(b, be.lookupCustomer)
+	tools.BindSearchKB(b, be.searchKB)
+	tools.BindRefundOrder(b, be.refundOrder)
+	tools.BindSendEmail(b, be.sendEmail)
 	bound, err := b.Bind()
 	if err != nil {
 		return nil, nil, err
@@ -143,15 +145,6 @@ func start(ctx context.Context, manifests, state, entityKey string, log *slog.Lo
 		return nil, nil, err
 	}
 	return srv, closeFn, nil
-}
-
-func indexOf(specs []*toolreg.Spec, name string) int {
-	for i, s := range specs {
-		if s.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, stderr io.Writer) error {
