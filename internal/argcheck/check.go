@@ -49,9 +49,6 @@ func Compile(schema []byte, strict bool) (*Checker, error) {
 	return ch, nil
 }
 
-// Strict reports whether the checker was compiled without coercion.
-func (c *Checker) Strict() bool { return c.strict }
-
 // Check validates args and returns them normalized: coerced (unless strict),
 // nulls for optional members dropped, defaults applied. The map holds decoded
 // JSON as encoding/json decodes it with UseNumber. Bad arguments give an
