@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -190,7 +191,7 @@ func (s *service) dispatch(ctx context.Context, act *runner.Activation, calls []
 	}
 	outcomes := s.runner.RunAll(ctx, inline)
 	for i, c := range calls {
-		if k := indexOf(inlineAt, i); k >= 0 {
+		if k := slices.Index(inlineAt, i); k >= 0 {
 			say("model → %s %s  (inline)\n", c.Name, c.Args)
 			say("        %s\n", describe(outcomes[k].Result, outcomes[k].Err))
 			continue
@@ -207,15 +208,6 @@ func (s *service) dispatch(ctx context.Context, act *runner.Activation, calls []
 		say("        staged intent %s (step %d): nothing runs until the activation succeeds\n", in.ID, in.StepIndex)
 	}
 	return nil
-}
-
-func indexOf(xs []int, v int) int {
-	for i, x := range xs {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // describe renders a tool outcome as the trace shows it and as the model
