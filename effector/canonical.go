@@ -84,7 +84,7 @@ func (c *canonicalizer) value(out []byte) ([]byte, bool) {
 		if !ok {
 			return nil, false
 		}
-		return appendCanonicalString(out, s), true
+		return argcheck.AppendCanonicalString(out, string(s)), true
 	case b == 't':
 		return c.literal(out, "true")
 	case b == 'f':
@@ -191,7 +191,7 @@ func (c *canonicalizer) object(out []byte) ([]byte, bool) {
 			out = append(out, ',')
 		}
 		start := len(out)
-		out = appendCanonicalString(out, key)
+		out = argcheck.AppendCanonicalString(out, string(key))
 		out = append(out, ':')
 		if out, ok = c.value(out); !ok {
 			return nil, false
@@ -301,34 +301,4 @@ func (c *canonicalizer) strEscaped(buf []byte) ([]byte, bool) {
 		c.i += 2
 	}
 	return nil, false
-}
-
-// appendCanonicalString is toolreg's string rule (argcheck.AppendCanonicalString)
-// for bytes already known to be valid UTF-8, without converting them to a
-// string; FuzzCanonicalResult checks that they still agree.
-
-func appendCanonicalString(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, c := range s {
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c) // s is valid UTF-8: multi-byte runes are kept as they are
-		}
-	}
-	return append(b, '"')
 }
