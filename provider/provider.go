@@ -194,8 +194,8 @@ func (s *Set) List() json.RawMessage {
 	return append(b, ']')
 }
 
-// joinedError is errors.Join with one problem a line, as errors.Join, but
-// returning the single error itself when there is one.
+// joinErrors returns nil for no errors, the error itself for one, and a
+// *MultiError (one error a line, each found by errors.As) for more.
 func joinErrors(errs []error) error {
 	switch len(errs) {
 	case 0:
