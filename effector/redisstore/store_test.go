@@ -25,30 +25,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
-	t.Helper()
-	c, err := s.Claim(context.Background(), id, lease)
-	if err != nil {
-		t.Fatalf("Claim(%q): %v", id, err)
-	}
-	if c.State != effector.Claimed {
-		t.Fatalf("Claim(%q) = %s, want claimed", id, c.State)
-	}
-	return c.Token
-}
-
-func wantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
-	t.Helper()
-	c, err := s.Claim(context.Background(), id, time.Minute)
-	if err != nil {
-		t.Fatalf("Claim(%q): %v", id, err)
-	}
-	if c.State != want {
-		t.Fatalf("Claim(%q) = %s, want %s", id, c.State, want)
-	}
-	return c
-}
-
 // TestStaleTokenAfterLeaseExpiry is the paused owner against the real server:
 // the lease is the key's expiry, so after it the next owner's SET NX wins, and
 // the compare-and-set script refuses the first owner's token, leaving the
@@ -63,7 +39,7 @@ func TestStaleTokenAfterLeaseExpiry(t *testing.T) {
 	// The lease is long enough that the PTTL check runs well inside it on a
 	// loaded machine; the test then waits for the server to expire the key.
 	const lease = 500 * time.Millisecond
-	stale := mustClaim(t, s, "i", lease)
+	stale := storetest.MustClaim(t, s, "i", lease)
 	if ttl := rdb.PTTL(ctx, "p:i").Val(); ttl <= 0 || ttl > lease {
 		t.Fatalf("PTTL of a claim with a %v lease = %v, want the lease kept by the server", lease, ttl)
 	}
@@ -72,7 +48,7 @@ func TestStaleTokenAfterLeaseExpiry(t *testing.T) {
 			t.Fatalf("the server still holds the claim 10s after its %v lease", lease)
 		}
 	}
-	current := mustClaim(t, s, "i", time.Minute)
+	current := storetest.MustClaim(t, s, "i", time.Minute)
 
 	err := s.Complete(ctx, "i", stale, []byte("stale"), time.Hour)
 	if !errorsIsNotOwner(err) {
@@ -93,7 +69,7 @@ func TestStaleTokenAfterLeaseExpiry(t *testing.T) {
 	if err := s.Complete(ctx, "i", stale, []byte("stale"), time.Hour); !errorsIsNotOwner(err) {
 		t.Fatalf("Complete with the expired owner's token after the result: err = %v, want ErrNotOwner", err)
 	}
-	if got := wantState(t, s, "i", effector.Done).Result; string(got) != "current" {
+	if got := storetest.WantState(t, s, "i", effector.Done).Result; string(got) != "current" {
 		t.Fatalf("result = %q, want the current owner's %q", got, "current")
 	}
 }
@@ -113,22 +89,22 @@ func TestServerRestart(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t, redistest.WithDurability())
 		s := New(srv.Client(t))
-		tok := mustClaim(t, s, "done-before-crash", time.Minute)
+		tok := storetest.MustClaim(t, s, "done-before-crash", time.Minute)
 		if err := s.Complete(ctx, "done-before-crash", tok, []byte("kept"), time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		inflight := mustClaim(t, s, "in-flight-at-crash", time.Minute)
+		inflight := storetest.MustClaim(t, s, "in-flight-at-crash", time.Minute)
 
 		srv.Restart(t)
 
-		if got := wantState(t, s, "done-before-crash", effector.Done).Result; string(got) != "kept" {
+		if got := storetest.WantState(t, s, "done-before-crash", effector.Done).Result; string(got) != "kept" {
 			t.Fatalf("result after the restart = %q, want %q", got, "kept")
 		}
-		wantState(t, s, "in-flight-at-crash", effector.InFlight)
+		storetest.WantState(t, s, "in-flight-at-crash", effector.InFlight)
 		if err := s.Complete(ctx, "in-flight-at-crash", inflight, []byte("late"), time.Hour); err != nil {
 			t.Fatalf("the owner completing after the restart: %v", err)
 		}
-		if got := wantState(t, s, "in-flight-at-crash", effector.Done).Result; string(got) != "late" {
+		if got := storetest.WantState(t, s, "in-flight-at-crash", effector.Done).Result; string(got) != "late" {
 			t.Fatalf("result = %q, want %q", got, "late")
 		}
 	})
@@ -137,12 +113,12 @@ func TestServerRestart(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t)
 		s := New(srv.Client(t))
-		tok := mustClaim(t, s, "forgotten", time.Minute)
+		tok := storetest.MustClaim(t, s, "forgotten", time.Minute)
 		if err := s.Complete(ctx, "forgotten", tok, []byte("lost"), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		srv.Restart(t)
-		mustClaim(t, s, "forgotten", time.Minute)
+		storetest.MustClaim(t, s, "forgotten", time.Minute)
 	})
 
 	t.Run("while the server is down calls fail instead of claiming", func(t *testing.T) {
@@ -156,7 +132,7 @@ func TestServerRestart(t *testing.T) {
 			t.Fatalf("Claim with the server down = %s, want an error", c.State)
 		}
 		srv.Restart(t)
-		mustClaim(t, s, "x", time.Minute)
+		storetest.MustClaim(t, s, "x", time.Minute)
 	})
 }
 
@@ -195,20 +171,20 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 	t.Run("injected tokens are used", func(t *testing.T) {
-		tok := mustClaim(t, s, "injected", time.Minute)
+		tok := storetest.MustClaim(t, s, "injected", time.Minute)
 		if got := rdb.Get(ctx, "r:injected").Val(); got != "c"+tok || !strings.HasPrefix(tok, "tok-") {
 			t.Fatalf("token %q stored as %q, want an injected token stored as c+token", tok, got)
 		}
 	})
 	t.Run("a sub-millisecond lease is rounded up, not sent as zero", func(t *testing.T) {
-		mustClaim(t, s, "tiny", time.Microsecond)
+		storetest.MustClaim(t, s, "tiny", time.Microsecond)
 	})
 	t.Run("an empty result is done with empty bytes", func(t *testing.T) {
-		tok := mustClaim(t, s, "empty", time.Minute)
+		tok := storetest.MustClaim(t, s, "empty", time.Minute)
 		if err := s.Complete(ctx, "empty", tok, nil, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if c := wantState(t, s, "empty", effector.Done); len(c.Result) != 0 {
+		if c := storetest.WantState(t, s, "empty", effector.Done); len(c.Result) != 0 {
 			t.Fatalf("result = %q, want empty", c.Result)
 		}
 	})
@@ -222,7 +198,7 @@ func TestCompleteRidesOutAServerRestart(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithDurability())
 	s := New(srv.Client(t))
 	ctx := context.Background()
-	tok := mustClaim(t, s, "i", time.Minute)
+	tok := storetest.MustClaim(t, s, "i", time.Minute)
 	srv.Stop()
 	restarted := make(chan struct{})
 	go func() {
@@ -237,7 +213,7 @@ func TestCompleteRidesOutAServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Complete across a restart: %v", err)
 	}
-	if got := wantState(t, s, "i", effector.Done).Result; string(got) != "recorded" {
+	if got := storetest.WantState(t, s, "i", effector.Done).Result; string(got) != "recorded" {
 		t.Fatalf("result = %q, want %q", got, "recorded")
 	}
 	t.Run("repeating the same complete, as after a lost reply, succeeds and changes nothing", func(t *testing.T) {
@@ -247,7 +223,7 @@ func TestCompleteRidesOutAServerRestart(t *testing.T) {
 		if err := s.Complete(ctx, "i", tok, []byte("other"), time.Hour); !errorsIsNotOwner(err) {
 			t.Fatalf("Complete with other bytes after done: err = %v, want ErrNotOwner", err)
 		}
-		if got := wantState(t, s, "i", effector.Done).Result; string(got) != "recorded" {
+		if got := storetest.WantState(t, s, "i", effector.Done).Result; string(got) != "recorded" {
 			t.Fatalf("result = %q, want %q", got, "recorded")
 		}
 	})

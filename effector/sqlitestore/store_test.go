@@ -70,30 +70,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
-	t.Helper()
-	c, err := s.Claim(context.Background(), id, lease)
-	if err != nil {
-		t.Fatalf("Claim(%q): %v", id, err)
-	}
-	if c.State != effector.Claimed {
-		t.Fatalf("Claim(%q) = %s, want claimed", id, c.State)
-	}
-	return c.Token
-}
-
-func wantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
-	t.Helper()
-	c, err := s.Claim(context.Background(), id, time.Minute)
-	if err != nil {
-		t.Fatalf("Claim(%q): %v", id, err)
-	}
-	if c.State != want {
-		t.Fatalf("Claim(%q) = %s, want %s", id, c.State, want)
-	}
-	return c
-}
-
 func countRows(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
@@ -110,12 +86,12 @@ func TestTwoHandlesOnOneFile(t *testing.T) {
 	b := openForTest(t, path)
 
 	t.Run("a claim through one handle is in flight through the other", func(t *testing.T) {
-		tok := mustClaim(t, a, "handoff", time.Minute)
-		wantState(t, b, "handoff", effector.InFlight)
+		tok := storetest.MustClaim(t, a, "handoff", time.Minute)
+		storetest.WantState(t, b, "handoff", effector.InFlight)
 		if err := b.Complete(context.Background(), "handoff", tok, []byte("from a's claim"), time.Minute); err != nil {
 			t.Fatalf("Complete through the other handle with the owner's token: %v", err)
 		}
-		if got := wantState(t, a, "handoff", effector.Done).Result; string(got) != "from a's claim" {
+		if got := storetest.WantState(t, a, "handoff", effector.Done).Result; string(got) != "from a's claim" {
 			t.Fatalf("result = %q, want %q", got, "from a's claim")
 		}
 	})
@@ -147,17 +123,17 @@ func TestDurability(t *testing.T) {
 	})
 
 	t.Run("a result survives closing and reopening the file", func(t *testing.T) {
-		tok := mustClaim(t, s, "survivor", time.Minute)
+		tok := storetest.MustClaim(t, s, "survivor", time.Minute)
 		if err := s.Complete(context.Background(), "survivor", tok, []byte("kept"), time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		inflight := mustClaim(t, s, "in-flight-survivor", time.Hour)
+		inflight := storetest.MustClaim(t, s, "in-flight-survivor", time.Hour)
 		_ = inflight
 		reopened := openForTest(t, path)
-		if got := wantState(t, reopened, "survivor", effector.Done).Result; string(got) != "kept" {
+		if got := storetest.WantState(t, reopened, "survivor", effector.Done).Result; string(got) != "kept" {
 			t.Fatalf("result after reopening = %q, want %q", got, "kept")
 		}
-		wantState(t, reopened, "in-flight-survivor", effector.InFlight)
+		storetest.WantState(t, reopened, "in-flight-survivor", effector.InFlight)
 		if err := reopened.Complete(context.Background(), "in-flight-survivor", inflight, []byte("late"), time.Hour); err != nil {
 			t.Fatalf("the owner completing through a reopened file: %v", err)
 		}
@@ -220,13 +196,13 @@ func TestSweep(t *testing.T) {
 	t.Run("Sweep deletes expired results, keeps live rows, and keeps a lapsed claim for a day", func(t *testing.T) {
 		clock := &fakeClock{t: clock.Now()}
 		s := openForTest(t, filepath.Join(t.TempDir(), "sweep.db"), WithClock(clock.Now), WithSweepInterval(0))
-		mustClaim(t, s, "short-lease", time.Second)
-		mustClaim(t, s, "long-lease", 48*time.Hour)
-		tok := mustClaim(t, s, "short-result", time.Hour)
+		storetest.MustClaim(t, s, "short-lease", time.Second)
+		storetest.MustClaim(t, s, "long-lease", 48*time.Hour)
+		tok := storetest.MustClaim(t, s, "short-result", time.Hour)
 		if err := s.Complete(context.Background(), "short-result", tok, []byte("r"), time.Second); err != nil {
 			t.Fatal(err)
 		}
-		tok = mustClaim(t, s, "long-result", time.Hour)
+		tok = storetest.MustClaim(t, s, "long-result", time.Hour)
 		if err := s.Complete(context.Background(), "long-result", tok, []byte("r"), 48*time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -238,8 +214,8 @@ func TestSweep(t *testing.T) {
 		if n != 1 || countRows(t, s) != 3 {
 			t.Fatalf("Sweep deleted %d rows leaving %d, want the expired result deleted and 3 left", n, countRows(t, s))
 		}
-		wantState(t, s, "long-lease", effector.InFlight)
-		wantState(t, s, "long-result", effector.Done)
+		storetest.WantState(t, s, "long-lease", effector.InFlight)
+		storetest.WantState(t, s, "long-result", effector.Done)
 
 		// A day after its lease ran out, the lapsed claim goes too.
 		clock.Advance(24 * time.Hour)
@@ -250,9 +226,9 @@ func TestSweep(t *testing.T) {
 
 	t.Run("a swept store still says a lapsed claim is reclaimed", func(t *testing.T) {
 		s := openForTest(t, filepath.Join(t.TempDir(), "reclaim.db"), WithClock(clock.Now), WithSweepInterval(time.Minute))
-		mustClaim(t, s, "crashed", time.Second) // its owner crashes
+		storetest.MustClaim(t, s, "crashed", time.Second) // its owner crashes
 		clock.Advance(2 * time.Minute)
-		mustClaim(t, s, "other", time.Minute) // a write once the interval has passed sweeps
+		storetest.MustClaim(t, s, "other", time.Minute) // a write once the interval has passed sweeps
 		if _, err := s.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -267,18 +243,18 @@ func TestSweep(t *testing.T) {
 			WithSweepInterval(time.Minute), WithSweepBatch(3))
 		for i := range 5 {
 			id := fmt.Sprintf("old-%d", i)
-			tok := mustClaim(t, s, id, time.Hour)
+			tok := storetest.MustClaim(t, s, id, time.Hour)
 			if err := s.Complete(context.Background(), id, tok, []byte("r"), time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}
 		clock.Advance(30 * time.Second)
-		mustClaim(t, s, "before-interval", time.Hour)
+		storetest.MustClaim(t, s, "before-interval", time.Hour)
 		if got := countRows(t, s); got != 6 {
 			t.Fatalf("rows before the sweep interval = %d, want 6 (nothing swept yet)", got)
 		}
 		clock.Advance(31 * time.Second)
-		mustClaim(t, s, "after-interval", time.Hour)
+		storetest.MustClaim(t, s, "after-interval", time.Hour)
 		if got := countRows(t, s); got != 4 {
 			t.Fatalf("rows after one sweep of batch 3 = %d, want 4", got)
 		}
@@ -291,7 +267,7 @@ func TestInjectedTokens(t *testing.T) {
 	s := openForTest(t, filepath.Join(t.TempDir(), "tokens.db"), WithTokens(func() (string, error) {
 		return fmt.Sprintf("tok-%d", n.Add(1)), nil
 	}))
-	if got := mustClaim(t, s, "a", time.Minute); got != "tok-1" {
+	if got := storetest.MustClaim(t, s, "a", time.Minute); got != "tok-1" {
 		t.Fatalf("token = %q, want the injected %q", got, "tok-1")
 	}
 	broken := openForTest(t, filepath.Join(t.TempDir(), "broken.db"), WithTokens(func() (string, error) {
@@ -332,11 +308,11 @@ func TestRefusesBadInput(t *testing.T) {
 func TestEmptyResultIsDoneNotNull(t *testing.T) {
 	t.Parallel()
 	s := openForTest(t, filepath.Join(t.TempDir(), "empty.db"))
-	tok := mustClaim(t, s, "empty", time.Minute)
+	tok := storetest.MustClaim(t, s, "empty", time.Minute)
 	if err := s.Complete(context.Background(), "empty", tok, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	c := wantState(t, s, "empty", effector.Done)
+	c := storetest.WantState(t, s, "empty", effector.Done)
 	if c.Result == nil || len(c.Result) != 0 {
 		t.Fatalf("result = %#v, want an empty, non-nil slice", c.Result)
 	}

@@ -76,7 +76,9 @@ func claim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) 
 	return c
 }
 
-func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
+// MustClaim claims id for lease in s and returns the token; it fails t
+// unless the claim is Claimed with a token and no result.
+func MustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) string {
 	t.Helper()
 	c := claim(t, s, id, lease)
 	if c.State != effector.Claimed {
@@ -91,7 +93,9 @@ func mustClaim(t *testing.T, s effector.DedupStore, id string, lease time.Durati
 	return c.Token
 }
 
-func wantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
+// WantState claims id in s and fails t unless the claim's state is want (and,
+// unless want is Claimed, it hands out no token); it returns the claim.
+func WantState(t *testing.T, s effector.DedupStore, id string, want effector.ClaimState) effector.Claim {
 	t.Helper()
 	c := claim(t, s, id, long)
 	if c.State != want {
@@ -105,7 +109,7 @@ func wantState(t *testing.T, s effector.DedupStore, id string, want effector.Cla
 
 func wantDone(t *testing.T, s effector.DedupStore, id string, want []byte) {
 	t.Helper()
-	c := wantState(t, s, id, effector.Done)
+	c := WantState(t, s, id, effector.Done)
 	if !bytes.Equal(c.Result, want) {
 		t.Fatalf("Claim(%q) result = %q, want byte-identical %q", id, c.Result, want)
 	}
@@ -130,20 +134,20 @@ func wantNotOwner(t *testing.T, op string, err error) {
 }
 
 func testClaimFresh(t *testing.T, s effector.DedupStore, id string) {
-	mustClaim(t, s, id, long)
+	MustClaim(t, s, id, long)
 }
 
 func testClaimWhileLeased(t *testing.T, s effector.DedupStore, id string) {
-	mustClaim(t, s, id, long)
-	wantState(t, s, id, effector.InFlight)
-	wantState(t, s, id, effector.InFlight)
+	MustClaim(t, s, id, long)
+	WantState(t, s, id, effector.InFlight)
+	WantState(t, s, id, effector.InFlight)
 }
 
 func testTokensDiffer(t *testing.T, s effector.DedupStore, id string) {
 	seen := map[string]string{}
 	for i := range 8 {
 		iid := fmt.Sprintf("%s-%d", id, i)
-		tok := mustClaim(t, s, iid, long)
+		tok := MustClaim(t, s, iid, long)
 		if prev, ok := seen[tok]; ok {
 			t.Fatalf("intents %q and %q got the same token %q", prev, iid, tok)
 		}
@@ -153,21 +157,21 @@ func testTokensDiffer(t *testing.T, s effector.DedupStore, id string) {
 
 func testIndependentIntents(t *testing.T, s effector.DedupStore, id string) {
 	a, b := id+"-a", id+"-b"
-	ta := mustClaim(t, s, a, long)
-	mustClaim(t, s, b, long)
+	ta := MustClaim(t, s, a, long)
+	MustClaim(t, s, b, long)
 	mustComplete(t, s, a, ta, []byte("a"))
 	wantDone(t, s, a, []byte("a"))
-	wantState(t, s, b, effector.InFlight)
+	WantState(t, s, b, effector.InFlight)
 }
 
 func testClaimAfterLeaseExpiry(t *testing.T, s effector.DedupStore, id string) {
-	first := mustClaim(t, s, id, short)
+	first := MustClaim(t, s, id, short)
 	time.Sleep(wait)
-	second := mustClaim(t, s, id, long)
+	second := MustClaim(t, s, id, long)
 	if second == first {
 		t.Fatalf("the claim after the lease ran out reused the old token %q", first)
 	}
-	wantState(t, s, id, effector.InFlight)
+	WantState(t, s, id, effector.InFlight)
 }
 
 func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
@@ -175,13 +179,13 @@ func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
 		t.Fatalf("a fresh claim = %+v, want Claimed and not Reclaimed", c)
 	}
 
-	mustClaim(t, s, id+"-lapsed", short)
+	MustClaim(t, s, id+"-lapsed", short)
 	time.Sleep(wait)
 	if c := claim(t, s, id+"-lapsed", long); c.State != effector.Claimed || !c.Reclaimed {
 		t.Fatalf("the claim after a lease ran out without Complete = %+v, want Claimed and Reclaimed: the earlier owner may have run the tool", c)
 	}
 
-	tok := mustClaim(t, s, id+"-released", long)
+	tok := MustClaim(t, s, id+"-released", long)
 	if err := s.Release(context.Background(), id+"-released", tok); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
 	}
@@ -189,7 +193,7 @@ func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
 		t.Fatalf("the claim after a Release = %+v, want Claimed and not Reclaimed: the owner said nothing ran", c)
 	}
 
-	tok = mustClaim(t, s, id+"-expired", long)
+	tok = MustClaim(t, s, id+"-expired", long)
 	if err := complete(s, id+"-expired", tok, []byte("r"), short); err != nil {
 		t.Fatalf("Complete by the owner: %v", err)
 	}
@@ -200,7 +204,7 @@ func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
 }
 
 func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, long)
+	tok := MustClaim(t, s, id, long)
 	res := bytes.Clone(result)
 	mustComplete(t, s, id, tok, res)
 	// The store must have copied the bytes: the caller may reuse its buffer.
@@ -209,7 +213,7 @@ func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
 	}
 	wantDone(t, s, id, result)
 	// Done twice: reading the result does not consume it.
-	c := wantState(t, s, id, effector.Done)
+	c := WantState(t, s, id, effector.Done)
 	if !bytes.Equal(c.Result, result) {
 		t.Fatalf("second Done result = %q, want %q", c.Result, result)
 	}
@@ -221,7 +225,7 @@ func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
 }
 
 func testDoneOutlivesLease(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, brief)
+	tok := MustClaim(t, s, id, brief)
 	mustComplete(t, s, id, tok, result)
 	time.Sleep(brief + wait)
 	wantDone(t, s, id, result)
@@ -231,13 +235,13 @@ func testDoneOutlivesLease(t *testing.T, s effector.DedupStore, id string) {
 // stopped (a GC pause, a partition), B claims and executes, and A wakes up and
 // tries to complete. A must not overwrite B's claim or B's result.
 func testCompleteStaleToken(t *testing.T, s effector.DedupStore, id string) {
-	a := mustClaim(t, s, id, short)
+	a := MustClaim(t, s, id, short)
 	time.Sleep(wait)
-	b := mustClaim(t, s, id, long)
+	b := MustClaim(t, s, id, long)
 
 	wantNotOwner(t, "Complete by the paused owner while the next owner holds the lease",
 		complete(s, id, a, []byte("from A"), long))
-	wantState(t, s, id, effector.InFlight)
+	WantState(t, s, id, effector.InFlight)
 
 	mustComplete(t, s, id, b, []byte("from B"))
 	wantNotOwner(t, "Complete by the paused owner after the next owner completed",
@@ -246,25 +250,25 @@ func testCompleteStaleToken(t *testing.T, s effector.DedupStore, id string) {
 }
 
 func testCompleteAfterExpiry(t *testing.T, s effector.DedupStore, id string) {
-	a := mustClaim(t, s, id, short)
+	a := MustClaim(t, s, id, short)
 	time.Sleep(wait)
 	wantNotOwner(t, "Complete after the lease ran out", complete(s, id, a, result, long))
 	// Nothing was stored: the intent is free for the next worker.
-	mustClaim(t, s, id, long)
+	MustClaim(t, s, id, long)
 }
 
 func testCompleteTwice(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, long)
+	tok := MustClaim(t, s, id, long)
 	mustComplete(t, s, id, tok, []byte("first"))
 	wantNotOwner(t, "second Complete with the same token", complete(s, id, tok, []byte("second"), long))
 	wantDone(t, s, id, []byte("first"))
 }
 
 func testCompleteWrongToken(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, long)
+	tok := MustClaim(t, s, id, long)
 	wantNotOwner(t, "Complete with a made-up token", complete(s, id, tok+"-not-mine", []byte("forged"), long))
 	wantNotOwner(t, "Complete with an empty token", complete(s, id, "", []byte("forged"), long))
-	wantState(t, s, id, effector.InFlight)
+	WantState(t, s, id, effector.InFlight)
 	mustComplete(t, s, id, tok, result)
 	wantDone(t, s, id, result)
 }
@@ -272,15 +276,15 @@ func testCompleteWrongToken(t *testing.T, s effector.DedupStore, id string) {
 func testUnknownIntent(t *testing.T, s effector.DedupStore, id string) {
 	wantNotOwner(t, "Complete of an intent never claimed", complete(s, id, "some-token", result, long))
 	wantNotOwner(t, "Release of an intent never claimed", s.Release(context.Background(), id, "some-token"))
-	mustClaim(t, s, id, long)
+	MustClaim(t, s, id, long)
 }
 
 func testReleaseThenClaim(t *testing.T, s effector.DedupStore, id string) {
-	a := mustClaim(t, s, id, long)
+	a := MustClaim(t, s, id, long)
 	if err := s.Release(context.Background(), id, a); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
 	}
-	b := mustClaim(t, s, id, long)
+	b := MustClaim(t, s, id, long)
 	if b == a {
 		t.Fatalf("the claim after a release reused the released token %q", a)
 	}
@@ -290,32 +294,32 @@ func testReleaseThenClaim(t *testing.T, s effector.DedupStore, id string) {
 }
 
 func testReleaseNonOwner(t *testing.T, s effector.DedupStore, id string) {
-	a := mustClaim(t, s, id, long)
+	a := MustClaim(t, s, id, long)
 	wantNotOwner(t, "Release with a token that does not own the claim", s.Release(context.Background(), id, a+"-not-mine"))
-	wantState(t, s, id, effector.InFlight)
+	WantState(t, s, id, effector.InFlight)
 	mustComplete(t, s, id, a, result)
 	wantDone(t, s, id, result)
 }
 
 func testReleaseDone(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, long)
+	tok := MustClaim(t, s, id, long)
 	mustComplete(t, s, id, tok, result)
 	wantNotOwner(t, "Release after Complete", s.Release(context.Background(), id, tok))
 	wantDone(t, s, id, result)
 }
 
 func testCompleteAfterRelease(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, long)
+	tok := MustClaim(t, s, id, long)
 	if err := s.Release(context.Background(), id, tok); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
 	}
 	wantNotOwner(t, "Complete after Release", complete(s, id, tok, result, long))
 	wantNotOwner(t, "second Release", s.Release(context.Background(), id, tok))
-	mustClaim(t, s, id, long)
+	MustClaim(t, s, id, long)
 }
 
 func testResultExpiry(t *testing.T, s effector.DedupStore, id string) {
-	tok := mustClaim(t, s, id, long)
+	tok := MustClaim(t, s, id, long)
 	if err := complete(s, id, tok, result, brief); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
@@ -382,14 +386,14 @@ func testConcurrentComplete(t *testing.T, s effector.DedupStore, id string) {
 	stale := make([]string, rounds)
 	for r := range rounds {
 		ids[r] = fmt.Sprintf("%s-%d", id, r)
-		stale[r] = mustClaim(t, s, ids[r], short)
+		stale[r] = MustClaim(t, s, ids[r], short)
 	}
 	time.Sleep(wait)
 	var wg sync.WaitGroup
 	staleErrs := make([]error, rounds)
 	currentErrs := make([]error, rounds)
 	for r := range rounds {
-		current := mustClaim(t, s, ids[r], long)
+		current := MustClaim(t, s, ids[r], long)
 		wg.Go(func() { staleErrs[r] = complete(s, ids[r], stale[r], []byte("stale"), long) })
 		wg.Go(func() { currentErrs[r] = complete(s, ids[r], current, []byte("current"), long) })
 	}
