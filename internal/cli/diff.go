@@ -89,7 +89,12 @@ be compared.
 // else the manifest directory dir at git revision arg.
 func loadSide(arg, dir string) ([]*toolreg.Spec, error) {
 	if _, err := os.Stat(arg); err == nil {
-		return loader.Load(arg)
+		specs, err := loader.Load(arg)
+		if err == nil && len(specs) == 0 {
+			// As at a revision: a mistyped OLD would make every tool new, and pass.
+			return nil, fmt.Errorf("no manifests (.yaml, .yml or .cue files) in %s: name the directory that holds them", arg)
+		}
+		return specs, err
 	}
 	fsys, root, err := gitTree(arg, dir)
 	if err != nil {
