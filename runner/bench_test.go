@@ -167,3 +167,29 @@ func checkHits(b *testing.B) {
 		b.Fatalf("the call returned %d hits, want %d", sinkHits, wantHits)
 	}
 }
+
+// TestValidCallAllocations holds the runner's per-call allocations on the
+// benchmark's call to the 4 it makes today, all for the strings and the slice
+// the function receives: the argument struct itself stays on the stack. More
+// means something on the per-call path started escaping or copying.
+func TestValidCallAllocations(t *testing.T) {
+	bd := bindings.New([]*toolreg.Spec{benchSpec()})
+	bindings.ReadOnly(bd, "search", benchSearch)
+	bound, err := bd.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := bound.Pipeline.Get("search")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ctx := runner.New(), context.Background()
+	got := testing.AllocsPerRun(100, func() {
+		if _, err := r.Run(ctx, tool, benchCall); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got > 4 {
+		t.Errorf("Run allocates %v times per valid call; want at most 4", got)
+	}
+}
