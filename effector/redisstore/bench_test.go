@@ -42,17 +42,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 
 	b.Run("impl=store", func(b *testing.B) {
 		s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+"store:"))
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			id := "intent-" + strconv.Itoa(i)
-			c, err := s.Claim(ctx, id, time.Minute)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Complete(ctx, id, c.Token, result, time.Hour); err != nil {
-				b.Fatal(err)
-			}
-		}
+		effectortest.BenchmarkClaimComplete(b, s, result)
 	})
 	// One intent through effector.Process with this store.
 	b.Run("impl=process", func(b *testing.B) {

@@ -2,8 +2,10 @@ package effectortest
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
@@ -33,5 +35,23 @@ func BenchmarkProcess(b *testing.B, store effector.DedupStore) {
 	b.StopTimer()
 	if got := calls.Total(); got != b.N {
 		b.Fatalf("the tool ran %d times for %d intents", got, b.N)
+	}
+}
+
+// BenchmarkClaimComplete measures one intent through store alone: Claim of a
+// fresh id, then Complete with result.
+func BenchmarkClaimComplete(b *testing.B, store effector.DedupStore, result []byte) {
+	ctx := context.Background()
+	prefix := "bench-" + strconv.FormatInt(benchSeq.Add(1), 10) + "-"
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		id := prefix + strconv.Itoa(i)
+		c, err := store.Claim(ctx, id, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := store.Complete(ctx, id, c.Token, result, time.Hour); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
