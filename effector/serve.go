@@ -128,8 +128,12 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		o(&cfg)
 	}
 	switch {
-	case source == nil || sink == nil || p == nil:
-		return errors.New("effector: Serve needs a source, a sink and a processor (an *Effector); one is nil")
+	case source == nil:
+		return errors.New("effector: Serve was given a nil source: pass where intents come from, such as OpenJSONLFile's or redisstream.NewSource's")
+	case sink == nil:
+		return errors.New("effector: Serve was given a nil sink: pass where results go, such as NewJSONLSink's or redisstream.NewSink's")
+	case p == nil:
+		return errors.New("effector: Serve was given a nil processor: pass the *Effector that New returns")
 	case cfg.workers < 1:
 		return fmt.Errorf("effector: WithWorkers(%d): want at least 1", cfg.workers)
 	case cfg.drain < 0:

@@ -437,6 +437,18 @@ func TestServeRefusesBadOptions(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a nil source, sink or processor is named", func(t *testing.T) {
+		for _, c := range []struct {
+			src  effector.Source
+			sink effector.Sink
+			p    effector.Processor
+			want string
+		}{{nil, sink, e, "nil source"}, {src, nil, e, "nil sink"}, {src, sink, nil, "nil processor"}} {
+			if err := effector.Serve(context.Background(), c.src, c.sink, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Serve = %v, want an error containing %q", err, c.want)
+			}
+		}
+	})
 }
 
 // FuzzJSONLSource feeds arbitrary bytes: every line becomes a delivery with an
