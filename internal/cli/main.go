@@ -15,9 +15,8 @@ const (
 	exitUsage    = 2 // the command line itself is wrong
 )
 
-// env is what a running command may touch: the standard streams.
+// env is what a running command may touch: the standard output streams.
 type env struct {
-	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
@@ -52,8 +51,8 @@ func lookup(name string) *command {
 
 // Main runs the toolreg command line args (without the program name) and
 // returns the exit status. Output goes to stdout and stderr only.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+func Main(args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		printUsage(stderr)
 		return exitUsage

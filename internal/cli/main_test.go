@@ -61,7 +61,7 @@ func TestMainExitStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
-			got := Main(tt.args, strings.NewReader(""), &stdout, &stderr)
+			got := Main(tt.args, &stdout, &stderr)
 			if got != tt.want {
 				t.Errorf("Main(%q) = %d, want %d\nstderr:\n%s", tt.args, got, tt.want, stderr.String())
 			}
@@ -93,7 +93,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			t.Errorf("command %q has no short or long help", c.name)
 		}
 		var stdout, stderr bytes.Buffer
-		if got := Main([]string{c.name, "--help"}, nil, &stdout, &stderr); got != 0 || !strings.HasPrefix(stdout.String(), "usage: toolreg "+c.name) {
+		if got := Main([]string{c.name, "--help"}, &stdout, &stderr); got != 0 || !strings.HasPrefix(stdout.String(), "usage: toolreg "+c.name) {
 			t.Errorf("toolreg %s --help = %d with stdout %q, want 0 and its usage", c.name, got, stdout.String())
 		}
 	}
