@@ -164,12 +164,11 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 		}
 		switch c.State {
 		case Done:
-			var res toolreg.Result
-			if err := res.UnmarshalBinary(c.Result); err != nil {
-				return toolreg.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else", in.ID, err)
+			res, err := storedResult(in, c.Result)
+			if err == nil {
+				e.cfg.logger.DebugContext(ctx, "effector: intent already done", "intent_id", in.ID, "status", res.Status.String())
 			}
-			e.cfg.logger.DebugContext(ctx, "effector: intent already done", "intent_id", in.ID, "status", res.Status.String())
-			return res, nil
+			return res, err
 		case Claimed:
 			return e.executeClaimed(ctx, in, c.Token, waited, c.Reclaimed)
 		case InFlight:
@@ -288,6 +287,15 @@ func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string,
 	return res, nil
 }
 
+// storedResult decodes the result the store holds for in.
+func storedResult(in *toolreg.Intent, b []byte) (toolreg.Result, error) {
+	var res toolreg.Result
+	if err := res.UnmarshalBinary(b); err != nil {
+		return toolreg.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else; give the effector a store (or key prefix) of its own", in.ID, err)
+	}
+	return res, nil
+}
+
 // recordLate handles a Complete refused because this owner's lease ended
 // while it ran (it stalled, or was paused): another owner may have claimed
 // the intent since.
@@ -301,11 +309,7 @@ func (e *Effector) recordLate(ctx context.Context, in *toolreg.Intent, b []byte,
 	}
 	switch c.State {
 	case Done:
-		var stored toolreg.Result
-		if err := stored.UnmarshalBinary(c.Result); err != nil {
-			return toolreg.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else", in.ID, err)
-		}
-		return stored, nil
+		return storedResult(in, c.Result)
 	case Claimed:
 		// No one else finished it: this execution's result is the one.
 		if err := e.store.Complete(sctx, in.ID, c.Token, b, e.cfg.resultTTL); err != nil {

@@ -837,6 +837,27 @@ func TestAStoreFailureGivesNoResultAndRunsNothing(t *testing.T) {
 	}
 }
 
+func TestAStoredResultThatDoesNotDecodeGivesNoResultAndRunsNothing(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	store := effector.NewMemoryStore()
+	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
+	c, err := store.Claim(context.Background(), in.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Complete(context.Background(), in.ID, c.Token, []byte("\xff not a result"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	res, err := newEffector(t, tl, store).Process(testCtx(t), in)
+	if err == nil || !strings.Contains(err.Error(), "is not a ToolResult") || res.Status != toolreg.StatusUnspecified {
+		t.Errorf("Process = %s, %v; want no result and an error saying the stored one is not a ToolResult", res.Status, err)
+	}
+	if n := tl.calls.Load(); n != 0 {
+		t.Errorf("the function was invoked %d times, want 0", n)
+	}
+}
+
 func TestNewRefusesAConfigurationThatCouldExecuteAnIntentTwice(t *testing.T) {
 	t.Parallel()
 	tl := newTools(t)
