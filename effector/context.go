@@ -38,7 +38,8 @@ type execContext struct {
 	cancel          context.CancelCauseFunc
 	deadline        time.Time // the earlier of the timeout and ctx's deadline
 	expired         atomic.Bool
-	info            IntentInfo
+	in              *toolreg.Intent // whose identity IntentFrom gives
+	reclaimed       bool            // IntentInfo.Reclaimed
 }
 
 // init sets c up and returns when the tool's timeout passes.
@@ -49,8 +50,7 @@ func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time
 	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
-	// IntentFrom copies EntityKey, so the function cannot change the intent.
-	c.info = IntentInfo{ID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Step: in.StepIndex, Attempt: in.Attempt}
+	c.in = in
 	return timeoutAt
 }
 
@@ -66,7 +66,7 @@ func (c *execContext) Err() error {
 
 func (c *execContext) Value(key any) any {
 	if key == (intentKey{}) {
-		return &c.info
+		return c
 	}
 	return c.Context.Value(key)
 }
@@ -76,11 +76,11 @@ func (c *execContext) Value(key any) any {
 // from the intent itself, never from the arguments: an argument called
 // "intent" cannot change it.
 func IntentFrom(ctx context.Context) (IntentInfo, bool) {
-	p, ok := ctx.Value(intentKey{}).(*IntentInfo)
+	c, ok := ctx.Value(intentKey{}).(*execContext)
 	if !ok {
 		return IntentInfo{}, false
 	}
-	info := *p
-	info.EntityKey = append([]byte(nil), p.EntityKey...)
-	return info, true
+	// EntityKey is copied, so the function cannot change the intent.
+	in := c.in
+	return IntentInfo{ID: in.ID, EntityKey: append([]byte(nil), in.EntityKey...), Seq: in.Seq, Step: in.StepIndex, Attempt: in.Attempt, Reclaimed: c.reclaimed}, true
 }

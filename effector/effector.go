@@ -373,9 +373,9 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // have run the function, so this run may repeat the effect. The function sees
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
 func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
-	x := &execution{e: e, caller: ctx, in: in, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
+	x := &execution{e: e, caller: ctx, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
 	x.watchdog.deadline = x.execContext.init(ctx, in, x.timeout)
-	x.info.Reclaimed = reclaimed
+	x.reclaimed = reclaimed
 	defer x.cancel(nil)
 	x.watchdog.exec = x
 	x.wg.Add(1)
@@ -408,7 +408,7 @@ const unknownEffect = "effect unknown: an earlier attempt claimed this intent an
 
 // ran is the result of an execution whose function ran (or may have).
 func (x *execution) ran(st toolreg.Status, payload []byte, msg string) toolreg.Result {
-	if x.info.Reclaimed {
+	if x.reclaimed {
 		if msg == "" {
 			msg = unknownEffect
 		} else {
@@ -427,7 +427,6 @@ type execution struct {
 	e         *Effector
 	recordErr error // set with res by an interruption whose record failed
 	caller    context.Context
-	in        *toolreg.Intent
 	tool      string
 	timeout   time.Duration
 	token     string
