@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,10 @@ type, and 2 on a usage error.
 		pkg := fs.String("pkg", "tools", "the generated file's package `name`")
 		out := fs.String("o", "-", "write to `file` instead of stdout")
 		return func(e *env, paths []string) int {
+			if !token.IsIdentifier(*pkg) {
+				fmt.Fprintf(e.stderr, "toolreg gen: -pkg %q is not a Go identifier: use the name in the package clause of the directory the file goes in\n", *pkg)
+				return exitUsage
+			}
 			specs, ok := loadSpecs(e, "gen", paths)
 			if !ok {
 				return exitFindings

@@ -56,6 +56,9 @@ func TestMainExitStatus(t *testing.T) {
 		{"vet of a missing path fails", []string{"vet", filepath.Join(dir, "nope")}, 1, "", "nope"},
 		{"schema of valid manifests prints JSON", []string{"schema", good}, 0, `"name": "lookup_customer"`, ""},
 		{"schema of an invalid manifest prints only the findings", []string{"schema", good, bad}, 1, "", "refund.yaml:4:3"},
+		{"gen with a -pkg that is no Go identifier is a usage error", []string{"gen", "-pkg", "func", good}, 2, "", `-pkg "func" is not a Go identifier`},
+		{"vet -strict without -provider is a usage error", []string{"vet", "-strict", good}, 2, "", "name the provider with -provider"},
+		{"diff of a directory without manifests cannot compare", []string{"diff", empty, filepath.Dir(good)}, 2, "", "no manifests"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
