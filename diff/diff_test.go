@@ -78,6 +78,19 @@ func TestCompareClassifiesEachChange(t *testing.T) {
 	}
 }
 
+// side_effect flipped false to true is a safety change too: the issue says
+// either way; the table above flips it only true to false.
+func TestFlippingSideEffectToTrueIsASafetyChange(t *testing.T) {
+	t.Parallel()
+	old := refund()
+	old.SideEffect = false
+	r := Compare([]*toolreg.Spec{old}, []*toolreg.Spec{refund()})
+	if len(r.Changes) != 1 || r.Changes[0].Class != Safety || r.Changes[0].Path != "side_effect" ||
+		!strings.Contains(r.Changes[0].Message, "flipped false to true") {
+		t.Fatalf("changes = %v, want one safety change of side_effect", r.Changes)
+	}
+}
+
 func TestCompareToolsAddedRemovedRenamed(t *testing.T) {
 	t.Parallel()
 	lookup := &toolreg.Spec{Name: "lookup_order", Description: "Look up an order.",
