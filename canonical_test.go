@@ -37,3 +37,25 @@ func TestCanonicalizeSaysWhereTheExtraTextIs(t *testing.T) {
 		t.Errorf("error = %v; want one naming the byte where the extra text starts", err)
 	}
 }
+
+// Invalid UTF-8 becomes U+FFFD, the same bytes whether the string is the
+// whole value or a member of a struct (encoded through encoding/json first).
+func TestCanonicalJSONWritesInvalidUTF8AsTheReplacementCharacterEverywhere(t *testing.T) {
+	t.Parallel()
+	top, err := toolreg.CanonicalJSON("a\xffb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := toolreg.CanonicalJSON(struct {
+		S string `json:"s"`
+	}{"a\xffb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"a\uFFFDb\""; string(top) != want {
+		t.Errorf("top-level string = %s, want %s", top, want)
+	}
+	if want := "{\"s\":\"a\uFFFDb\"}"; string(nested) != want {
+		t.Errorf("string in a struct = %s, want %s", nested, want)
+	}
+}

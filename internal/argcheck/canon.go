@@ -555,7 +555,10 @@ func appendCanonicalString(b []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
+			// As encoding/json and a decode-then-encode would: the
+			// replacement character itself, so a string gives the same bytes
+			// wherever it stands in a value.
+			b = append(b, "\uFFFD"...)
 		} else {
 			b = append(b, s[i:i+size]...)
 		}

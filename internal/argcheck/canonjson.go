@@ -2,7 +2,7 @@ package argcheck
 
 // AppendCanonicalString quotes s as toolreg's canonical JSON does: only the
 // quote, backslash and control characters escaped, other text kept as UTF-8,
-// invalid UTF-8 as \ufffd. Package toolreg's CanonicalJSON writes strings
+// invalid UTF-8 as the replacement character U+FFFD. Package toolreg's CanonicalJSON writes strings
 // with it, so the fast path here and the reference there cannot drift.
 func AppendCanonicalString(b []byte, s string) []byte { return appendCanonicalString(b, s) }
 
