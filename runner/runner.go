@@ -52,9 +52,7 @@ func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage)
 	if t == nil {
 		return nil, errNilTool
 	}
-	if t.SideEffect() {
-		return nil, &toolreg.SideEffectToolError{Name: t.Name()}
-	}
+	// Tool.Call holds the side-effect guard, before it looks at args.
 	return t.Call(ctx, args)
 }
 
