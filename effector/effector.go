@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -268,7 +269,10 @@ func (e *Effector) storeContext(ctx context.Context) (context.Context, context.C
 // about this execution and is returned, but a redelivery may execute the
 // intent again, so it is logged as an error.
 func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string, res toolreg.Result) (toolreg.Result, error) {
-	b, err := res.MarshalBinary()
+	buf := wireBufs.Get().(*[]byte)
+	defer putWireBuf(buf)
+	b, err := res.AppendBinary((*buf)[:0])
+	*buf = b
 	if err == nil {
 		sctx, cancel := e.storeContext(ctx)
 		err = e.store.Complete(sctx, in.ID, token, b, e.cfg.resultTTL)
@@ -285,6 +289,18 @@ func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string,
 		e.cfg.logger.DebugContext(ctx, "effector: intent processed", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", res.ErrorMessage)
 	}
 	return res, nil
+}
+
+// wireBufs holds the buffers results are marshaled into for the store,
+// which copies what it keeps (DedupStore.Complete does not retain result).
+var wireBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// putWireBuf returns buf to wireBufs, unless a large result grew it: one
+// outsized payload must not pin its memory in the pool.
+func putWireBuf(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		wireBufs.Put(buf)
+	}
 }
 
 // storedResult decodes the result the store holds for in.

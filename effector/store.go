@@ -62,6 +62,7 @@ type DedupStore interface {
 	Claim(ctx context.Context, intentID string, lease time.Duration) (Claim, error)
 	// Complete stores result as intentID's terminal record, kept for ttl, if
 	// token still owns the claim; otherwise it returns ErrNotOwner and changes nothing.
+	// It must not keep result after it returns: the effector reuses the buffer.
 	Complete(ctx context.Context, intentID, token string, result []byte, ttl time.Duration) error
 	// Release gives up token's claim so another worker may claim at once; it
 	// returns ErrNotOwner if token no longer owns it.
