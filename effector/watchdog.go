@@ -16,7 +16,7 @@ type watchdog struct {
 	res   *toolreg.Result // the interruption's; only an interrupted execution has one
 
 	// Its place in the timeouts queue of its timeout.
-	deadline   time.Time
+	deadline   int64      // monoNow's reading at which it times out
 	exec       *execution // timed out at deadline
 	prev, next *watchdog
 	queue      *watchQueue
@@ -38,7 +38,7 @@ type timeouts struct {
 	mu     sync.Mutex
 	queues map[time.Duration]*watchQueue
 	timer  *time.Timer
-	at     time.Time // when the timer fires; zero when it is not armed
+	at     int64 // the monoNow reading the timer fires at; 0 when it is not armed
 }
 
 type watchQueue struct{ head, tail *watchdog }
@@ -59,7 +59,7 @@ func (ts *timeouts) add(w *watchdog, timeout time.Duration) {
 	// Nearly always the tail; a goroutine that read the clock a moment before
 	// another may come in just behind it.
 	after := q.tail
-	for after != nil && after.deadline.After(w.deadline) {
+	for after != nil && after.deadline > w.deadline {
 		after = after.prev
 	}
 	w.queue, w.prev = q, after
@@ -73,7 +73,7 @@ func (ts *timeouts) add(w *watchdog, timeout time.Duration) {
 	} else {
 		w.next.prev = w
 	}
-	if ts.at.IsZero() || w.deadline.Before(ts.at) {
+	if ts.at == 0 || w.deadline < ts.at {
 		ts.arm(w.deadline)
 	}
 }
@@ -104,9 +104,9 @@ func (ts *timeouts) unlink(w *watchdog) {
 	w.queue, w.prev, w.next = nil, nil, nil
 }
 
-func (ts *timeouts) arm(at time.Time) {
+func (ts *timeouts) arm(at int64) {
 	ts.at = at
-	d := time.Until(at)
+	d := time.Duration(at - monoNow())
 	if ts.timer == nil {
 		ts.timer = time.AfterFunc(d, ts.fire)
 	} else {
@@ -115,22 +115,22 @@ func (ts *timeouts) arm(at time.Time) {
 }
 
 func (ts *timeouts) fire() {
-	now := time.Now()
+	now := monoNow()
 	var due []*watchdog
 	ts.mu.Lock()
-	ts.at = time.Time{}
-	var next time.Time
+	ts.at = 0
+	var next int64
 	for _, q := range ts.queues {
-		for q.head != nil && !q.head.deadline.After(now) {
+		for q.head != nil && q.head.deadline <= now {
 			w := q.head
 			ts.unlink(w)
 			due = append(due, w)
 		}
-		if q.head != nil && (next.IsZero() || q.head.deadline.Before(next)) {
+		if q.head != nil && (next == 0 || q.head.deadline < next) {
 			next = q.head.deadline
 		}
 	}
-	if !next.IsZero() {
+	if next != 0 {
 		ts.arm(next)
 	}
 	ts.mu.Unlock()

@@ -1,0 +1,174 @@
+package effector_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/effector"
+)
+
+type ctxKey struct{}
+
+// ctxEffector returns an effector whose one tool, "probe", runs f with the
+// context the effector gives it, under a timeout of timeout.
+func ctxEffector(t *testing.T, timeout time.Duration, f func(ctx context.Context) error) *effector.Effector {
+	t.Helper()
+	b := bindings.New([]*toolreg.Spec{spec("probe", true)})
+	bindings.Effect(b, "probe", func(ctx context.Context, _ noArgs) (string, error) {
+		return "ok", f(ctx)
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := effector.New(bound.Effector, effector.NewMemoryStore(), effector.WithClock(fixedClock),
+		effector.WithLogger(quietLogger()), effector.WithToolTimeout("probe", timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestTheFunctionsContextBehavesAsAContextWithTimeout holds the context a
+// tool function runs with to what context.WithTimeout of the caller's would
+// do, however the function uses it: the effector makes its cancelation only
+// when the function first waits on it, and these are the paths around that.
+func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 30 * time.Millisecond
+	wantTimeoutCause := func(t *testing.T, what string, err error) {
+		t.Helper()
+		var te *effector.TimeoutError
+		if !errors.As(err, &te) || te.Tool != "probe" {
+			t.Errorf("context.Cause of %s = %v, want the probe's *effector.TimeoutError", what, err)
+		}
+	}
+	process := func(t *testing.T, ctx context.Context, e *effector.Effector) toolreg.Result {
+		t.Helper()
+		res, err := e.Process(ctx, intentFor("probe", `{}`, 1))
+		if err != nil {
+			t.Fatalf("Process: %v", err)
+		}
+		return res
+	}
+
+	t.Run("a function that only polls Err sees DeadlineExceeded and the timeout as the cause", func(t *testing.T) {
+		t.Parallel()
+		var err, cause error
+		e := ctxEffector(t, timeout, func(ctx context.Context) error {
+			if err := ctx.Err(); err != nil {
+				t.Errorf("ctx.Err() at the start = %v, want nil", err)
+			}
+			for ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+			err, cause = ctx.Err(), context.Cause(ctx)
+			return err
+		})
+		if res := process(t, context.Background(), e); res.Status != toolreg.StatusError {
+			t.Fatalf("Process = %s %q, want ERROR for the timeout", res.Status, res.ErrorMessage)
+		}
+		if err != context.DeadlineExceeded {
+			t.Errorf("ctx.Err() after the timeout = %v, want context.DeadlineExceeded", err)
+		}
+		wantTimeoutCause(t, "the function's ctx", cause)
+	})
+
+	t.Run("a context derived in the function is canceled by the timeout, with its cause", func(t *testing.T) {
+		t.Parallel()
+		var cause error
+		e := ctxEffector(t, timeout, func(ctx context.Context) error {
+			child, cancel := context.WithCancel(ctx)
+			defer cancel()
+			<-child.Done()
+			cause = context.Cause(child)
+			return child.Err()
+		})
+		if res := process(t, context.Background(), e); res.Status != toolreg.StatusError {
+			t.Fatalf("Process = %s %q, want ERROR for the timeout", res.Status, res.ErrorMessage)
+		}
+		wantTimeoutCause(t, "a context derived from the function's", cause)
+	})
+
+	t.Run("a context kept past the return is canceled, whether or not it was waited on", func(t *testing.T) {
+		t.Parallel()
+		for _, waited := range []bool{false, true} {
+			var kept context.Context
+			e := ctxEffector(t, time.Minute, func(ctx context.Context) error {
+				if waited {
+					select {
+					case <-ctx.Done():
+						t.Error("ctx was done while the function ran")
+					default:
+					}
+				}
+				kept = ctx
+				return nil
+			})
+			if res := process(t, context.Background(), e); res.Status != toolreg.StatusOK {
+				t.Fatalf("Process = %s %q, want OK", res.Status, res.ErrorMessage)
+			}
+			if err := kept.Err(); err != context.Canceled {
+				t.Errorf("waited=%v: Err of the kept ctx after Process = %v, want context.Canceled", waited, err)
+			}
+			select {
+			case <-kept.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatalf("waited=%v: the kept ctx's Done is still open after Process returned", waited)
+			}
+			if cause := context.Cause(kept); cause != context.Canceled {
+				t.Errorf("waited=%v: context.Cause of the kept ctx = %v, want context.Canceled", waited, cause)
+			}
+		}
+	})
+
+	t.Run("the caller's values and cancelation reach a function that only polls Err", func(t *testing.T) {
+		t.Parallel()
+		stop := errors.New("the caller is shutting down")
+		caller, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "trace-1"))
+		defer cancel(nil)
+		var value any
+		var err, cause error
+		running := make(chan struct{})
+		e := ctxEffector(t, time.Minute, func(ctx context.Context) error {
+			value = ctx.Value(ctxKey{})
+			close(running)
+			for ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+			err, cause = ctx.Err(), context.Cause(ctx)
+			return err
+		})
+		go func() {
+			<-running
+			cancel(stop)
+		}()
+		if res := process(t, caller, e); res.Status != toolreg.StatusError {
+			t.Fatalf("Process = %s %q, want ERROR for the cancelation", res.Status, res.ErrorMessage)
+		}
+		if value != "trace-1" {
+			t.Errorf("ctx.Value of the caller's key = %v, want trace-1", value)
+		}
+		if err != context.Canceled || cause != stop {
+			t.Errorf("ctx.Err(), context.Cause(ctx) after the caller canceled = %v, %v; want context.Canceled, %v", err, cause, stop)
+		}
+	})
+
+	t.Run("the caller's values reach a function that waits on its context", func(t *testing.T) {
+		t.Parallel()
+		var value any
+		e := ctxEffector(t, time.Minute, func(ctx context.Context) error {
+			_ = ctx.Done()
+			value = ctx.Value(ctxKey{})
+			return nil
+		})
+		process(t, context.WithValue(context.Background(), ctxKey{}, "trace-2"), e)
+		if value != "trace-2" {
+			t.Errorf("ctx.Value of the caller's key = %v, want trace-2", value)
+		}
+	})
+}
