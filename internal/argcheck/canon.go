@@ -529,40 +529,47 @@ func appendFloat(b []byte, f float64) []byte {
 func appendCanonicalString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	// Text that needs no escape is copied a run at a time: s[start:i].
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				// As encoding/json and a decode-then-encode would: the
+				// replacement character itself, so a string gives the same
+				// bytes wherever it stands in a value.
+				b = append(b, s[start:i]...)
+				b = append(b, "\uFFFD"...)
+				start = i + 1
 			}
+			i += size
+			continue
+		}
+		if c >= 0x20 && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			// As encoding/json and a decode-then-encode would: the
-			// replacement character itself, so a string gives the same bytes
-			// wherever it stands in a value.
-			b = append(b, "\uFFFD"...)
-		} else {
-			b = append(b, s[i:i+size]...)
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
-		i += size
+		i++
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
