@@ -1,6 +1,7 @@
 package effector
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"math"
@@ -36,10 +37,19 @@ const maxDepth = 64
 
 func unsupported([]byte, reflect.Value, int) ([]byte, bool) { return nil, false }
 
-// encodeDirect writes v's canonical JSON with its type's cached encoder.
+// encodeDirect writes v's canonical JSON with its type's cached encoder. It
+// writes into a pooled buffer and returns a copy of exactly the bytes
+// written: one allocation of the payload's size, whatever its size.
 func encodeDirect(v any) ([]byte, bool) {
 	rv := reflect.ValueOf(v)
-	return encoderOf(rv.Type(), nil)(make([]byte, 0, 128), rv, 0)
+	buf := wireBufs.Get().(*[]byte)
+	defer putWireBuf(buf)
+	out, ok := encoderOf(rv.Type(), nil)((*buf)[:0], rv, 0)
+	if !ok {
+		return nil, false
+	}
+	*buf = out
+	return bytes.Clone(out), true
 }
 
 func encoderOf(t reflect.Type, building map[reflect.Type]*encodeFunc) encodeFunc {

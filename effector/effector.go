@@ -389,7 +389,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // have run the function, so this run may repeat the effect. The function sees
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
 func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
-	x := &execution{e: e, caller: ctx, tool: t.Name(), timeout: e.timeout(t.Name()), token: token}
+	x := &execution{e: e, timeout: e.timeout(t.Name()), token: token}
 	x.watchdog.deadline = x.execContext.init(ctx, in, x.timeout)
 	x.reclaimed = reclaimed
 	defer x.cancel(nil)
@@ -442,8 +442,6 @@ type execution struct {
 
 	e         *Effector
 	recordErr error // set with res by an interruption whose record failed
-	caller    context.Context
-	tool      string
 	timeout   time.Duration
 	token     string
 }
@@ -460,14 +458,14 @@ func (x *execution) interrupt(timedOut bool) {
 	defer x.wg.Done()
 	var msg string
 	if timedOut {
-		te := &TimeoutError{Tool: x.tool, Timeout: x.timeout}
+		te := &TimeoutError{Tool: x.in.ToolName, Timeout: x.timeout}
 		x.expired.Store(true)
 		x.cancel(te) // tell the function; it may not listen
 		msg = te.Error()
 	} else {
-		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.tool, context.Cause(x.caller))
+		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.in.ToolName, context.Cause(x.parent))
 	}
-	res, err := x.e.record(x.caller, x.in, x.token, x.ran(toolreg.StatusError, nil, msg))
+	res, err := x.e.record(x.parent, x.in, x.token, x.ran(toolreg.StatusError, nil, msg))
 	x.res, x.recordErr = &res, err
 }
 
