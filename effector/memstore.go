@@ -15,8 +15,8 @@ import (
 // where intents must survive a restart or be shared by several processes.
 //
 // Results are dropped as their time-to-live ends, oldest first, a few at a
-// time as claims and completions come in: memory follows the results still
-// live, and no call pauses to scan the whole map.
+// time as claims come in: memory follows the results still live, and no call
+// pauses to scan the whole map.
 type MemoryStore struct {
 	// clock reads the time as nanoseconds since the store was made, from the
 	// monotonic clock unless WithStoreClock gives another.
@@ -24,28 +24,49 @@ type MemoryStore struct {
 	now   func() time.Time // WithStoreClock's, or nil
 
 	mu      sync.Mutex
-	records map[string]memRecord
+	records map[string]*memRecord
 	// expiries holds the done records in the order they completed, one queue
 	// per time-to-live (an effector uses one), so each queue is in expiry
 	// order and its head is the next to go.
 	expiries []*expiryQueue
+	// free holds records dropped from the map, for the next claims to reuse
+	// with their result buffers: at a steady rate of intents, claiming and
+	// completing allocates nothing but the claim token.
+	free []*memRecord
 
 	tokens atomic.Uint64
 }
 
 type memRecord struct {
+	id      string
 	token   string // the owner's token while in flight; "" once done
 	result  []byte // the terminal result once done
 	expires int64  // lease end while in flight; result expiry once done (clock's ns)
+	// gen counts the record's uses, so that an expiry queued for one use is
+	// not applied to the next.
+	gen uint64
 }
 
 // expiryQueue is a FIFO of done records with one time-to-live.
 type expiryQueue struct {
 	ttl     time.Duration
-	ids     []string
-	expires []int64
+	entries []expiryEntry
 	head    int
 }
+
+type expiryEntry struct {
+	r       *memRecord
+	gen     uint64
+	expires int64
+}
+
+const (
+	// maxFree bounds the records kept for reuse, so a burst's memory returns
+	// to the heap once it has expired.
+	maxFree = 1024
+	// maxReusedResult is the largest result buffer a freed record keeps.
+	maxReusedResult = 4 << 10
+)
 
 var _ DedupStore = (*MemoryStore)(nil)
 
@@ -60,7 +81,7 @@ func WithStoreClock(now func() time.Time) MemoryStoreOption {
 
 // NewMemoryStore returns an empty in-memory DedupStore.
 func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
-	s := &MemoryStore{records: make(map[string]memRecord)}
+	s := &MemoryStore{records: make(map[string]*memRecord)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -84,8 +105,8 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.records[intentID]
-	if ok && now < r.expires {
+	r := s.records[intentID]
+	if r != nil && now < r.expires {
 		if r.token == "" {
 			// The caller gets its own copy, so the stored bytes cannot be changed.
 			return Claim{State: Done, Result: append([]byte(nil), r.result...)}, nil
@@ -94,11 +115,16 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	}
 	// A record still holding a token is a claim that ran out without Complete
 	// or Release: its owner may have run the tool.
-	reclaimed := ok && r.token != ""
+	reclaimed := r != nil && r.token != ""
 	s.expire(now)
-	token := strconv.FormatUint(s.tokens.Add(1), 36)
-	s.records[intentID] = memRecord{token: token, expires: now + int64(lease)}
-	return Claim{State: Claimed, Token: token, Reclaimed: reclaimed}, nil
+	if r == nil || r.id != intentID { // absent, or dropped by expire just now
+		r = s.newRecord(intentID)
+	} else {
+		r.gen++ // a lapsed claim, or a result not yet dropped: its queued expiry is void
+	}
+	r.token = strconv.FormatUint(s.tokens.Add(1), 36)
+	r.expires = now + int64(lease)
+	return Claim{State: Claimed, Token: r.token, Reclaimed: reclaimed}, nil
 }
 
 // Complete implements DedupStore.
@@ -109,13 +135,66 @@ func (s *MemoryStore) Complete(ctx context.Context, intentID, token string, resu
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.owned(intentID, token, now) {
+	r := s.owned(intentID, token, now)
+	if r == nil {
 		return ErrNotOwner
 	}
-	expires := now + int64(ttl)
-	s.records[intentID] = memRecord{result: append([]byte(nil), result...), expires: expires}
-	s.queue(ttl).push(intentID, expires)
+	r.token = ""
+	r.result = append(r.result[:0], result...)
+	r.expires = now + int64(ttl)
+	s.queue(ttl).push(expiryEntry{r: r, gen: r.gen, expires: r.expires})
 	return nil
+}
+
+// Release implements DedupStore.
+func (s *MemoryStore) Release(ctx context.Context, intentID, token string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.owned(intentID, token, now)
+	if r == nil {
+		return ErrNotOwner
+	}
+	s.drop(r)
+	return nil
+}
+
+// owned returns intentID's record if token holds its unexpired lease.
+func (s *MemoryStore) owned(intentID, token string, now int64) *memRecord {
+	r := s.records[intentID]
+	if r == nil || token == "" || r.token != token || now >= r.expires {
+		return nil
+	}
+	return r
+}
+
+// newRecord puts a record for id in the map, reusing a freed one if any.
+func (s *MemoryStore) newRecord(id string) *memRecord {
+	var r *memRecord
+	if n := len(s.free); n > 0 {
+		r, s.free[n-1] = s.free[n-1], nil
+		s.free = s.free[:n-1]
+	} else {
+		r = &memRecord{}
+	}
+	r.id = id
+	r.gen++
+	s.records[id] = r
+	return r
+}
+
+// drop removes r from the map and keeps it for reuse.
+func (s *MemoryStore) drop(r *memRecord) {
+	delete(s.records, r.id)
+	r.id, r.token, r.expires = "", "", 0
+	r.gen++
+	if len(s.free) < maxFree && cap(r.result) <= maxReusedResult {
+		r.result = r.result[:0]
+		s.free = append(s.free, r)
+	}
 }
 
 // queue returns the expiry queue of ttl.
@@ -130,43 +209,20 @@ func (s *MemoryStore) queue(ttl time.Duration) *expiryQueue {
 	return q
 }
 
-// Release implements DedupStore.
-func (s *MemoryStore) Release(ctx context.Context, intentID, token string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	now := s.clock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.owned(intentID, token, now) {
-		return ErrNotOwner
-	}
-	delete(s.records, intentID)
-	return nil
-}
-
-// owned says whether token holds intentID's unexpired lease.
-func (s *MemoryStore) owned(intentID, token string, now int64) bool {
-	r, ok := s.records[intentID]
-	return ok && token != "" && r.token == token && now < r.expires
-}
-
-// expire drops the results whose time-to-live ended by now. A queued id
-// whose record was claimed afresh since it expired is left alone. Lapsed
-// claims stay, so that their next claim can say it is Reclaimed; they are
-// rare (an owner that neither completed nor released) and are replaced by
-// that claim.
+// expire drops the results whose time-to-live ended by now. An entry whose
+// record has been reused since it was queued is skipped. Lapsed claims stay,
+// so that their next claim can say it is Reclaimed; they are rare (an owner
+// that neither completed nor released) and are replaced by that claim.
 func (s *MemoryStore) expire(now int64) {
 	for i := 0; i < len(s.expiries); i++ {
 		q := s.expiries[i]
-		for q.head < len(q.ids) && q.expires[q.head] <= now {
-			id := q.ids[q.head]
-			if r, ok := s.records[id]; ok && r.token == "" && r.expires <= now {
-				delete(s.records, id)
+		for q.head < len(q.entries) && q.entries[q.head].expires <= now {
+			if e := q.entries[q.head]; e.r.gen == e.gen && e.r.token == "" && e.r.expires <= now {
+				s.drop(e.r)
 			}
 			q.pop()
 		}
-		if q.head == len(q.ids) && len(s.expiries) > 1 {
+		if q.head == len(q.entries) && len(s.expiries) > 1 {
 			// A time-to-live no longer used leaves no queue behind.
 			s.expiries = slices.Delete(s.expiries, i, i+1)
 			i--
@@ -174,23 +230,19 @@ func (s *MemoryStore) expire(now int64) {
 	}
 }
 
-func (q *expiryQueue) push(id string, expires int64) {
-	q.ids = append(q.ids, id)
-	q.expires = append(q.expires, expires)
-}
+func (q *expiryQueue) push(e expiryEntry) { q.entries = append(q.entries, e) }
 
 // pop drops the head, and moves the live entries to the front once the
-// dropped ones are half the queue, so its arrays stay within twice the
+// dropped ones are half the queue, so its array stays within twice the
 // entries live.
 func (q *expiryQueue) pop() {
-	q.ids[q.head] = ""
+	q.entries[q.head] = expiryEntry{}
 	q.head++
-	if q.head == len(q.ids) {
-		q.ids, q.expires, q.head = q.ids[:0], q.expires[:0], 0
-	} else if q.head >= 1024 && 2*q.head >= len(q.ids) {
-		n := copy(q.ids, q.ids[q.head:])
-		copy(q.expires, q.expires[q.head:])
-		clear(q.ids[n:])
-		q.ids, q.expires, q.head = q.ids[:n], q.expires[:n], 0
+	if q.head == len(q.entries) {
+		q.entries, q.head = q.entries[:0], 0
+	} else if q.head >= 1024 && 2*q.head >= len(q.entries) {
+		n := copy(q.entries, q.entries[q.head:])
+		clear(q.entries[n:])
+		q.entries, q.head = q.entries[:n], 0
 	}
 }

@@ -47,7 +47,7 @@ func TestMemoryStoreDropsExpiredResults(t *testing.T) {
 		t.Fatalf("records after the short results expired = %d, want %d (10 live results, 2 claims, 1 lapsed claim)", got, want)
 	}
 	for _, q := range s.expiries {
-		if live := len(q.ids) - q.head; q.ttl == time.Second && live != 0 {
+		if live := len(q.entries) - q.head; q.ttl == time.Second && live != 0 {
 			t.Errorf("the 1s queue still holds %d entries after they all expired", live)
 		}
 	}
@@ -70,5 +70,55 @@ func TestMemoryStoreDropsExpiredResults(t *testing.T) {
 	}
 	if len(s.expiries) != 1 {
 		t.Errorf("expiry queues after every result expired = %d, want 1 (a time-to-live no longer used leaves none)", len(s.expiries))
+	}
+}
+
+// TestMemoryStoreReusesRecordsWithoutSharingResults holds the record reuse
+// to what the store promises: a result returned as Done is the caller's own,
+// even after its record is reused for another intent, and the records kept
+// for reuse are bounded.
+func TestMemoryStoreReusesRecordsWithoutSharingResults(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := NewMemoryStore(WithStoreClock(func() time.Time { return now }))
+	ctx := context.Background()
+	complete := func(id string, result string) {
+		t.Helper()
+		c, err := s.Claim(ctx, id, time.Minute)
+		if err != nil || c.State != Claimed {
+			t.Fatalf("Claim(%q) = %+v, %v; want Claimed", id, c, err)
+		}
+		if err := s.Complete(ctx, id, c.Token, []byte(result), time.Second); err != nil {
+			t.Fatalf("Complete(%q): %v", id, err)
+		}
+	}
+	complete("a", "result of a")
+	c, err := s.Claim(ctx, "a", time.Minute)
+	if err != nil || c.State != Done {
+		t.Fatalf("Claim(a) = %+v, %v; want Done", c, err)
+	}
+	aRecord := s.records["a"]
+
+	now = now.Add(2 * time.Second)
+	complete("b", "B") // a's result expires at this claim, and b takes its record
+	if s.records["b"] != aRecord {
+		t.Fatalf("b did not reuse a's freed record: the test no longer covers reuse")
+	}
+	if string(c.Result) != "result of a" {
+		t.Errorf("a's Done result changed to %q when its record was reused", c.Result)
+	}
+	if c, err := s.Claim(ctx, "b", time.Minute); err != nil || c.State != Done || string(c.Result) != "B" {
+		t.Errorf("Claim(b) = %+v, %v; want Done with B", c, err)
+	}
+	if c, err := s.Claim(ctx, "a", time.Minute); err != nil || c.State != Claimed || c.Reclaimed {
+		t.Errorf("Claim(a) after its result expired = %+v, %v; want Claimed, not Reclaimed", c, err)
+	}
+
+	for i := range 3 * maxFree {
+		complete("burst-"+strconv.Itoa(i), "r")
+	}
+	now = now.Add(2 * time.Second)
+	complete("after", "r")
+	if len(s.free) > maxFree {
+		t.Errorf("%d records kept for reuse after a burst, want at most %d", len(s.free), maxFree)
 	}
 }
