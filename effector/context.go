@@ -43,35 +43,34 @@ type intentKey struct{}
 // either way.
 type execContext struct {
 	parent    context.Context // the caller's
-	deadline  time.Time       // the earlier of the timeout and the caller's deadline
-	expired   atomic.Bool     // the timeout canceled it
 	in        *toolreg.Intent // whose identity IntentFrom gives
+	timeoutAt int64           // the monoNow reading at which the tool's timeout passes
+	flags     atomic.Uint32   // ctxMade, ctxCanceled, ctxExpired
 	reclaimed bool            // IntentInfo.Reclaimed
 
-	mu          sync.Mutex
-	inner       context.Context // made by live; nil until then
+	mu          sync.Mutex      // held to make inner and to cancel
+	inner       context.Context // made by live; set before ctxMade, then fixed
 	innerCancel context.CancelCauseFunc
-	canceled    bool // cancel was called
 }
 
-// init sets c up and returns when the tool's timeout passes, on the
-// effector's monotonic clock (monoNow).
-func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time.Duration) (timeoutAt int64) {
+const (
+	ctxMade     uint32 = 1 << iota // inner exists
+	ctxCanceled                    // cancel was called
+	ctxExpired                     // the timeout canceled it; set before canceling
+)
+
+// init sets c up for in, under the caller's ctx, to time out after timeout.
+func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time.Duration) {
 	c.parent = ctx
-	timeoutAt = monoNow() + int64(timeout)
-	c.deadline = monoTime(timeoutAt)
-	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
-		c.deadline = d
-	}
 	c.in = in
-	return timeoutAt
+	c.timeoutAt = monoNow() + int64(timeout)
 }
 
 // live returns c's cancelable context, making it on first use. c.mu is held.
 func (c *execContext) live() context.Context {
 	if c.inner == nil {
 		c.inner, c.innerCancel = context.WithCancelCause(c.parent)
-		if c.canceled {
+		if c.flags.Or(ctxMade)&ctxCanceled != 0 {
 			c.innerCancel(nil)
 		}
 	}
@@ -81,21 +80,31 @@ func (c *execContext) live() context.Context {
 // cancel cancels c with cause (nil: context.Canceled); only the first call
 // counts.
 func (c *execContext) cancel(cause error) {
+	if cause == nil && c.flags.CompareAndSwap(0, ctxCanceled) {
+		return // nothing was made to tell: Done and Err find it canceled when asked
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.canceled {
+	if c.flags.Load()&ctxCanceled != 0 {
 		return
 	}
 	if cause != nil {
 		c.live() // for context.Cause to find the cause
 	}
-	c.canceled = true
+	c.flags.Or(ctxCanceled)
 	if c.inner != nil {
 		c.innerCancel(cause)
 	}
 }
 
-func (c *execContext) Deadline() (time.Time, bool) { return c.deadline, true }
+// Deadline is the earlier of the tool's timeout and the caller's deadline.
+func (c *execContext) Deadline() (time.Time, bool) {
+	d := monoTime(c.timeoutAt)
+	if pd, ok := c.parent.Deadline(); ok && pd.Before(d) {
+		return pd, true
+	}
+	return d, true
+}
 
 func (c *execContext) Done() <-chan struct{} {
 	c.mu.Lock()
@@ -104,18 +113,16 @@ func (c *execContext) Done() <-chan struct{} {
 }
 
 func (c *execContext) Err() error {
-	c.mu.Lock()
 	var err error
-	switch {
-	case c.inner != nil:
+	switch f := c.flags.Load(); {
+	case f&ctxMade != 0:
 		err = c.inner.Err()
 	case c.parent.Err() != nil:
 		err = c.parent.Err()
-	case c.canceled:
+	case f&ctxCanceled != 0:
 		err = context.Canceled
 	}
-	c.mu.Unlock()
-	if err != nil && c.expired.Load() {
+	if err != nil && c.flags.Load()&ctxExpired != 0 {
 		return context.DeadlineExceeded
 	}
 	return err
@@ -125,11 +132,8 @@ func (c *execContext) Value(key any) any {
 	if key == (intentKey{}) {
 		return c
 	}
-	c.mu.Lock()
-	inner := c.inner
-	c.mu.Unlock()
-	if inner != nil {
-		return inner.Value(key)
+	if c.flags.Load()&ctxMade != 0 {
+		return c.inner.Value(key)
 	}
 	return c.parent.Value(key)
 }

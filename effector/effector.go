@@ -390,7 +390,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
 func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
 	x := &execution{e: e, timeout: e.timeout(t.Name()), token: token}
-	x.watchdog.deadline = x.execContext.init(ctx, in, x.timeout)
+	x.execContext.init(ctx, in, x.timeout)
 	x.reclaimed = reclaimed
 	defer x.cancel(nil)
 	x.watchdog.exec = x
@@ -407,7 +407,7 @@ func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.T
 	stopHook()
 	if !x.state.CompareAndSwap(running, returned) {
 		x.wg.Wait() // an interruption won: its ERROR is the recorded result
-		return *x.res, true, x.recordErr
+		return x.interrupted.res, true, x.interrupted.err
 	}
 	if err != nil {
 		return x.ran(toolreg.StatusError, nil, err.Error()), false, nil
@@ -440,10 +440,9 @@ type execution struct {
 	execContext
 	watchdog
 
-	e         *Effector
-	recordErr error // set with res by an interruption whose record failed
-	timeout   time.Duration
-	token     string
+	e       *Effector
+	timeout time.Duration
+	token   string
 }
 
 func (x *execution) timedOut() { x.interrupt(true) }
@@ -459,14 +458,14 @@ func (x *execution) interrupt(timedOut bool) {
 	var msg string
 	if timedOut {
 		te := &TimeoutError{Tool: x.in.ToolName, Timeout: x.timeout}
-		x.expired.Store(true)
+		x.flags.Or(ctxExpired)
 		x.cancel(te) // tell the function; it may not listen
 		msg = te.Error()
 	} else {
 		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.in.ToolName, context.Cause(x.parent))
 	}
 	res, err := x.e.record(x.parent, x.in, x.token, x.ran(toolreg.StatusError, nil, msg))
-	x.res, x.recordErr = &res, err
+	x.interrupted = &interruption{res: res, err: err}
 }
 
 // approvalRequested is the payload of a done APPROVAL intent.

@@ -11,13 +11,12 @@ import (
 // watchdog decides, once, whether a function's return or its interruption
 // (its timeout, or the caller's context ending) makes its result.
 type watchdog struct {
-	state atomic.Int32
-	wg    sync.WaitGroup  // done when an interruption's result is recorded
-	res   *toolreg.Result // the interruption's; only an interrupted execution has one
+	state       atomic.Int32
+	wg          sync.WaitGroup // done when an interruption's result is recorded
+	interrupted *interruption  // only an interrupted execution has one
 
 	// Its place in the timeouts queue of its timeout.
-	deadline   int64      // monoNow's reading at which it times out
-	exec       *execution // timed out at deadline
+	exec       *execution // timed out at exec.timeoutAt
 	prev, next *watchdog
 	queue      *watchQueue
 }
@@ -43,8 +42,15 @@ type timeouts struct {
 
 type watchQueue struct{ head, tail *watchdog }
 
-// add watches w, whose deadline is set, and times out w.exec in its own
-// goroutine if w is still queued at its deadline.
+// interruption is what an interruption recorded: the result, and the error
+// if it could not be recorded.
+type interruption struct {
+	res toolreg.Result
+	err error
+}
+
+// add watches w, and times out w.exec in its own goroutine if w is still
+// queued at w.exec.timeoutAt.
 func (ts *timeouts) add(w *watchdog, timeout time.Duration) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -59,7 +65,7 @@ func (ts *timeouts) add(w *watchdog, timeout time.Duration) {
 	// Nearly always the tail; a goroutine that read the clock a moment before
 	// another may come in just behind it.
 	after := q.tail
-	for after != nil && after.deadline > w.deadline {
+	for after != nil && after.exec.timeoutAt > w.exec.timeoutAt {
 		after = after.prev
 	}
 	w.queue, w.prev = q, after
@@ -73,8 +79,8 @@ func (ts *timeouts) add(w *watchdog, timeout time.Duration) {
 	} else {
 		w.next.prev = w
 	}
-	if ts.at == 0 || w.deadline < ts.at {
-		ts.arm(w.deadline)
+	if ts.at == 0 || w.exec.timeoutAt < ts.at {
+		ts.arm(w.exec.timeoutAt)
 	}
 }
 
@@ -121,13 +127,13 @@ func (ts *timeouts) fire() {
 	ts.at = 0
 	var next int64
 	for _, q := range ts.queues {
-		for q.head != nil && q.head.deadline <= now {
+		for q.head != nil && q.head.exec.timeoutAt <= now {
 			w := q.head
 			ts.unlink(w)
 			due = append(due, w)
 		}
-		if q.head != nil && (next == 0 || q.head.deadline < next) {
-			next = q.head.deadline
+		if q.head != nil && (next == 0 || q.head.exec.timeoutAt < next) {
+			next = q.head.exec.timeoutAt
 		}
 	}
 	if next != 0 {
