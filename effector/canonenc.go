@@ -143,10 +143,7 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 // appendString writes s; encoding/json replaces each invalid byte, which the
 // json.Marshal path does.
 func appendString(b []byte, s string) ([]byte, bool) {
-	if !utf8.ValidString(s) {
-		return nil, false
-	}
-	return argcheck.AppendCanonicalString(b, s), true
+	return argcheck.AppendValidCanonicalString(b, s)
 }
 
 func encodeInterface(b []byte, v reflect.Value, depth int) ([]byte, bool) {

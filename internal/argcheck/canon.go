@@ -527,6 +527,13 @@ func appendFloat(b []byte, f float64) []byte {
 // quote, backslash and control characters escaped, other text kept as UTF-8,
 // invalid UTF-8 as \ufffd.
 func appendCanonicalString(b []byte, s string) []byte {
+	b, _ = appendQuoted(b, s, false)
+	return b
+}
+
+// appendQuoted is appendCanonicalString; if strict, it stops at invalid
+// UTF-8 instead, and reports !ok.
+func appendQuoted(b []byte, s string, strict bool) (out []byte, ok bool) {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	// Text that needs no escape is copied a run at a time: s[start:i].
@@ -536,6 +543,9 @@ func appendCanonicalString(b []byte, s string) []byte {
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
+				if strict {
+					return nil, false
+				}
 				// As encoding/json and a decode-then-encode would: the
 				// replacement character itself, so a string gives the same
 				// bytes wherever it stands in a value.
@@ -571,5 +581,5 @@ func appendCanonicalString(b []byte, s string) []byte {
 		start = i
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), true
 }

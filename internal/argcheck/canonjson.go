@@ -6,6 +6,10 @@ package argcheck
 // with it, so the fast path here and the reference there cannot drift.
 func AppendCanonicalString(b []byte, s string) []byte { return appendCanonicalString(b, s) }
 
+// AppendValidCanonicalString is AppendCanonicalString for s that must be
+// valid UTF-8: on an invalid byte it reports !ok, in the same single pass.
+func AppendValidCanonicalString(b []byte, s string) ([]byte, bool) { return appendQuoted(b, s, true) }
+
 // AppendCanonicalFloat writes the finite f as toolreg's canonical JSON does
 // (Python's float repr): the shortest digits that read back the same, in
 // fixed notation with at least one decimal ("10.0") when the decimal exponent

@@ -58,6 +58,13 @@ func FuzzAppendCanonicalString(f *testing.F) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("appendCanonicalString(%q) = %q, want %q", s, got, want)
 		}
+		strict, ok := appendQuoted(bytes.Clone(prefix), s, true)
+		if ok != utf8.ValidString(s) {
+			t.Fatalf("appendQuoted(%q, strict) ok = %v, want %v (whether it is valid UTF-8)", s, ok, !ok)
+		}
+		if ok && !bytes.Equal(strict, want) {
+			t.Fatalf("appendQuoted(%q, strict) = %q, want %q", s, strict, want)
+		}
 	})
 }
 
