@@ -389,24 +389,9 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // have run the function, so this run may repeat the effect. The function sees
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
 func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
-	x := &execution{e: e, timeout: e.timeout(t.Name()), token: token}
-	x.execContext.init(ctx, in, x.timeout)
-	x.reclaimed = reclaimed
-	defer x.cancel(nil)
-	x.watchdog.exec = x
-	x.wg.Add(1)
-	e.timeouts.add(&x.watchdog, x.timeout)
-	stopHook := func() bool { return true }
-	if ctx.Done() != nil {
-		stopHook = context.AfterFunc(ctx, x.canceled)
-	}
-
+	x := e.start(ctx, in, e.timeout(t.Name()), token, reclaimed)
 	v, err := e.runner.runDecoded(&x.execContext, t, args)
-
-	e.timeouts.remove(&x.watchdog)
-	stopHook()
-	if !x.state.CompareAndSwap(running, returned) {
-		x.wg.Wait() // an interruption won: its ERROR is the recorded result
+	if !x.stop() {
 		return x.interrupted.res, true, x.interrupted.err
 	}
 	if err != nil {
@@ -417,6 +402,38 @@ func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.T
 		return x.ran(toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false, nil
 	}
 	return x.ran(toolreg.StatusOK, payload, ""), false, nil
+}
+
+// start sets up the execution of in under the caller's ctx: the context its
+// function gets, and the watchdog that interrupts it after timeout or when
+// ctx ends.
+func (e *Effector) start(ctx context.Context, in *toolreg.Intent, timeout time.Duration, token string, reclaimed bool) *execution {
+	x := &execution{e: e, timeout: timeout, token: token}
+	x.execContext.init(ctx, in, timeout)
+	x.reclaimed = reclaimed
+	x.watchdog.exec = x
+	x.wg.Add(1)
+	e.timeouts.add(&x.watchdog, timeout)
+	if ctx.Done() != nil {
+		x.stopHook = context.AfterFunc(ctx, x.canceled)
+	}
+	return x
+}
+
+// stop ends the execution once its function has returned, and cancels its
+// context. It reports whether the return decides the result; if an
+// interruption won, it returns once that ERROR is recorded, in x.interrupted.
+func (x *execution) stop() bool {
+	defer x.cancel(nil)
+	x.e.timeouts.remove(&x.watchdog)
+	if x.stopHook != nil {
+		x.stopHook()
+	}
+	if !x.state.CompareAndSwap(running, returned) {
+		x.wg.Wait()
+		return false
+	}
+	return true
 }
 
 // unknownEffect is the note on the result of a reclaimed execution.
@@ -440,9 +457,10 @@ type execution struct {
 	execContext
 	watchdog
 
-	e       *Effector
-	timeout time.Duration
-	token   string
+	e        *Effector
+	timeout  time.Duration
+	token    string
+	stopHook func() bool // stops the hook on the caller's ctx, if it can end
 }
 
 func (x *execution) timedOut() { x.interrupt(true) }
