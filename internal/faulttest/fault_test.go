@@ -351,7 +351,9 @@ func TestRedisRestart(t *testing.T) {
 		fs := newFiles(dir, "e"+strconv.Itoa(i))
 		writeIntents(t, fs.in, ins)
 		outs = append(outs, fs.out)
-		ps = append(ps, start(t, fs.args("redis:"+srv.Addr, "-workers", "2", "-lease", "10s", "-timeout", "5s")...))
+		// 10ms in each tool: the run takes at least 250 x 10ms / 4 workers,
+		// about 0.6s, so the restarts land mid-run however fast the machine.
+		ps = append(ps, start(t, fs.args("redis:"+srv.Addr, "-workers", "2", "-lease", "10s", "-timeout", "5s", "-tool-delay", "10ms")...))
 	}
 	downstream := filepath.Join(dir, "downstream.log")
 	restarts := 0

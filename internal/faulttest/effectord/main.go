@@ -88,6 +88,7 @@ type flags struct {
 	stream     string
 	consumer   string
 	reclaim    time.Duration
+	toolDelay  time.Duration
 }
 
 func main() {
@@ -110,6 +111,7 @@ func main() {
 	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
+	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -170,7 +172,7 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	table, err := applyTable(ds, k, f.stopInTool)
+	table, err := applyTable(ds, k, f.stopInTool, f.toolDelay)
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ type applyResult struct {
 	PID     int    `json:"pid"`     // which process executed it
 }
 
-func applyTable(ds *downstream, k *killer, stopFor string) (*registry.Registry, error) {
+func applyTable(ds *downstream, k *killer, stopFor string, delay time.Duration) (*registry.Registry, error) {
 	spec := &toolreg.Spec{
 		Name: "apply", Description: "Apply an effect downstream.", SideEffect: true,
 		Params: []*toolreg.Param{{Name: "key", Schema: toolreg.Schema{Type: toolreg.TypeString}}},
@@ -377,6 +379,13 @@ func applyTable(ds *downstream, k *killer, stopFor string) (*registry.Registry, 
 			return applyResult{}, err
 		}
 		k.at(InTool, info.ID)
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return applyResult{}, context.Cause(ctx)
+			}
+		}
 		return applyResult{Key: a.Key, Applied: applied, PID: os.Getpid()}, nil
 	})
 	bound, err := b.Bind()
