@@ -114,12 +114,9 @@ func (c *execContext) Done() <-chan struct{} {
 
 func (c *execContext) Err() error {
 	var err error
-	switch f := c.flags.Load(); {
-	case f&ctxMade != 0:
+	if f := c.flags.Load(); f&ctxMade != 0 {
 		err = c.inner.Err()
-	case c.parent.Err() != nil:
-		err = c.parent.Err()
-	case f&ctxCanceled != 0:
+	} else if err = c.parent.Err(); err == nil && f&ctxCanceled != 0 {
 		err = context.Canceled
 	}
 	if err != nil && c.flags.Load()&ctxExpired != 0 {
