@@ -1,7 +1,8 @@
-// Package redistest starts a real redis-server for tests: on a free loopback
-// port, with its files in a t.TempDir, stopped in t.Cleanup. It fails the
-// test, never skips it, when redis-server is not installed, because tests
-// that quietly skip prove nothing in CI.
+// Package redistest starts a real redis-server for tests (Start), or a real
+// Redis Cluster of several (StartCluster): on free loopback ports, with their
+// files in a t.TempDir, stopped in t.Cleanup. It fails the test, never skips
+// it, when redis-server is not installed, because tests that quietly skip
+// prove nothing in CI.
 package redistest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -28,6 +30,8 @@ type Server struct {
 	bin     string
 	dir     string
 	durable bool
+	cluster bool   // a Redis Cluster node, see StartCluster
+	busPort string // the node's cluster bus port
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -50,26 +54,45 @@ func WithDurability() Option {
 // PING. The server is killed when the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redistest: redis-server is not installed (%v); install the Debian package redis-server (.ci/run does)", err)
-	}
-	s := &Server{bin: bin, dir: t.TempDir()}
+	s := &Server{bin: redisServer(t), dir: t.TempDir()}
 	for _, o := range opts {
 		o(s)
 	}
 	t.Cleanup(func() { s.kill() })
-	// Another process may take the port between our probe and redis binding
-	// it; try a few ports before giving up.
+	s.launch(t)
+	return s
+}
+
+// redisServer returns the path of redis-server, failing t if it is missing.
+func redisServer(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server is not installed (%v); install the Debian package redis-server (.ci/run does)", err)
+	}
+	return bin
+}
+
+// launch starts s on free ports. Another process may take a port between our
+// probe and redis binding it; try a few ports before giving up.
+func (s *Server) launch(t testing.TB) {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatalf("redistest: finding a free port: %v", err)
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if s.cluster {
+			bus, err := freePort()
+			if err != nil {
+				t.Fatalf("redistest: finding a free port: %v", err)
+			}
+			s.busPort = strconv.Itoa(bus)
+		}
 		err = s.start()
 		if err == nil {
-			return s
+			return
 		}
 		if attempt == 4 {
 			t.Fatalf("redistest: %v", err)
@@ -115,6 +138,12 @@ func (s *Server) start() error {
 		"--save", "",
 		"--daemonize", "no",
 		"--logfile", "",
+	}
+	if s.cluster {
+		args = append(args,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
+			"--cluster-port", s.busPort)
 	}
 	if s.durable {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

@@ -2,9 +2,14 @@ package redistest
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestStartAnswersAndRestartKeepsTheAddress(t *testing.T) {
@@ -61,6 +66,58 @@ func TestStoppedServerIsKilledAtCleanup(t *testing.T) {
 	}
 }
 
+func TestStartClusterSpreadsKeysOverEveryNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Now()
+	cl := StartCluster(t, 3)
+	t.Logf("the cluster formed in %v", time.Since(start))
+	if len(cl.Addrs) != 3 {
+		t.Fatalf("Addrs = %q, want 3 nodes", cl.Addrs)
+	}
+	rdb := cl.Client(t)
+	for i := range 30 {
+		if err := rdb.Set(ctx, fmt.Sprintf("k%d", i), "v", 0).Err(); err != nil {
+			t.Fatalf("SET through the cluster client: %v", err)
+		}
+	}
+	var masters atomic.Int32
+	err := rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		masters.Add(1)
+		if n := node.DBSize(ctx).Val(); n == 0 {
+			return fmt.Errorf("node %s holds none of 30 keys, want a share", node.Options().Addr)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := masters.Load(); got != 3 {
+		t.Fatalf("the client sees %d masters, want 3", got)
+	}
+	if err := rdb.Eval(ctx, "return redis.call('MSET', KEYS[1], 1, KEYS[2], 2)", []string{"k1", "k2"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("a script on keys in two slots: err = %v, want CROSSSLOT: the nodes must really be a cluster", err)
+	}
+}
+
+func TestStoppedClusterIsKilledAtCleanup(t *testing.T) {
+	t.Parallel()
+	var addrs []string
+	t.Run("cluster", func(t *testing.T) {
+		addrs = StartCluster(t, 2).Addrs
+	})
+	if len(addrs) != 2 {
+		t.Fatalf("Addrs = %q, want 2 nodes", addrs)
+	}
+	for _, addr := range addrs {
+		// Dialing once fails at once; a client would retry.
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Fatalf("connecting to %s after the test ended succeeded, want the node gone", addr)
+		}
+	}
+}
+
 // recorder is a testing.TB that records Fatalf instead of ending the test.
 type recorder struct {
 	testing.TB
@@ -77,18 +134,27 @@ func (r *recorder) Fatalf(format string, args ...any) {
 
 func TestMissingRedisServerFailsTheTest(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // an empty directory: no redis-server
-	r := &recorder{TB: t}
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if _, ok := p.(fatalled); !ok {
-					panic(p)
+	tests := []struct {
+		name  string
+		start func(t testing.TB)
+	}{
+		{"Start", func(t testing.TB) { Start(t) }},
+		{"StartCluster", func(t testing.TB) { StartCluster(t, 3) }},
+	}
+	for _, tt := range tests {
+		r := &recorder{TB: t}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					if _, ok := p.(fatalled); !ok {
+						panic(p)
+					}
 				}
-			}
+			}()
+			tt.start(r)
 		}()
-		Start(r)
-	}()
-	if !strings.Contains(r.fatal, "redis-server is not installed") {
-		t.Fatalf("Start without redis-server: Fatalf(%q), want a failure naming the missing redis-server", r.fatal)
+		if !strings.Contains(r.fatal, "redis-server is not installed") {
+			t.Fatalf("%s without redis-server: Fatalf(%q), want a failure naming the missing redis-server", tt.name, r.fatal)
+		}
 	}
 }
