@@ -140,6 +140,11 @@ func (s *MemoryStore) Complete(ctx context.Context, intentID, token string, resu
 		return ErrNotOwner
 	}
 	r.token = ""
+	if c := cap(r.result); c < len(result) || c > 2*len(result)+64 {
+		// A reused buffer much larger than the result would hold memory
+		// for nothing as long as the result lives.
+		r.result = make([]byte, 0, len(result))
+	}
 	r.result = append(r.result[:0], result...)
 	r.expires = now + int64(ttl)
 	s.queue(ttl).push(expiryEntry{r: r, gen: r.gen, expires: r.expires})

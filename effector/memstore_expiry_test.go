@@ -122,3 +122,31 @@ func TestMemoryStoreReusesRecordsWithoutSharingResults(t *testing.T) {
 		t.Errorf("%d records kept for reuse after a burst, want at most %d", len(s.free), maxFree)
 	}
 }
+
+// TestMemoryStoreDoesNotKeepAReusedBufferFarLargerThanItsResult: a record
+// reused after a large result holds a small one in a buffer of its own size.
+func TestMemoryStoreDoesNotKeepAReusedBufferFarLargerThanItsResult(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := NewMemoryStore(WithStoreClock(func() time.Time { return now }))
+	ctx := context.Background()
+	complete := func(id string, result []byte) {
+		t.Helper()
+		c, err := s.Claim(ctx, id, time.Minute)
+		if err != nil || c.State != Claimed {
+			t.Fatalf("Claim(%q) = %+v, %v; want Claimed", id, c, err)
+		}
+		if err := s.Complete(ctx, id, c.Token, result, time.Second); err != nil {
+			t.Fatalf("Complete(%q): %v", id, err)
+		}
+	}
+	complete("big", make([]byte, 4000))
+	big := s.records["big"]
+	now = now.Add(2 * time.Second)
+	complete("small", []byte("ok"))
+	if s.records["small"] != big {
+		t.Fatalf("small did not reuse big's record: the test no longer covers reuse")
+	}
+	if c := cap(s.records["small"].result); c > 2*len("ok")+64 {
+		t.Errorf("a 2-byte result is held in a buffer of %d bytes", c)
+	}
+}
