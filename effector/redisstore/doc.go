@@ -1,7 +1,8 @@
 // Package redisstore is an effector.DedupStore in Redis, for effectors on
-// several hosts that share one Redis.
+// several hosts that share one Redis or one Redis Cluster.
 //
-// Each intent is one key. Its value is a claim ("c" and the owner's random
+// Each intent has one record, at the key prefix + "{i:" + id + "}" (see
+// WithKeyPrefix). Its value is a claim ("c" and the owner's random
 // token) or a terminal result ("d", the completing owner's token, and the
 // result's bytes, exactly as completed). Claim is a single SET key value NX
 // PX lease, run in a script that in the same round trip sets the attempt
@@ -14,10 +15,16 @@
 // record of the next owner: it gets effector.ErrNotOwner. A result lives for
 // its ttl as the key's expiry, then the intent may be claimed again.
 //
-// Taking a claim also sets an attempt marker, which Complete and Release
-// delete: a claim that finds the marker follows an owner that vanished after
-// claiming, and says so (effector.Claim.Reclaimed). It needs Redis 6.2 or
-// later (SET ... GET).
+// Taking a claim also sets an attempt marker, at the record's key + ":attempt",
+// which Complete and Release delete: a claim that finds the marker follows an
+// owner that vanished after claiming, and says so (effector.Claim.Reclaimed).
+// It needs Redis 6.2 or later (SET ... GET).
+//
+// The store runs on Redis Cluster: the braces in the keys are a hash tag, so
+// an intent's record and marker, which every script touches together, always
+// share a slot, and intents spread over the nodes by id. Pass a
+// *redis.ClusterClient to New. The tests run the conformance suite and an
+// effector on a real three-node cluster.
 //
 // Complete and Release retry while the server is unreachable or loading,
 // until their context ends, and every retry is safe: Complete recognizes the
@@ -32,6 +39,8 @@
 // appendfsync always). With weaker settings a crash can forget a completed
 // intent, and it will be executed again. The tests prove both halves.
 //
-// The store refuses non-positive leases and result lifetimes; leases are
-// rounded up to whole milliseconds, Redis's unit.
+// The store refuses non-positive leases and result lifetimes, and a key
+// prefix whose first hash tag is empty ("{}"), which would part an intent's
+// keys on a cluster; leases are rounded up to whole milliseconds, Redis's
+// unit.
 package redisstore

@@ -17,12 +17,14 @@ import (
 )
 
 // Store is an effector.DedupStore in Redis. It is safe for concurrent use, and
-// any number of Stores on any number of hosts may share one Redis.
+// any number of Stores on any number of hosts may share one Redis or one
+// Redis Cluster.
 type Store struct {
 	rdb           redis.UniversalClient
 	prefix        string
 	newToken      func() (string, error)
 	attemptMemory time.Duration
+	err           error // a prefix the store refuses, returned by every call
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -30,8 +32,15 @@ var _ effector.DedupStore = (*Store)(nil)
 // Option configures New.
 type Option func(*Store)
 
-// WithKeyPrefix sets the prefix of every key the store writes; the key of an
-// intent is the prefix followed by its id. Default: "toolreg:effector:dedup:".
+// WithKeyPrefix sets the prefix of every key the store writes. An intent's
+// record is the prefix followed by "{i:", its id and "}"; its attempt marker
+// is that key followed by ":attempt". The braces are a Redis Cluster hash tag:
+// an intent's two keys always share a slot, and intents spread over the
+// cluster by id. A prefix with a tag of its own, such as "{dedup}:", puts
+// every intent in that tag's slot, on one node. The store refuses a prefix
+// whose first "{" is directly followed by "}": Redis ignores an empty tag and
+// hashes each key whole, which would part an intent's keys. Default:
+// "toolreg:effector:dedup:".
 func WithKeyPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
 }
@@ -60,6 +69,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	if s.attemptMemory < time.Millisecond {
 		s.attemptMemory = 24 * time.Hour
 	}
+	if i := strings.IndexByte(s.prefix, '{'); i >= 0 && strings.HasPrefix(s.prefix[i:], "{}") {
+		s.err = fmt.Errorf(`redisstore: key prefix %q holds an empty hash tag "{}" before any other, so Redis Cluster would hash an intent's record and attempt marker to different slots; remove the "{}" from WithKeyPrefix`, s.prefix)
+	}
 	return s
 }
 
@@ -77,12 +89,21 @@ const (
 	doneTag  = "d" // "d" len(token) ":" token result: the terminal record
 )
 
+// key is the key of intentID's record. The id goes in a hash tag after the
+// prefix, so the tag that decides the slot always ends inside this key: it is
+// the prefix's own, or it starts at "{i:" (never empty) and ends at the first
+// "}" of the id or at the last one.
+func (s *Store) key(intentID string) string {
+	return s.prefix + "{i:" + intentID + "}"
+}
+
 // attemptKey is the key of intentID's attempt marker: set when a claim is
 // taken, deleted by Complete and Release, so a claim that finds it set follows
-// an owner that vanished. The 0xff byte, which no UTF-8 intent id contains,
-// keeps it apart from every intent's key.
+// an owner that vanished. It extends the record's key, so it shares its slot;
+// it does not end in "}", as every record's key does, so it is never an
+// intent's record.
 func (s *Store) attemptKey(intentID string) string {
-	return s.prefix + "\xffattempt:" + intentID
+	return s.key(intentID) + ":attempt"
 }
 
 // doneRecord is the value of a completed intent. It keeps the completing
@@ -204,6 +225,9 @@ return {0, redis.call('GET', KEYS[1])}`)
 // or a result (Done). It does not retry: a claim whose reply was lost runs
 // out by its lease, and the next claim reports Reclaimed.
 func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration) (effector.Claim, error) {
+	if s.err != nil {
+		return effector.Claim{}, s.err
+	}
 	ms, err := millis("lease", lease)
 	if err != nil {
 		return effector.Claim{}, err
@@ -212,7 +236,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 	if err != nil {
 		return effector.Claim{}, err
 	}
-	key := s.prefix + intentID
+	key := s.key(intentID)
 	reply, err := claimScript.Run(ctx, s.rdb, []string{key, s.attemptKey(intentID)},
 		claimTag+token, ms, s.attemptMemory.Milliseconds()).Slice()
 	if err != nil {
@@ -248,6 +272,9 @@ func truncate(v []byte) []byte {
 // a result not recorded means the intent runs again once the lease ends. A
 // retry whose earlier attempt took effect (only the reply was lost) succeeds.
 func (s *Store) Complete(ctx context.Context, intentID, token string, result []byte, ttl time.Duration) error {
+	if s.err != nil {
+		return s.err
+	}
 	ms, err := millis("result ttl", ttl)
 	if err != nil {
 		return err
@@ -255,7 +282,7 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	done := doneRecord(token, result)
 	var n int
 	err = retry(ctx, func() (err error) {
-		n, err = completeScript.Run(ctx, s.rdb, []string{s.prefix + intentID, s.attemptKey(intentID)}, claimTag+token, done, ms).Int()
+		n, err = completeScript.Run(ctx, s.rdb, []string{s.key(intentID), s.attemptKey(intentID)}, claimTag+token, done, ms).Int()
 		return err
 	})
 	if err != nil {
@@ -272,9 +299,12 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 // It retries like Complete; a retry after a lost reply reports ErrNotOwner,
 // which is harmless: the claim is gone either way.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
+	if s.err != nil {
+		return s.err
+	}
 	var n int
 	err := retry(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.rdb, []string{s.prefix + intentID, s.attemptKey(intentID)}, claimTag+token).Int()
+		n, err = releaseScript.Run(ctx, s.rdb, []string{s.key(intentID), s.attemptKey(intentID)}, claimTag+token).Int()
 		return err
 	})
 	if err != nil {

@@ -40,10 +40,10 @@ func TestStaleTokenAfterLeaseExpiry(t *testing.T) {
 	// loaded machine; the test then waits for the server to expire the key.
 	const lease = 500 * time.Millisecond
 	stale := storetest.MustClaim(t, s, "i", lease)
-	if ttl := rdb.PTTL(ctx, "p:i").Val(); ttl <= 0 || ttl > lease {
+	if ttl := rdb.PTTL(ctx, "p:{i:i}").Val(); ttl <= 0 || ttl > lease {
 		t.Fatalf("PTTL of a claim with a %v lease = %v, want the lease kept by the server", lease, ttl)
 	}
-	for deadline := time.Now().Add(10 * time.Second); rdb.Exists(ctx, "p:i").Val() != 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); rdb.Exists(ctx, "p:{i:i}").Val() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server still holds the claim 10s after its %v lease", lease)
 		}
@@ -57,13 +57,13 @@ func TestStaleTokenAfterLeaseExpiry(t *testing.T) {
 	if err := s.Release(ctx, "i", stale); !errorsIsNotOwner(err) {
 		t.Fatalf("Release with the expired owner's token: err = %v, want ErrNotOwner", err)
 	}
-	if got := rdb.Get(ctx, "p:i").Val(); got != "c"+current {
+	if got := rdb.Get(ctx, "p:{i:i}").Val(); got != "c"+current {
 		t.Fatalf("stored value after the stale owner's attempts = %q, want the current claim %q", got, "c"+current)
 	}
 	if err := s.Complete(ctx, "i", current, []byte("current"), time.Hour); err != nil {
 		t.Fatalf("Complete by the current owner: %v", err)
 	}
-	if ttl := rdb.PTTL(ctx, "p:i").Val(); ttl < 59*time.Minute || ttl > time.Hour {
+	if ttl := rdb.PTTL(ctx, "p:{i:i}").Val(); ttl < 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("PTTL of a result kept for an hour = %v, want about an hour", ttl)
 	}
 	if err := s.Complete(ctx, "i", stale, []byte("stale"), time.Hour); !errorsIsNotOwner(err) {
@@ -151,7 +151,7 @@ func TestRefusals(t *testing.T) {
 	s := New(rdb, WithKeyPrefix("r:"), WithTokens(func() (string, error) {
 		return fmt.Sprintf("tok-%d", n.Add(1)), nil
 	}))
-	if err := rdb.Set(ctx, "r:foreign", "someone else's value", 0).Err(); err != nil {
+	if err := rdb.Set(ctx, "r:{i:foreign}", "someone else's value", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -161,7 +161,15 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"a zero lease is refused", func() error { _, err := s.Claim(ctx, "x", 0); return err }, "lease 0s: want a positive duration"},
 		{"a negative ttl is refused", func() error { return s.Complete(ctx, "x", "t", nil, -time.Second) }, "result ttl -1s: want a positive duration"},
-		{"a key this store did not write is reported, not claimed", func() error { _, err := s.Claim(ctx, "foreign", time.Minute); return err }, `key "r:foreign" holds "someone else's value", which this store did not write; choose another WithKeyPrefix`},
+		{"a prefix with an empty hash tag is refused", func() error {
+			_, err := New(rdb, WithKeyPrefix("r{}:")).Claim(ctx, "x", time.Minute)
+			return err
+		}, `key prefix "r{}:" holds an empty hash tag "{}" before any other`},
+		{"a prefix with an empty hash tag is refused by Complete and Release too", func() error {
+			s := New(rdb, WithKeyPrefix("{}"))
+			return errors.Join(s.Complete(ctx, "x", "t", nil, time.Minute), s.Release(ctx, "x", "t"))
+		}, "key prefix \"{}\" holds an empty hash tag \"{}\" before any other, so Redis Cluster would hash an intent's record and attempt marker to different slots; remove the \"{}\" from WithKeyPrefix\nredisstore: key prefix \"{}\""},
+		{"a key this store did not write is reported, not claimed", func() error { _, err := s.Claim(ctx, "foreign", time.Minute); return err }, `key "r:{i:foreign}" holds "someone else's value", which this store did not write; choose another WithKeyPrefix`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +180,7 @@ func TestRefusals(t *testing.T) {
 	}
 	t.Run("injected tokens are used", func(t *testing.T) {
 		tok := storetest.MustClaim(t, s, "injected", time.Minute)
-		if got := rdb.Get(ctx, "r:injected").Val(); got != "c"+tok || !strings.HasPrefix(tok, "tok-") {
+		if got := rdb.Get(ctx, "r:{i:injected}").Val(); got != "c"+tok || !strings.HasPrefix(tok, "tok-") {
 			t.Fatalf("token %q stored as %q, want an injected token stored as c+token", tok, got)
 		}
 	})
