@@ -3,6 +3,10 @@ package effector_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,4 +175,71 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 			t.Errorf("ctx.Value of the caller's key = %v, want trace-2", value)
 		}
 	})
+}
+
+// TestRacingReturnsAndTimeoutsNeverCrossIntents runs, on eight workers,
+// intents whose functions return about when their timeout passes, so that
+// returns and timeouts race, among intents whose functions return at once:
+// every intent gets its own result, OK or a timeout, a function sees only its
+// own intent, and no instant function is timed out by another's timer.
+func TestRacingReturnsAndTimeoutsNeverCrossIntents(t *testing.T) {
+	t.Parallel()
+	const timeout = 50 * time.Millisecond
+	type probeArgs struct {
+		Racy bool `json:"racy"`
+	}
+	b := bindings.New([]*toolreg.Spec{spec("probe", true, param("racy", toolreg.TypeBoolean))})
+	var crossed atomic.Int32
+	bindings.Effect(b, "probe", func(ctx context.Context, a probeArgs) (string, error) {
+		info, _ := effector.IntentFrom(ctx)
+		if a.Racy {
+			time.Sleep(timeout)
+		}
+		if info2, _ := effector.IntentFrom(ctx); info2.ID != info.ID {
+			crossed.Add(1)
+		}
+		return info.ID, nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := effector.New(bound.Effector, effector.NewMemoryStore(), effector.WithClock(fixedClock),
+		effector.WithLogger(quietLogger()), effector.WithToolTimeout("probe", timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 8, 40
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				step := uint32(w*each + i)
+				racy := i%2 == 0
+				in := intentFor("probe", fmt.Sprintf(`{"racy":%v}`, racy), step)
+				res, err := e.Process(context.Background(), in)
+				if err != nil {
+					t.Errorf("Process(step %d): %v", step, err)
+					continue
+				}
+				if res.IntentID != in.ID {
+					t.Errorf("step %d: result for intent %s, want %s", step, res.IntentID, in.ID)
+				}
+				switch {
+				case res.Status == toolreg.StatusOK:
+					if want := `"` + in.ID + `"`; string(res.Payload) != want {
+						t.Errorf("step %d: payload %s, want %s: the function saw another intent", step, res.Payload, want)
+					}
+				case !racy:
+					t.Errorf("step %d: a function that returns at once got %s %q", step, res.Status, res.ErrorMessage)
+				case res.Status != toolreg.StatusError || !strings.Contains(res.ErrorMessage, "timeout"):
+					t.Errorf("step %d: %s %q, want OK or a timeout", step, res.Status, res.ErrorMessage)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := crossed.Load(); n != 0 {
+		t.Errorf("IntentFrom changed under %d running functions", n)
+	}
 }
