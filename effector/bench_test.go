@@ -18,8 +18,13 @@ const benchArgs = `{"amount":30,"order_id":"o-1"}`
 // argument validation, decoding and the call itself). The target is
 // Process < 3x direct. Compare with:
 //
-//	go test -run '^$' -bench Process -count 10 ./effector | tee new.txt
+//	go test -run '^$' -bench 'Process/' -count 10 ./effector | tee new.txt
 //	go tool benchstat -col /path new.txt
+//
+// On a shared or virtual machine whose speed drifts, run -count 1 ten times
+// instead and take the median of each run's process/direct ratio: the two
+// paths then run back to back. BenchmarkProcessParts says where the
+// difference goes.
 //
 // The tool is a refund with two arguments whose function only counts its
 // calls, so that what is measured is the path, not the tool. The intents come
