@@ -462,8 +462,7 @@ func (t *transcoder) scalar(n *canonNode, s *scanner) bool {
 		if !ok {
 			return false
 		}
-		v, err := strconv.ParseInt(digits, 10, 64)
-		if err != nil || !sp.intOK(v) {
+		if _, ok := sp.intValue(digits); !ok {
 			return false
 		}
 		if digits == "-0" && s.b[start] == '-' && strings.ContainsRune(unsafeString(s.b[start:s.i]), '.') {

@@ -724,35 +724,17 @@ func (sp *scalarPlan) decode(s *scanner, at unsafe.Pointer) bool {
 			*(*bool)(at) = v
 		}
 		return ok
-	case kInt:
+	case kInt, kUint:
 		digits, ok := sp.integer(s)
 		if !ok {
 			return false
 		}
-		v, err := strconv.ParseInt(digits, 10, sp.bits)
-		if err != nil || !sp.intOK(v) {
-			return false
-		}
-		switch sp.bits {
-		case 8:
-			*(*int8)(at) = int8(v)
-		case 16:
-			*(*int16)(at) = int16(v)
-		case 32:
-			*(*int32)(at) = int32(v)
-		default:
-			*(*int64)(at) = v
-		}
-		return true
-	case kUint:
-		digits, ok := sp.integer(s)
+		v, ok := sp.intValue(digits)
 		if !ok {
 			return false
 		}
-		v, err := strconv.ParseUint(digits, 10, sp.bits)
-		if err != nil || v > math.MaxInt64 || !sp.intOK(int64(v)) {
-			return false
-		}
+		// Truncating two's complement gives one bit pattern for a signed
+		// and an unsigned integer of each size: the store is the same.
 		switch sp.bits {
 		case 8:
 			*(*uint8)(at) = uint8(v)
@@ -904,6 +886,18 @@ func (sp *scalarPlan) stringOK(v string) bool {
 		return false
 	}
 	return sp.enumStr == nil || sp.enumStr[v]
+}
+
+// intValue parses the digits of an integer as the plan's Go type, signed
+// (kInt) or unsigned (kUint), of sp.bits bits, and checks the schema's
+// keywords. It returns the value's bits; false means out of range or refused.
+func (sp *scalarPlan) intValue(digits string) (uint64, bool) {
+	if sp.kind == kUint {
+		v, err := strconv.ParseUint(digits, 10, sp.bits)
+		return v, err == nil && v <= math.MaxInt64 && sp.intOK(int64(v))
+	}
+	v, err := strconv.ParseInt(digits, 10, sp.bits)
+	return uint64(v), err == nil && sp.intOK(v)
 }
 
 func (sp *scalarPlan) intOK(v int64) bool {
