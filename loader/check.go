@@ -114,10 +114,6 @@ func (c *checker) defaultProblem(s *toolreg.Schema) string {
 	if err == nil {
 		return ""
 	}
-	err = sch.Validate(s.Default)
-	if err == nil {
-		return ""
-	}
 	var reasons []string
 	for _, line := range strings.Split(err.Error(), "\n") {
 		if r, ok := strings.CutPrefix(strings.TrimSpace(line), "- at "); ok {
