@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +35,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if n < 1 || n > slots {
 		t.Fatalf("redistest: a cluster of %d nodes: want 1 to %d", n, slots)
 	}
-	bin := redisServer(t)
 	c := &Cluster{}
 	for range n {
-		s := &Server{bin: bin, dir: t.TempDir(), cluster: true}
-		t.Cleanup(func() { s.kill() })
-		s.launch(t)
+		s := Start(t, clusterNode())
 		c.nodes = append(c.nodes, s)
 		c.Addrs = append(c.Addrs, s.Addr)
 	}
@@ -100,14 +98,7 @@ func (c *Cluster) form(ctx context.Context) error {
 func hasLines(info string, want []string) bool {
 	lines := strings.Split(strings.ReplaceAll(info, "\r", ""), "\n")
 	for _, w := range want {
-		found := false
-		for _, l := range lines {
-			if l == w {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(lines, w) {
 			return false
 		}
 	}

@@ -50,6 +50,12 @@ func WithDurability() Option {
 	return func(s *Server) { s.durable = true }
 }
 
+// clusterNode makes the server a Redis Cluster node with a bus port of its
+// own; StartCluster joins such nodes.
+func clusterNode() Option {
+	return func(s *Server) { s.cluster = true }
+}
+
 // Start starts redis-server on a free 127.0.0.1 port and waits until it answers
 // PING. The server is killed when the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
@@ -214,6 +220,3 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
-
-// Dir is the server's data directory (where its append-only file lives).
-func (s *Server) Dir() string { return s.dir }
