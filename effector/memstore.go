@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +20,6 @@ type MemoryStore struct {
 	// clock reads the time as nanoseconds since the store was made, from the
 	// monotonic clock unless WithStoreClock gives another.
 	clock func() int64
-	now   func() time.Time // WithStoreClock's, or nil
 
 	mu      sync.Mutex
 	records map[string]*memRecord
@@ -32,9 +30,8 @@ type MemoryStore struct {
 	// free holds records dropped from the map, for the next claims to reuse
 	// with their result buffers: at a steady rate of intents, claiming and
 	// completing allocates nothing but the claim token.
-	free []*memRecord
-
-	tokens atomic.Uint64
+	free   []*memRecord
+	tokens uint64 // claims made, for the next token
 }
 
 type memRecord struct {
@@ -76,7 +73,14 @@ type MemoryStoreOption func(*MemoryStore)
 // WithStoreClock sets the clock that leases and result time-to-lives are
 // measured with. The default is the monotonic clock of time.Now.
 func WithStoreClock(now func() time.Time) MemoryStoreOption {
-	return func(s *MemoryStore) { s.now = now }
+	return func(s *MemoryStore) {
+		if now == nil {
+			s.clock = nil // the default
+			return
+		}
+		origin := now()
+		s.clock = func() int64 { return int64(now().Sub(origin)) }
+	}
 }
 
 // NewMemoryStore returns an empty in-memory DedupStore.
@@ -85,10 +89,7 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 	for _, o := range opts {
 		o(s)
 	}
-	if now := s.now; now != nil {
-		origin := now()
-		s.clock = func() int64 { return int64(now().Sub(origin)) }
-	} else {
+	if s.clock == nil {
 		// time.Since reads only the monotonic clock: half the cost of time.Now,
 		// and immune to the wall clock being stepped.
 		origin := time.Now()
@@ -122,7 +123,8 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	} else {
 		r.gen++ // a lapsed claim, or a result not yet dropped: its queued expiry is void
 	}
-	r.token = strconv.FormatUint(s.tokens.Add(1), 36)
+	s.tokens++
+	r.token = strconv.FormatUint(s.tokens, 36)
 	r.expires = now + int64(lease)
 	return Claim{State: Claimed, Token: r.token, Reclaimed: reclaimed}, nil
 }
