@@ -207,15 +207,8 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		switch {
-		case exists && expiresAt > now && done:
-			if result == nil {
-				result = []byte{}
-			}
-			claim = effector.Claim{State: effector.Done, Result: result}
-			return nil
-		case exists && expiresAt > now:
-			claim = effector.Claim{State: effector.InFlight}
+		if exists && expiresAt > now {
+			claim = liveClaim(done, result)
 			return nil
 		}
 		// Missing, or expired: an expired claim's owner is presumed dead (and
@@ -244,13 +237,20 @@ func (s *Store) peek(ctx context.Context, intentID string) (effector.Claim, bool
 		return effector.Claim{}, false, nil
 	case err != nil:
 		return effector.Claim{}, false, err
-	case !done:
-		return effector.Claim{State: effector.InFlight}, true, nil
+	}
+	return liveClaim(done, result), true, nil
+}
+
+// liveClaim is what a claim finds in a live row: a result (Done) or another
+// owner's claim (InFlight).
+func liveClaim(done bool, result []byte) effector.Claim {
+	if !done {
+		return effector.Claim{State: effector.InFlight}
 	}
 	if result == nil {
-		result = []byte{}
+		result = []byte{} // a result was given, though empty
 	}
-	return effector.Claim{State: effector.Done, Result: result}, true, nil
+	return effector.Claim{State: effector.Done, Result: result}
 }
 
 // Complete stores result as intentID's terminal record for ttl if token still
