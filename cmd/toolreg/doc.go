@@ -1,8 +1,15 @@
 // Command toolreg checks tool manifests and renders the schemas a model
 // provider is shown.
 //
-//	toolreg vet [-v] [paths...]      report every problem in the manifests
-//	toolreg schema [paths...]        print the aggregate tools schema as JSON
+//	toolreg vet [-provider form] [-strict] [-v] [paths...]
+//	toolreg schema [-provider form] [paths...]
+//	toolreg gen [-o file] [-pkg name] [paths...]
+//	toolreg diff [-dir directory] [-format format] OLD [NEW]
+//
+// vet reports every problem in the manifests; schema prints the tools schema
+// they give, as JSON; gen writes their Go argument structs and Bind<Tool>
+// helpers; diff classifies the contract changes between two manifest sets as
+// breaking, safety or compatible.
 //
 // Paths are manifest files or directories (searched recursively for .yaml,
 // .yml and .cue files); the default is ./manifests. Run 'toolreg --help' or

@@ -24,11 +24,11 @@ var diffCommand = &command{
 
 	breaking    a tool removed or renamed, a param removed, a new required
 	            param, a type changed, an enum value removed, a constraint
-	            tightened, a default changed
+	            tightened, a default changed, strict turned on
 	safety      side_effect flipped either way (true to false moves an effect
 	            into the inline path, where a retry repeats it)
 	compatible  a new tool, a new optional param, a description edit, a
-	            constraint loosened
+	            constraint loosened, strict turned off
 
 OLD and NEW are each a manifest directory or file, or a git revision: a name
 that is not a path is read with git, as the -dir directory at that revision.
