@@ -128,7 +128,6 @@ func TestDurability(t *testing.T) {
 			t.Fatal(err)
 		}
 		inflight := storetest.MustClaim(t, s, "in-flight-survivor", time.Hour)
-		_ = inflight
 		reopened := openForTest(t, path)
 		if got := storetest.WantState(t, reopened, "survivor", effector.Done).Result; string(got) != "kept" {
 			t.Fatalf("result after reopening = %q, want %q", got, "kept")
