@@ -41,10 +41,10 @@ type config struct {
 	impl      mcp.Implementation
 	entityKey string
 	runner    *runner.Runner
-	now       func() time.Time
-	ttl       time.Duration
 	logger    *slog.Logger
-	signing   []runner.ActivationOption
+	// act configures each side-effecting call's activation (clock, TTL,
+	// signing key), in the order the options came: a later one wins.
+	act []runner.ActivationOption
 }
 
 // WithImplementation sets the name and version the server reports in
@@ -69,20 +69,24 @@ func WithRunner(r *runner.Runner) Option {
 // WithClock sets the clock that dates intents (created, and expiry after the
 // TTL). The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.now = now }
+	return func(c *config) { c.act = append(c.act, runner.WithClock(now)) }
 }
 
 // WithIntentTTL sets how long an intent stays executable after it is created;
-// see runner.WithIntentTTL. The default is runner.DefaultIntentTTL (1h).
+// see runner.WithIntentTTL. The default, and any d <= 0, is
+// runner.DefaultIntentTTL (1h).
 func WithIntentTTL(d time.Duration) Option {
-	return func(c *config) { c.ttl = d }
+	if d <= 0 {
+		d = runner.DefaultIntentTTL // so it also undoes an earlier WithIntentTTL
+	}
+	return func(c *config) { c.act = append(c.act, runner.WithIntentTTL(d)) }
 }
 
 // WithSigningKey signs every intent with HMAC-SHA256 under keyID, for an
 // effector made with effector.WithVerify; see runner.WithSigningKey. The
 // default is to stage intents unsigned.
 func WithSigningKey(keyID string, key []byte) Option {
-	return func(c *config) { c.signing = []runner.ActivationOption{runner.WithSigningKey(keyID, key)} }
+	return func(c *config) { c.act = append(c.act, runner.WithSigningKey(keyID, key)) }
 }
 
 // WithLogger sets the logger of the server and of the SDK under it. The
@@ -99,9 +103,6 @@ type Server struct {
 	effector *effector.Effector
 	tools    []*mcp.Tool
 	mcp      *mcp.Server
-	// actOpts configure each side-effecting call's activation: built once in
-	// New, not per call.
-	actOpts []runner.ActivationOption
 }
 
 // New returns the server of bound's tools. Read-only tools run through the
@@ -112,9 +113,8 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	cfg := config{
 		impl:      mcp.Implementation{Name: "toolreg", Version: "v0"},
 		entityKey: "mcp",
-		now:       time.Now,
-		ttl:       runner.DefaultIntentTTL,
 		logger:    slog.New(slog.DiscardHandler),
+		act:       []runner.ActivationOption{runner.WithClock(time.Now)},
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -136,8 +136,7 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 			return nil, fmt.Errorf("mcpserver: side-effecting tools %s and no effector: pass effector.New(bound.Effector, store)", strings.Join(effects, ", "))
 		}
 	}
-	s := &Server{cfg: cfg, bound: bound, effector: eff, actOpts: append([]runner.ActivationOption{
-		runner.WithClock(cfg.now), runner.WithIntentTTL(cfg.ttl), runner.WithRunner(cfg.runner)}, cfg.signing...)}
+	s := &Server{cfg: cfg, bound: bound, effector: eff}
 	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
@@ -234,15 +233,12 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	act := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.actOpts...)
-	if _, err := act.Act(t.Name(), arguments(req)); err != nil {
+	// The activation stages this one intent and is dropped: Act's intent goes
+	// straight to the effector, so there is nothing to Drain.
+	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.cfg.act...).Act(t.Name(), arguments(req))
+	if err != nil {
 		return toolError(err)
 	}
-	intents, err := act.Drain()
-	if err != nil || len(intents) != 1 {
-		return errorResult(fmt.Sprintf("%s: staging its intent failed: %v", t.Name(), err))
-	}
-	in := intents[0]
 	res, err := s.effector.Process(ctx, in)
 	if err != nil {
 		// No result: nothing ran, or the dedup store holds what did and a

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -601,5 +602,42 @@ func TestANullForAnOptionalParamMeansAbsentOnBothPaths(t *testing.T) {
 	}
 	if got := text(t, res); res.IsError || got != `{"amount":3,"charge_id":"ch_1"}` {
 		t.Errorf("charge with fail null = %s, want the default (no failure)", got)
+	}
+}
+
+// TestTheServerClockAndTTLDateEachIntent: WithClock dates each
+// side-effecting call's intent and WithIntentTTL sets how long it stays
+// executable, so an effector whose clock is past that refuses it as EXPIRED
+// and runs nothing.
+func TestTheServerClockAndTTLDateEachIntent(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1700000000000)
+	effectorAt := []effector.Option{effector.WithClock(func() time.Time { return now })}
+	tenMinutesAgo := mcpserver.WithClock(func() time.Time { return now.Add(-10 * time.Minute) })
+	for _, tt := range []struct {
+		name   string
+		opts   []mcpserver.Option
+		status string
+		runs   int64
+	}{
+		{"an intent dated ten minutes ago runs within the default hour", []mcpserver.Option{tenMinutesAgo}, "OK", 1},
+		{"it has expired after a five-minute TTL", []mcpserver.Option{tenMinutesAgo, mcpserver.WithIntentTTL(5 * time.Minute)}, "EXPIRED", 0},
+		{"a TTL of zero is the default hour again", []mcpserver.Option{tenMinutesAgo, mcpserver.WithIntentTTL(5 * time.Minute), mcpserver.WithIntentTTL(0)}, "OK", 1},
+		{"an intent dated two hours ago has expired", []mcpserver.Option{mcpserver.WithClock(func() time.Time { return now.Add(-2 * time.Hour) })}, "EXPIRED", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixtureWith(t, effectorAt, tt.opts...)
+			res := callCharge(t, f.client(t), "k-1", map[string]any{"amount": 5})
+			if got := res.Meta[mcpserver.MetaStatus]; got != tt.status {
+				t.Errorf("_meta status = %v, want %s; result: %s", got, tt.status, text(t, res))
+			}
+			if res.IsError != (tt.status != "OK") {
+				t.Errorf("isError = %v for status %s", res.IsError, tt.status)
+			}
+			if n := f.charges.Load(); n != tt.runs {
+				t.Errorf("charge ran %d times, want %d", n, tt.runs)
+			}
+		})
 	}
 }
