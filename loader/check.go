@@ -23,7 +23,7 @@ import (
 func (c *checker) checkSpec(s *toolreg.Spec, tree *node) []toolreg.Problem {
 	var ps []toolreg.Problem
 	add := func(pos toolreg.Pos, path []string, format string, args ...any) {
-		if p := tree.posOf(path); p.Line > 0 && len(path) > 0 {
+		if _, p := tree.lookup(path); p.Line > 0 && len(path) > 0 {
 			pos = p
 		}
 		ps = append(ps, toolreg.Problem{Pos: pos, Tool: s.Name, Path: strings.Join(path, "."), Message: fmt.Sprintf(format, args...)})

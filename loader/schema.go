@@ -47,7 +47,8 @@ func checkYAMLTool(root *node) []toolreg.Problem {
 		tool = n.text
 	}
 	ps := translate(cueerrors.Errors(err), 0, tool, root, func(e cueerrors.Error) toolreg.Pos {
-		return root.posOf(e.Path())
+		_, pos := root.lookup(e.Path())
+		return pos
 	})
 	return withMissing(ps, tool, root, true)
 }
@@ -162,7 +163,7 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 		if len(path) > 0 {
 			last = path[len(path)-1]
 		}
-		at := tree.lookup(path)
+		at, _ := tree.lookup(path)
 		if at != nil && at.bad {
 			at = nil
 		}
@@ -311,7 +312,7 @@ func notAllowedHint(tree *node, path []string) string {
 	if len(path) >= 2 && (path[len(path)-2] == "params" || path[len(path)-2] == "properties") {
 		return fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", unquoteLabel(bad))
 	}
-	parent := tree.lookup(path[:len(path)-1])
+	parent, _ := tree.lookup(path[:len(path)-1])
 	typ := ""
 	if t, _, ok := parent.get("type"); ok && t.kind == kindString {
 		typ = t.text
@@ -329,31 +330,4 @@ func notAllowedHint(tree *node, path []string) string {
 		}
 	}
 	return fmt.Sprintf("%q is no keyword of type %s, which takes %s", bad, typ, strings.Join(allowed, ", "))
-}
-
-// lookup returns the node at path (CUE path elements), or nil.
-func (n *node) lookup(path []string) *node {
-	cur := n
-	for _, el := range path {
-		if cur == nil {
-			return nil
-		}
-		switch cur.kind {
-		case kindMap:
-			v, _, ok := cur.get(unquoteLabel(el))
-			if !ok {
-				return nil
-			}
-			cur = v
-		case kindList:
-			var i int
-			if _, err := fmt.Sscanf(el, "%d", &i); err != nil || i < 0 || i >= len(cur.items) {
-				return nil
-			}
-			cur = cur.items[i]
-		default:
-			return nil
-		}
-	}
-	return cur
 }

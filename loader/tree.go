@@ -65,35 +65,39 @@ func (n *node) get(key string) (*node, toolreg.Pos, bool) {
 	return nil, toolreg.Pos{}, false
 }
 
-// posOf returns the position of the value at path (CUE error path elements,
-// labels possibly quoted), falling back to the deepest ancestor found. For a
-// mapping entry it is the key's position, which is what an editor jumps to.
-func (n *node) posOf(path []string) toolreg.Pos {
-	best := n.pos
+// lookup follows path (CUE error path elements, labels possibly quoted) from
+// n. It returns the node at path, or nil when the path leads nowhere, and the
+// position of the deepest node it reached: for a mapping entry, the key's
+// position, which is what an editor jumps to.
+func (n *node) lookup(path []string) (*node, toolreg.Pos) {
+	var pos toolreg.Pos
+	if n != nil {
+		pos = n.pos
+	}
 	cur := n
 	for _, el := range path {
 		if cur == nil {
-			break
+			return nil, pos
 		}
 		switch cur.kind {
 		case kindMap:
 			v, kp, ok := cur.get(unquoteLabel(el))
 			if !ok {
-				return best
+				return nil, pos
 			}
-			best, cur = kp, v
+			cur, pos = v, kp
 		case kindList:
 			i, err := strconv.Atoi(el)
 			if err != nil || i < 0 || i >= len(cur.items) {
-				return best
+				return nil, pos
 			}
 			cur = cur.items[i]
-			best = cur.pos
+			pos = cur.pos
 		default:
-			return best
+			return nil, pos
 		}
 	}
-	return best
+	return cur, pos
 }
 
 // unquoteLabel turns a CUE path element back into the key it names: CUE quotes

@@ -47,7 +47,7 @@ be compared.
 		dir := fs.String("dir", "manifests", "the manifest `directory`, in the working tree and at a git revision")
 		return func(e *env, args []string) int {
 			if len(args) < 1 || len(args) > 2 {
-				fmt.Fprintln(e.stderr, "usage: toolreg diff [-format text|markdown] [-dir manifests] OLD [NEW]")
+				fmt.Fprintf(e.stderr, "toolreg diff: got %d arguments, want OLD and at most NEW: each a manifest directory, a file or a git revision\nRun 'toolreg diff --help' for details.\n", len(args))
 				return exitUsage
 			}
 			if *format != "text" && *format != "markdown" {
