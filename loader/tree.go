@@ -113,37 +113,18 @@ func unquoteLabel(el string) string {
 
 // value returns the node as encoding/json decodes JSON into any with UseNumber.
 func (n *node) value() any {
-	switch n.kind {
-	case kindBool:
-		return n.text == "true"
-	case kindInt, kindFloat:
-		return json.Number(n.text)
-	case kindString:
-		return n.text
-	case kindList:
-		l := make([]any, len(n.items))
-		for i, it := range n.items {
-			l[i] = it.value()
-		}
-		return l
-	case kindMap:
-		m := make(map[string]any, len(n.keys))
-		for i, k := range n.keys {
-			m[k] = n.vals[i].value()
-		}
-		return m
-	}
-	return nil
+	return n.convert(func(n *node) any { return json.Number(n.text) })
 }
 
 // goValue returns the node as a Go value for cue.Context.Encode, for
 // validation against the schema: like value, but with numbers typed, so that
 // CUE tells an int (10) from a float (10.0).
 func (n *node) goValue() any {
-	switch n.kind {
-	case kindBool:
-		return n.text == "true"
-	case kindInt:
+	return n.convert(func(n *node) any {
+		if n.kind == kindFloat {
+			f, _ := strconv.ParseFloat(n.text, 64)
+			return f
+		}
 		if i, err := strconv.ParseInt(n.text, 10, 64); err == nil {
 			return i
 		}
@@ -151,21 +132,29 @@ func (n *node) goValue() any {
 			return i
 		}
 		return n.text // not reached: the text came from a decoded integer
-	case kindFloat:
-		f, _ := strconv.ParseFloat(n.text, 64)
-		return f
+	})
+}
+
+// convert returns the node as a Go value of encoding/json's kinds, with each
+// number made by number.
+func (n *node) convert(number func(*node) any) any {
+	switch n.kind {
+	case kindBool:
+		return n.text == "true"
+	case kindInt, kindFloat:
+		return number(n)
 	case kindString:
 		return n.text
 	case kindList:
 		l := make([]any, len(n.items))
 		for i, it := range n.items {
-			l[i] = it.goValue()
+			l[i] = it.convert(number)
 		}
 		return l
 	case kindMap:
 		m := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {
-			m[k] = n.vals[i].goValue()
+			m[k] = n.vals[i].convert(number)
 		}
 		return m
 	}
