@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -50,12 +49,9 @@ stdout, and exits 1. Paths default to ./manifests.
 					return exitFindings
 				}
 			}
-			var list []byte
+			var list any = r.ToolsSchema()
 			status := exitOK
-			if *form == "" {
-				list = append([]byte{'['}, bytes.Join(asBytes(r.ToolsSchema()), []byte{','})...)
-				list = append(list, ']')
-			} else {
+			if *form != "" {
 				set, err := r.ProviderRender(*form)
 				if set == nil {
 					fmt.Fprintf(e.stderr, "toolreg schema: %v\n", err)
@@ -74,28 +70,15 @@ stdout, and exits 1. Paths default to ./manifests.
 				}
 				list = set.List()
 			}
-			// json.Indent, unlike MarshalIndent, leaves <, > and & in
-			// descriptions as they are written.
-			var out bytes.Buffer
-			if err := json.Indent(&out, list, "", "  "); err != nil {
-				// Each entry is JSON toolreg rendered; failing here is a bug.
-				fmt.Fprintf(e.stderr, "toolreg schema: %v\n", err)
-				return exitFindings
-			}
-			out.WriteByte('\n')
-			if _, err := out.WriteTo(e.stdout); err != nil {
+			// Indented, and with <, > and & in descriptions left as they are written.
+			enc := json.NewEncoder(e.stdout)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(list); err != nil {
 				fmt.Fprintf(e.stderr, "toolreg schema: %v\n", err)
 				return exitFindings
 			}
 			return status
 		}
 	},
-}
-
-func asBytes(raws []json.RawMessage) [][]byte {
-	out := make([][]byte, len(raws))
-	for i, r := range raws {
-		out[i] = r
-	}
-	return out
 }
