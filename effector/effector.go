@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,7 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if cfg.timeout > 0 && cfg.lease <= cfg.timeout {
 		add("lease %v does not exceed the tool timeout %v: a claim could end while a tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, cfg.timeout)
 	}
-	for _, name := range sortedKeys(cfg.toolTimeouts) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.toolTimeouts)) {
 		d := cfg.toolTimeouts[name]
 		positive(fmt.Sprintf("WithToolTimeout(%q)", name), d)
 		if effectTable != nil {
@@ -91,7 +92,7 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 		if len(cfg.keys) == 0 {
 			add("signature mode %s with no keys: every signed intent would be refused; pass the key set to WithVerify", cfg.mode)
 		}
-		for _, id := range sortedKeys(cfg.keys) {
+		for _, id := range slices.Sorted(maps.Keys(cfg.keys)) {
 			if len(cfg.keys[id]) == 0 {
 				add("signing key %q is empty: an empty HMAC key protects nothing", id)
 			}
@@ -521,5 +522,3 @@ func (e *Effector) timeout(tool string) time.Duration {
 	}
 	return e.cfg.timeout
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

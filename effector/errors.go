@@ -1,10 +1,8 @@
 package effector
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -51,7 +49,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("effector: tool %q did not return within its timeout of %v; its effect is unknown", e.Tool, e.Timeout)
+	return fmt.Sprintf("effector: tool %q did not return within its timeout of %v; its effect is unknown: make it return when its context ends, or raise its timeout with WithToolTimeout", e.Tool, e.Timeout)
 }
 
 // ConfigError reports every problem of an Effector's configuration.
@@ -64,13 +62,4 @@ func (e *ConfigError) Error() string {
 		return "effector: " + e.Problems[0]
 	}
 	return fmt.Sprintf("effector: %d configuration problems:\n\t%s", len(e.Problems), strings.Join(e.Problems, "\n\t"))
-}
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

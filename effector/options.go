@@ -3,6 +3,7 @@ package effector
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/beam-agents/toolreg"
@@ -51,7 +52,7 @@ func (m VerifyMode) String() string {
 	case VerifyRequire:
 		return "require"
 	}
-	return "VerifyMode(" + itoa(int(m)) + ")"
+	return "VerifyMode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // DeadLetterFunc receives an intent refused before it reached the store
