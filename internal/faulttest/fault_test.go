@@ -312,11 +312,7 @@ func TestContention(t *testing.T) {
 			}
 			calls := downstreamCalls(t, filepath.Join(dir, "downstream.log"))
 			r := tally(t, fmt.Sprintf("contention, %d procs (%s)", procs, kind), ids, calls, results(t, outs...))
-			for _, id := range ids {
-				if n := len(calls[id]); n != 1 {
-					t.Errorf("intent %s executed %d times, want 1", id, n)
-				}
-			}
+			wantExecutedOnce(t, ids, calls, "")
 			// Each effector answered its whole stream.
 			for _, out := range outs {
 				got := results(t, out)
@@ -374,11 +370,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 	calls := downstreamCalls(t, downstream)
 	r := tally(t, "redis-server restarted mid-run", ids, calls, results(t, outs...))
-	for _, id := range ids {
-		if n := len(calls[id]); n != 1 {
-			t.Errorf("intent %s executed %d times, want 1", id, n)
-		}
-	}
+	wantExecutedOnce(t, ids, calls, "")
 	r.note = fmt.Sprintf("%d restarts, %d effectors, %d retries logged", restarts, procs, retried)
 	report(t, r)
 }
@@ -466,13 +458,7 @@ func TestStreams(t *testing.T) {
 	if len(killed) != 1 {
 		t.Fatalf("kills.log: %q, want one kill", killed)
 	}
-	killedID := strings.Fields(killed[0])[1]
-	for _, id := range ids {
-		n := len(calls[id])
-		if n != 1 && !(id == killedID && n == 2) {
-			t.Errorf("intent %s executed %d times, want 1 (2 only for the intent the kill interrupted)", id, n)
-		}
-	}
+	wantExecutedOnce(t, ids, calls, strings.Fields(killed[0])[1])
 	r.note = fmt.Sprintf("%d entries; the killed consumer's pending entries reclaimed", entries)
 	report(t, r)
 }

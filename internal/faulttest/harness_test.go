@@ -323,6 +323,24 @@ func tally(t *testing.T, scenario string, ids []string, calls map[string][]call,
 	return r
 }
 
+// wantExecutedOnce fails t for each intent of ids the downstream was called
+// for other than once; only interrupted, the intent a kill hit between its
+// downstream call and Complete ("" for none), may have been called twice.
+func wantExecutedOnce(t *testing.T, ids []string, calls map[string][]call, interrupted string) {
+	t.Helper()
+	for _, id := range ids {
+		n := len(calls[id])
+		switch {
+		case n == 1:
+		case id == interrupted && n == 2:
+		case interrupted != "":
+			t.Errorf("intent %s executed %d times, want 1 (2 only for %s, the intent the kill interrupted)", id, n, interrupted)
+		default:
+			t.Errorf("intent %s executed %d times, want 1", id, n)
+		}
+	}
+}
+
 // waitFor polls cond every 10ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
