@@ -152,12 +152,22 @@ breaking: refund.yaml:9:5: refund_order: params.amount.maximum: constraint tight
 	}
 }
 
+// Defaults and enum values compare by their JSON, not their Go values: the
+// same JSON value may come as another Go type (a json.Number from one
+// manifest, an int64 from another) or as a slice, which == cannot compare.
 func TestDefaultsCompareAsJSON(t *testing.T) {
 	t.Parallel()
 	o, n := refund(), refund()
-	o.Params[2].Default = json.Number("1")
-	n.Params[2].Default = json.Number("1")
+	o.Params[2].Default, n.Params[2].Default = json.Number("1"), int64(1)
+	o.Params[2].Enum, n.Params[2].Enum = []any{json.Number("1"), "other"}, []any{"other", int64(1)}
+	o.Params[4].Default, n.Params[4].Default = []any{"a"}, []any{"a"}
+	o.Params[4].HasDefault, n.Params[4].HasDefault = true, true
 	if got := Compare([]*toolreg.Spec{o}, []*toolreg.Spec{n}).Changes; len(got) != 0 {
-		t.Errorf("equal defaults reported as changes: %v", got)
+		t.Errorf("equal defaults and enums reported as changes: %v", got)
+	}
+	n.Params[4].Default = []any{"a", "b"}
+	got := Compare([]*toolreg.Spec{o}, []*toolreg.Spec{n}).Changes
+	if len(got) != 1 || got[0].Path != "params.tags.default" || !strings.Contains(got[0].Message, `from ["a"] to ["a","b"]`) {
+		t.Errorf("changes = %v, want one change of params.tags.default from [\"a\"] to [\"a\",\"b\"]", got)
 	}
 }
