@@ -60,12 +60,17 @@ type Change struct {
 }
 
 func (c Change) String() string {
-	pos := c.New
-	if !pos.IsValid() {
-		pos = c.Old
-	}
-	p := toolreg.Problem{Pos: pos, Tool: c.Tool, Path: c.Path, Message: c.Message}
+	p := toolreg.Problem{Pos: c.pos(), Tool: c.Tool, Path: c.Path, Message: c.Message}
 	return c.Class.String() + ": " + p.String()
+}
+
+// pos is where a reader finds the change: in the new contract, or for a
+// removal in the old one.
+func (c Change) pos() toolreg.Pos {
+	if c.New.IsValid() {
+		return c.New
+	}
+	return c.Old
 }
 
 // Report is the outcome of a comparison.

@@ -46,16 +46,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("| Class | Tool | Field | Change | Where |\n|---|---|---|---|---|\n")
 	for _, c := range r.Changes {
-		pos := c.New
-		if !pos.IsValid() {
-			pos = c.Old
-		}
-		field := c.Path
-		if field == "" {
-			field = "—"
+		field := "—" // the tool as a whole
+		if c.Path != "" {
+			field = "`" + strings.ReplaceAll(c.Path, "`", "'") + "`"
 		}
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n",
-			mdClass(c.Class), c.Tool, mdCode(field), mdEscape(c.Message), mdEscape(pos.String()))
+			mdClass(c.Class), c.Tool, field, mdEscape(c.Message), mdEscape(c.pos().String()))
 	}
 	b.WriteString("\n")
 	b.WriteString(r.Summary())
@@ -69,13 +65,6 @@ func mdClass(c Class) string {
 		return c.String()
 	}
 	return "**" + c.String() + "**"
-}
-
-func mdCode(s string) string {
-	if s == "—" {
-		return s
-	}
-	return "`" + strings.ReplaceAll(s, "`", "'") + "`"
 }
 
 func mdEscape(s string) string {
