@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/beam-agents/toolreg"
@@ -14,69 +15,37 @@ import (
 // sub-benchmarks): the reference encoder the tests check our bytes against.
 
 func BenchmarkIntentMarshalBinary(b *testing.B) {
-	raw := readFixture(b, "tool_intent_signed.bin")
-	b.Run("toolreg", func(b *testing.B) {
-		in := decodeIntent(b, raw)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := in.MarshalBinary(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("protobuf-go", func(b *testing.B) {
-		m := dynamicpb.NewMessage(intentDesc)
-		if err := proto.Unmarshal(raw, m); err != nil {
-			b.Fatal(err)
-		}
-		opts := proto.MarshalOptions{Deterministic: true}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := opts.Marshal(m); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func BenchmarkIntentUnmarshalBinary(b *testing.B) {
-	raw := readFixture(b, "tool_intent_future_field.bin")
-	b.Run("toolreg", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var in toolreg.Intent
-			if err := in.UnmarshalBinary(raw); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("protobuf-go", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			m := dynamicpb.NewMessage(intentDesc)
-			if err := proto.Unmarshal(raw, m); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	benchMarshalBinary(b, "tool_intent_signed.bin", new(toolreg.Intent), intentDesc)
 }
 
 func BenchmarkResultMarshalBinary(b *testing.B) {
-	raw := readFixture(b, "tool_result.bin")
+	benchMarshalBinary(b, "tool_result.bin", new(toolreg.Result), resultDesc)
+}
+
+func BenchmarkIntentUnmarshalBinary(b *testing.B) {
+	benchUnmarshalBinary(b, "tool_intent_future_field.bin", new(toolreg.Intent), intentDesc)
+}
+
+func BenchmarkResultUnmarshalBinary(b *testing.B) {
+	benchUnmarshalBinary(b, "tool_result.bin", new(toolreg.Result), resultDesc)
+}
+
+// benchMarshalBinary encodes the fixture's message, decoded once into v.
+func benchMarshalBinary(b *testing.B, fixture string, v wireMessage, desc protoreflect.MessageDescriptor) {
+	raw := readFixture(b, fixture)
 	b.Run("toolreg", func(b *testing.B) {
-		var r toolreg.Result
-		if err := r.UnmarshalBinary(raw); err != nil {
+		if err := v.UnmarshalBinary(raw); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := r.MarshalBinary(); err != nil {
+			if _, err := v.MarshalBinary(); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("protobuf-go", func(b *testing.B) {
-		m := dynamicpb.NewMessage(resultDesc)
+		m := dynamicpb.NewMessage(desc)
 		if err := proto.Unmarshal(raw, m); err != nil {
 			b.Fatal(err)
 		}
@@ -84,6 +53,29 @@ func BenchmarkResultMarshalBinary(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := opts.Marshal(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchUnmarshalBinary decodes the fixture into v, which each decode replaces
+// whole, and into a fresh dynamic message.
+func benchUnmarshalBinary(b *testing.B, fixture string, v wireMessage, desc protoreflect.MessageDescriptor) {
+	raw := readFixture(b, fixture)
+	b.Run("toolreg", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := v.UnmarshalBinary(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("protobuf-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m := dynamicpb.NewMessage(desc)
+			if err := proto.Unmarshal(raw, m); err != nil {
 				b.Fatal(err)
 			}
 		}
