@@ -122,9 +122,14 @@ func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) ([]articl
 		{"How long does a refund take?", "https://help.example.test/refunds/timing"},
 		{"Changing your plan", "https://help.example.test/billing/plans"},
 	}
+	// The manifest's minLength lets a query of blanks through: it matches nothing.
+	words := strings.Fields(strings.ToLower(a.Query))
+	if len(words) == 0 {
+		return nil, nil
+	}
 	var out []article
 	for _, art := range all {
-		if strings.Contains(strings.ToLower(art.Title), strings.ToLower(strings.Fields(a.Query)[0])) && int64(len(out)) < a.TopK {
+		if strings.Contains(strings.ToLower(art.Title), words[0]) && int64(len(out)) < a.TopK {
 			out = append(out, art)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/beam-agents/toolreg/examples/support-agent/tools"
 )
 
 // TestMainJobExecutesEachEffectOnce runs the example service twice on one
@@ -52,5 +54,13 @@ func TestMainJobRefusesAMissingManifestDir(t *testing.T) {
 	code := run(context.Background(), []string{"-manifests", filepath.Join(t.TempDir(), "nope"), "-state", t.TempDir()}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "run from the repository root or pass -manifests") {
 		t.Errorf("code %d, stderr %q", code, errOut.String())
+	}
+}
+
+// The manifest's minLength lets a query of blanks through to the function.
+func TestSearchKBWithABlankQueryFindsNothing(t *testing.T) {
+	got, err := newBackend().searchKB(context.Background(), tools.SearchKBArgs{Query: "  ", TopK: 3})
+	if err != nil || len(got) != 0 {
+		t.Errorf("searchKB(blank query) = %v, %v; want no articles and no error", got, err)
 	}
 }
