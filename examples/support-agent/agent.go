@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +44,9 @@ type toolCall struct {
 	// refuse it if the tool has side effects.
 	Inline bool `json:"inline,omitempty"`
 }
+
+// runsInline reports whether the call goes to the runner rather than to Act.
+func (c toolCall) runsInline(t *toolreg.Tool) bool { return c.Inline || !t.SideEffect() }
 
 // service is the agent service: the pipeline side (tables, runner) and the
 // effector side (effect table, dedup store) in one process for the example.
@@ -176,27 +178,29 @@ func (s *service) activate(ctx context.Context, conv *conversation, at time.Time
 // concurrently, side-effecting ones are staged in call order with Act. Errors
 // a model can fix go back to it as the tool's result.
 func (s *service) dispatch(ctx context.Context, act *runner.Activation, calls []toolCall, say func(string, ...any)) error {
+	tools := make([]*toolreg.Tool, len(calls)) // nil for a name no tool has
 	var inline []runner.Call
-	var inlineAt []int
 	for i, c := range calls {
 		t, err := s.bound.Pipeline.Get(c.Name)
 		if err != nil {
 			say("model → %s %s\n        ✗ %v\n", c.Name, c.Args, err)
 			continue
 		}
-		if c.Inline || !t.SideEffect() {
+		tools[i] = t
+		if c.runsInline(t) {
 			inline = append(inline, runner.Call{Tool: t, Args: c.Args})
-			inlineAt = append(inlineAt, i)
 		}
 	}
-	outcomes := s.runner.RunAll(ctx, inline)
+	outcomes := s.runner.RunAll(ctx, inline) // in the order of inline
 	for i, c := range calls {
-		if k := slices.Index(inlineAt, i); k >= 0 {
-			say("model → %s %s  (inline)\n", c.Name, c.Args)
-			say("        %s\n", describe(outcomes[k].Result, outcomes[k].Err))
+		if tools[i] == nil {
 			continue
 		}
-		if _, err := s.bound.Pipeline.Get(c.Name); err != nil {
+		if c.runsInline(tools[i]) {
+			o := outcomes[0]
+			outcomes = outcomes[1:]
+			say("model → %s %s  (inline)\n", c.Name, c.Args)
+			say("        %s\n", describe(o.Result, o.Err))
 			continue
 		}
 		in, err := act.Act(c.Name, c.Args)
