@@ -133,16 +133,7 @@ func BenchmarkValidCall(b *testing.B) {
 		checkHits(b)
 	})
 
-	bd := bindings.New([]*toolreg.Spec{benchSpec()})
-	bindings.ReadOnly(bd, "search", benchSearch)
-	bound, err := bd.Bind()
-	if err != nil {
-		b.Fatal(err)
-	}
-	tool, err := bound.Pipeline.Get("search")
-	if err != nil {
-		b.Fatal(err)
-	}
+	tool := benchTool(b)
 	r := runner.New()
 	for _, bc := range []struct {
 		name string
@@ -162,6 +153,22 @@ func BenchmarkValidCall(b *testing.B) {
 	}
 }
 
+// benchTool is the pipeline's bound search tool over benchSearch.
+func benchTool(tb testing.TB) *toolreg.Tool {
+	tb.Helper()
+	bd := bindings.New([]*toolreg.Spec{benchSpec()})
+	bindings.ReadOnly(bd, "search", benchSearch)
+	bound, err := bd.Bind()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tool, err := bound.Pipeline.Get("search")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tool
+}
+
 func checkHits(b *testing.B) {
 	if sinkHits != wantHits {
 		b.Fatalf("the call returned %d hits, want %d", sinkHits, wantHits)
@@ -173,16 +180,7 @@ func checkHits(b *testing.B) {
 // the function receives: the argument struct itself stays on the stack. More
 // means something on the per-call path started escaping or copying.
 func TestValidCallAllocations(t *testing.T) {
-	bd := bindings.New([]*toolreg.Spec{benchSpec()})
-	bindings.ReadOnly(bd, "search", benchSearch)
-	bound, err := bd.Bind()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, err := bound.Pipeline.Get("search")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tool := benchTool(t)
 	r, ctx := runner.New(), context.Background()
 	got := testing.AllocsPerRun(100, func() {
 		if _, err := r.Run(ctx, tool, benchCall); err != nil {
