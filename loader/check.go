@@ -55,7 +55,7 @@ func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string,
 		// Parsing finds every error compiling would, at a fraction of the cost.
 		if _, err := syntax.Parse(s.Pattern, syntax.Perl); err != nil {
 			patternOK = false
-			add(pos, at(path, "pattern"), "invalid pattern %q: %v", s.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			add(pos, at(path, "pattern"), "invalid pattern %q: %v: fix the regular expression (Go regexp syntax, RE2)", s.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
 	if s.HasDefault && patternOK {
