@@ -471,8 +471,10 @@ func TestJSONIsRefusedWithAClearError(t *testing.T) {
 		{"bytes that are not base64", `{"entity_key":"not base64!"}`, "illegal base64"},
 		{"unknown_fields that are not protobuf", `{"unknown_fields":"/w=="}`, "unknown_fields"},
 		{"trailing data", `{"seq":1} {}`, "after the object"},
-		{"a seq that is not an integer", `{"seq":1.5}`, "1.5 is not a 64-bit integer"},
-		{"a negative step", `{"step_index":"-1"}`, "is not an unsigned 32-bit integer"},
+		{"a seq that is not an integer", `{"seq":1.5}`, "seq: got 1.5, want a 64-bit integer"},
+		{"a negative step", `{"step_index":"-1"}`, `step_index: got "-1", want an unsigned 32-bit integer`},
+		{"a number for a string", `{"intent_id":5}`, "intent_id: got number, want a string"},
+		{"a number for bytes", `{"entity_key":5}`, "entity_key: got number, want a string of standard base64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,12 @@ func decodeStrictJSON(data []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
+		// encoding/json names the field only in an *UnmarshalTypeError, and
+		// there by the Go struct's name: say it in the JSON form's terms.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("%s: got %s, want %s", te.Field, te.Value, jsonWant(te.Type))
+		}
 		return err
 	}
 	if _, err := d.Token(); err != io.EOF {
@@ -209,8 +216,22 @@ func parseEnum(what, s string, name func(int32) string, last int32) (int32, erro
 	return int32(n), nil
 }
 
+// jsonWant says what a field of Go type t holds in the JSON form.
+func jsonWant(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int64:
+		return "a 64-bit integer, as a number or a string of decimal digits"
+	case reflect.Uint32:
+		return "an unsigned 32-bit integer, as a number or a string of decimal digits"
+	case reflect.Slice:
+		return "a string of standard base64"
+	}
+	return "a string" // the text fields, and the enums by name
+}
+
 // jsonInt64 and jsonUint32 write a JSON number and read a number or a string
-// of decimal digits.
+// of decimal digits. A bad value is an *json.UnmarshalTypeError, which
+// encoding/json completes with the field's name.
 type (
 	jsonInt64  int64
 	jsonUint32 uint32
@@ -239,13 +260,13 @@ func parseJSONInt(b []byte, bits int, signed bool) (int64, error) {
 	if signed {
 		v, err := strconv.ParseInt(s, 10, bits)
 		if err != nil {
-			return 0, fmt.Errorf("%s is not a %d-bit integer", b, bits)
+			return 0, &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[int64]()}
 		}
 		return v, nil
 	}
 	v, err := strconv.ParseUint(s, 10, bits)
 	if err != nil {
-		return 0, fmt.Errorf("%s is not an unsigned %d-bit integer", b, bits)
+		return 0, &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[uint32]()}
 	}
 	return int64(v), nil
 }
