@@ -45,6 +45,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,8 @@ const (
 	AfterToolBeforeComplete = "after-tool-before-complete"
 	AfterComplete           = "after-complete"
 )
+
+var killPoints = []string{AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete}
 
 type flags struct {
 	store      string
@@ -98,7 +101,7 @@ func main() {
 	flag.StringVar(&f.out, "out", "", "results JSONL file, appended")
 	flag.StringVar(&f.downstream, "downstream", "", "the fake downstream's log file")
 	flag.BoolVar(&f.dedup, "dedup", false, "the downstream deduplicates on the idempotency key")
-	flag.StringVar(&f.killAt, "kill-at", "", "SIGKILL self at this point: "+strings.Join([]string{AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete}, "|"))
+	flag.StringVar(&f.killAt, "kill-at", "", "SIGKILL self at this point: "+strings.Join(killPoints, "|"))
 	flag.Int64Var(&f.killN, "kill-n", 1, "die the n-th time the kill point is reached")
 	flag.StringVar(&f.kills, "kills", "", "file to note each kill in")
 	flag.StringVar(&f.stopInTool, "stop-in-tool", "", "SIGSTOP self inside the tool for this intent id")
@@ -125,10 +128,8 @@ func run(f flags, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	switch f.killAt {
-	case "", AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete:
-	default:
-		return fmt.Errorf("-kill-at=%q: want one of %s, %s, %s, %s", f.killAt, AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete)
+	if f.killAt != "" && !slices.Contains(killPoints, f.killAt) {
+		return fmt.Errorf("-kill-at=%q: want one of %s", f.killAt, strings.Join(killPoints, ", "))
 	}
 	if (f.stream == "" && (f.in == "" || f.out == "")) || f.downstream == "" {
 		return errors.New("-downstream, and -in and -out or -stream, are required")
