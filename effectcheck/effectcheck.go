@@ -63,10 +63,10 @@ var Analyzer = &analysis.Analyzer{
 // reports every inline use across them. Test files are checked only when
 // tests is true: an effect function's own unit tests call it on purpose.
 func Check(dir string, tests bool, patterns ...string) ([]Finding, error) {
-	return check(&packages.Config{Dir: dir, Tests: tests}, tests, patterns...)
+	return check(&packages.Config{Dir: dir, Tests: tests}, patterns...)
 }
 
-func check(cfg *packages.Config, tests bool, patterns ...string) ([]Finding, error) {
+func check(cfg *packages.Config, patterns ...string) ([]Finding, error) {
 	cfg.Mode = packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes |
 		packages.NeedTypesInfo | packages.NeedImports | packages.NeedDeps
 	loaded, err := packages.Load(cfg, patterns...)
@@ -88,7 +88,7 @@ func check(cfg *packages.Config, tests bool, patterns ...string) ([]Finding, err
 	packages.Visit(loaded, nil, func(lp *packages.Package) {
 		var files []*ast.File
 		for _, f := range lp.Syntax {
-			if !tests && strings.HasSuffix(lp.Fset.Position(f.Pos()).Filename, "_test.go") {
+			if !cfg.Tests && strings.HasSuffix(lp.Fset.Position(f.Pos()).Filename, "_test.go") {
 				continue
 			}
 			files = append(files, f)

@@ -28,7 +28,7 @@ func TestCheckSeesTheWholeProgram(t *testing.T) {
 				Tests: tests,
 				Env:   append(os.Environ(), "GOPATH="+dir, "GO111MODULE=off", "GOWORK=off"),
 			}
-			got, err := check(cfg, tests, "a", "app", "billing", "github.com/beam-agents/toolreg/effector")
+			got, err := check(cfg, "a", "app", "billing", "github.com/beam-agents/toolreg/effector")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-
 	"strings"
 
 	"golang.org/x/tools/go/analysis/unitchecker"
