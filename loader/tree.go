@@ -22,18 +22,6 @@ const (
 	kindMap
 )
 
-func (k kind) String() string {
-	return [...]string{"null", "bool", "integer", "number", "string", "list", "mapping"}[k]
-}
-
-// article names the kind with its article: "a list", "an integer".
-func (k kind) article() string {
-	if k == kindInt {
-		return "an integer"
-	}
-	return "a " + k.String()
-}
-
 // node is one manifest value with its source position: the common form of a
 // YAML document and of a CUE tool, so that decoding into a Spec, and finding
 // where a problem is, work the same for both.

@@ -61,7 +61,7 @@ func parseYAML(file string, src []byte) []yamlDoc {
 				Message: fmt.Sprintf("document %d is empty: a manifest document declares one tool (name, description, params)", i+1)}
 		} else if root.kind != kindMap {
 			d.prob = &toolreg.Problem{Pos: root.pos,
-				Message: fmt.Sprintf("document %d is %s, not a mapping: a manifest document declares one tool as a mapping with name, description and params", i+1, root.kind.article())}
+				Message: fmt.Sprintf("document %d is %s, not a mapping: a manifest document declares one tool as a mapping with name, description and params", i+1, article(cueKinds[root.kind]))}
 		} else {
 			d.root = root
 		}
