@@ -80,7 +80,7 @@ func check(cfg *packages.Config, patterns ...string) ([]Finding, error) {
 		}
 	})
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("effectcheck: the packages do not build:\n\t%s", strings.Join(errs, "\n\t"))
+		return nil, fmt.Errorf("effectcheck: cannot check packages that do not load: fix these, or run it inside the module with patterns as go build takes them (./...):\n\t%s", strings.Join(errs, "\n\t"))
 	}
 	// The whole program: every package reachable from the patterns, since a
 	// binding in main may name a function declared and misused in a dependency.

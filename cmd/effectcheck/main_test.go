@@ -25,11 +25,12 @@ func TestExitStatus(t *testing.T) {
 		args   []string
 		status int
 		stdout string
+		stderr string
 	}{
-		{[]string{"app", "billing"}, 1, "billing.go:13:2: a call of Charge, bound as side-effecting tool \"charge\""},
-		{[]string{"-test", "app", "billing"}, 1, "main_test.go:12:10: a call of Charge"},
-		{[]string{"github.com/beam-agents/toolreg/effector"}, 0, ""},
-		{[]string{"no/such/package"}, 2, ""},
+		{[]string{"app", "billing"}, 1, "billing.go:13:2: a call of Charge, bound as side-effecting tool \"charge\"", ""},
+		{[]string{"-test", "app", "billing"}, 1, "main_test.go:12:10: a call of Charge", ""},
+		{[]string{"github.com/beam-agents/toolreg/effector"}, 0, "", ""},
+		{[]string{"no/such/package"}, 2, "", "cannot check packages that do not load"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
@@ -50,6 +51,9 @@ func TestExitStatus(t *testing.T) {
 			}
 			if !strings.Contains(stdout.String(), tc.stdout) {
 				t.Errorf("stdout %q does not contain %q", stdout.String(), tc.stdout)
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.stderr)
 			}
 			if tc.status == 0 && stdout.Len() > 0 {
 				t.Errorf("stdout %q, want nothing", stdout.String())
