@@ -218,6 +218,7 @@ func mapEncoder(elem encodeFunc) encodeFunc {
 
 type fieldEncoder struct {
 	index     int
+	name      string // what the fields are sorted by
 	key       []byte // `"name":`
 	omitEmpty bool
 	enc       encodeFunc
@@ -259,12 +260,15 @@ func structEncoder(t reflect.Type, building map[reflect.Type]*encodeFunc) encode
 		names[name] = true
 		fields = append(fields, fieldEncoder{
 			index:     i,
+			name:      name,
 			key:       append(argcheck.AppendCanonicalString(nil, name), ':'),
 			omitEmpty: omitEmpty,
 			enc:       encoderOf(sf.Type, building),
 		})
 	}
-	slices.SortFunc(fields, func(x, y fieldEncoder) int { return strings.Compare(string(x.key), string(y.key)) })
+	// By name, not by the quoted key: the closing quote would put "a!" and
+	// "a b" before "a".
+	slices.SortFunc(fields, func(x, y fieldEncoder) int { return strings.Compare(x.name, y.name) })
 	return func(b []byte, v reflect.Value, depth int) ([]byte, bool) {
 		if depth++; depth > maxDepth {
 			return nil, false

@@ -104,6 +104,12 @@ func TestCanonicalResultMatchesCanonicalJSON(t *testing.T) {
 		{"a string", "x"},
 		{"nil", nil},
 		{"a map of any", map[string]any{"b": 1.0, "a": []any{1, "x"}}},
+		{"a struct whose field names extend others with characters below the quote", struct {
+			A  int `json:"a"`
+			B  int `json:"a!"`
+			C  int `json:"a b"`
+			AB int `json:"ab"`
+		}{1, 2, 3, 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
