@@ -12,9 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/beam-agents/toolreg/effector"
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"github.com/beam-agents/toolreg/effector"
 )
 
 // Store is an effector.DedupStore kept in one SQLite file. It is safe for
@@ -335,9 +336,9 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 // unix ns read once the write lock is held, and commits. When an automatic
 // sweep is due it runs in the same transaction, so it costs no extra fsync.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, nil) // waits for the write lock, up to the busy timeout
 	if err != nil {
-		return err
+		return explainBusy(err)
 	}
 	defer tx.Rollback()
 	now := s.now()
@@ -365,4 +366,14 @@ func (s *Store) sweepDue(now time.Time) bool {
 	}
 	s.lastSweep = now
 	return true
+}
+
+// explainBusy says what to do about SQLITE_BUSY, which alone says only that
+// the file is locked.
+func explainBusy(err error) error {
+	var serr *sqlite.Error
+	if errors.As(err, &serr) && serr.Code()&0xff == sqlite3.SQLITE_BUSY {
+		return fmt.Errorf("%w: another connection held the file's write lock longer than the busy timeout; raise WithBusyTimeout, or let fewer processes write to the file", err)
+	}
+	return err
 }

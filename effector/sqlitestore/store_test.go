@@ -164,8 +164,8 @@ func TestBusyTimeout(t *testing.T) {
 
 	t.Run("a claim with a short busy timeout fails instead of claiming", func(t *testing.T) {
 		_, err := impatient.Claim(context.Background(), "held", time.Minute)
-		if err == nil || !strings.Contains(err.Error(), "locked") {
-			t.Fatalf("Claim while another connection writes: err = %v, want a database-locked error", err)
+		if err == nil || !strings.Contains(err.Error(), "locked") || !strings.Contains(err.Error(), "raise WithBusyTimeout") {
+			t.Fatalf("Claim while another connection writes: err = %v, want a database-locked error that says to raise WithBusyTimeout", err)
 		}
 	})
 
