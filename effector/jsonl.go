@@ -167,7 +167,6 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			return
 		}
 		line++
-		start := offset
 		offset += int64(n)
 		d := Delivery{Pos: s.name + ":" + strconv.Itoa(line)}
 		switch {
@@ -175,7 +174,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			d.Err = fmt.Errorf("effector: %s: line is longer than %d bytes; split it or raise WithMaxLineBytes", d.Pos, s.maxLine)
 		case len(bytes.TrimSpace(text)) == 0:
 			if s.ckpt != nil {
-				s.ckpt.add(start, offset, line, true)
+				s.ckpt.add(offset, line, true)
 			}
 			continue
 		default:
@@ -187,7 +186,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			}
 		}
 		if s.ckpt != nil {
-			i := s.ckpt.add(start, offset, line, false)
+			i := s.ckpt.add(offset, line, false)
 			d.Ack = func(ctx context.Context) error { return s.ckpt.ack(i) }
 		}
 		select {
@@ -268,8 +267,8 @@ func truncateForError(b []byte) []byte {
 	return b
 }
 
-// add records a line read from [start, end) and returns its index for ack.
-func (c *checkpoint) add(start, end int64, line int, acked bool) int {
+// add records a line read up to byte end and returns its index for ack.
+func (c *checkpoint) add(end int64, line int, acked bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending = append(c.pending, ckEntry{end: end, line: line, acked: acked})
