@@ -173,46 +173,32 @@ func TestPlanCoversTheCommonShapes(t *testing.T) {
 // and decodes them as the reference path does.
 func TestFastPathDecodesValidCalls(t *testing.T) {
 	t.Parallel()
-	search := mustDecoder[searchArgs](t, searchSpec())
-	wide := mustDecoder[wideArgs](t, wideSpec(false))
-	nested := mustDecoder[nestedArgs](t, nestedSpec())
+	search := bothPaths(mustDecoder[searchArgs](t, searchSpec()))
+	wide := bothPaths(mustDecoder[wideArgs](t, wideSpec(false)))
+	nested := bothPaths(mustDecoder[nestedArgs](t, nestedSpec()))
 	tests := []struct {
 		name string
 		args string
-		fast func(string) (any, bool)
-		ref  func(string) (any, error)
+		dec  func(json.RawMessage) (fast any, ok bool, ref any, err error)
 	}{
-		{"nested: defaults only, the object's default gaining its own", `{}`, nil, nil},
-		{"nested: every shape", `{"opts":{"deep":"no"},"meta":{"a":1,"b":"2"},"items":[{"name":"x"},{"name":"y","qty":"3"}],"filter":{"tags":["a","b"]},"groups":{"g":["x"],"h":[]},"matrix":null}`, nil, nil},
-		{"nested: nulls inside nested objects", `{"opts":{"deep":true,"depth":null},"filter":{"min":null,"tags":null}}`, nil, nil},
-		{"the benchmark call", `{"query":"golang","limit":20,"exact":true,"tags":["a","b"]}`, nil, nil},
-		{"a call relying on defaults", `{"query":"x"}`, nil, nil},
-		{"a call with nulls for defaulted params", `{"query":"x","limit":null,"tags":null}`, nil, nil},
-		{"an empty tag list", ` { "query" : "x" , "tags" : [ ] } `, nil, nil},
-		{"lax: an integer string and a Pydantic boolean string", `{"query":"x","limit":" +7 ","exact":"ON"}`, nil, nil},
-		{"lax: 5.0 for an integer and 0 for a boolean", `{"query":"x","limit":5.0,"exact":0}`, nil, nil},
-		{"escapes and non-ASCII in strings", `{"query":"caf\u00e9 \"q\"\n","tags":["ü","\ud83d\ude00"]}`, nil, nil},
-		{"wide: defaults only", `{"small":-100}`, nil, nil},
-		{"wide: every field", `{"small":100,"port":1,"ratio":0.25,"note":"n","page":3,"code":"XY12","mode":"ünï","ids":[0,7],"level":2,"step":15,"ws":[0.5,1.5],"on":false,"weight":2}`, nil, nil},
-		{"wide: nulls for optional pointers", `{"small":0,"note":null,"page":null,"on":null,"ratio":null}`, nil, nil},
+		{"nested: defaults only, the object's default gaining its own", `{}`, nested},
+		{"nested: every shape", `{"opts":{"deep":"no"},"meta":{"a":1,"b":"2"},"items":[{"name":"x"},{"name":"y","qty":"3"}],"filter":{"tags":["a","b"]},"groups":{"g":["x"],"h":[]},"matrix":null}`, nested},
+		{"nested: nulls inside nested objects", `{"opts":{"deep":true,"depth":null},"filter":{"min":null,"tags":null}}`, nested},
+		{"the benchmark call", `{"query":"golang","limit":20,"exact":true,"tags":["a","b"]}`, search},
+		{"a call relying on defaults", `{"query":"x"}`, search},
+		{"a call with nulls for defaulted params", `{"query":"x","limit":null,"tags":null}`, search},
+		{"an empty tag list", ` { "query" : "x" , "tags" : [ ] } `, search},
+		{"lax: an integer string and a Pydantic boolean string", `{"query":"x","limit":" +7 ","exact":"ON"}`, search},
+		{"lax: 5.0 for an integer and 0 for a boolean", `{"query":"x","limit":5.0,"exact":0}`, search},
+		{"escapes and non-ASCII in strings", `{"query":"caf\u00e9 \"q\"\n","tags":["ü","\ud83d\ude00"]}`, search},
+		{"wide: defaults only", `{"small":-100}`, wide},
+		{"wide: every field", `{"small":100,"port":1,"ratio":0.25,"note":"n","page":3,"code":"XY12","mode":"ünï","ids":[0,7],"level":2,"step":15,"ws":[0.5,1.5],"on":false,"weight":2}`, wide},
+		{"wide: nulls for optional pointers", `{"small":0,"note":null,"page":null,"on":null,"ratio":null}`, wide},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var fast, ref any
-			var ok bool
-			var err error
-			switch {
-			case len(tt.name) > 5 && tt.name[:5] == "wide:":
-				fast, ok = wide.fast(json.RawMessage(tt.args))
-				ref, err = wide.reference(json.RawMessage(tt.args))
-			case len(tt.name) > 7 && tt.name[:7] == "nested:":
-				fast, ok = nested.fast(json.RawMessage(tt.args))
-				ref, err = nested.reference(json.RawMessage(tt.args))
-			default:
-				fast, ok = search.fast(json.RawMessage(tt.args))
-				ref, err = search.reference(json.RawMessage(tt.args))
-			}
+			fast, ok, ref, err := tt.dec(json.RawMessage(tt.args))
 			if err != nil {
 				t.Fatalf("reference path refused %s: %v", tt.args, err)
 			}
@@ -223,6 +209,15 @@ func TestFastPathDecodesValidCalls(t *testing.T) {
 				t.Errorf("fast path differs from reference (-ref +fast):\n%s", diff)
 			}
 		})
+	}
+}
+
+// bothPaths runs d's fast and reference paths on one call.
+func bothPaths[A any](d *argDecoder[A]) func(json.RawMessage) (any, bool, any, error) {
+	return func(raw json.RawMessage) (any, bool, any, error) {
+		fast, ok := d.fast(raw)
+		ref, err := d.reference(raw)
+		return fast, ok, ref, err
 	}
 }
 
