@@ -97,11 +97,11 @@ func (in *Intent) appendWire(b []byte, signed bool) ([]byte, error) {
 	if err := in.checkUTF8(); err != nil {
 		return nil, err
 	}
-	b = appendStringField(b, fIntentID, in.ID)
+	b = appendBytesField(b, fIntentID, in.ID)
 	b = appendBytesField(b, fEntityKey, in.EntityKey)
 	b = appendVarintField(b, fSeq, uint64(in.Seq))
 	b = appendVarintField(b, fStepIndex, uint64(in.StepIndex))
-	b = appendStringField(b, fToolName, in.ToolName)
+	b = appendBytesField(b, fToolName, in.ToolName)
 	b = appendBytesField(b, fArgsJSON, in.ArgsJSON)
 	b = appendVarintField(b, fCreatedAtMs, uint64(in.CreatedAtMs))
 	b = appendVarintField(b, fExpiresAtMs, uint64(in.ExpiresAtMs))
@@ -110,18 +110,18 @@ func (in *Intent) appendWire(b []byte, signed bool) ([]byte, error) {
 	b = appendBytesField(b, fTraceID, in.TraceID)
 	if signed {
 		b = appendVarintField(b, fSignatureScheme, uint64(int64(in.SignatureScheme)))
-		b = appendStringField(b, fSigningKeyID, in.SigningKeyID)
+		b = appendBytesField(b, fSigningKeyID, in.SigningKeyID)
 		b = appendBytesField(b, fSignature, in.Signature)
 	}
 	return append(b, in.unknown...), nil
 }
 
 func (in *Intent) wireSize(signed bool) int {
-	n := stringFieldSize(fIntentID, in.ID) +
+	n := bytesFieldSize(fIntentID, in.ID) +
 		bytesFieldSize(fEntityKey, in.EntityKey) +
 		varintFieldSize(fSeq, uint64(in.Seq)) +
 		varintFieldSize(fStepIndex, uint64(in.StepIndex)) +
-		stringFieldSize(fToolName, in.ToolName) +
+		bytesFieldSize(fToolName, in.ToolName) +
 		bytesFieldSize(fArgsJSON, in.ArgsJSON) +
 		varintFieldSize(fCreatedAtMs, uint64(in.CreatedAtMs)) +
 		varintFieldSize(fExpiresAtMs, uint64(in.ExpiresAtMs)) +
@@ -131,7 +131,7 @@ func (in *Intent) wireSize(signed bool) int {
 		len(in.unknown)
 	if signed {
 		n += varintFieldSize(fSignatureScheme, uint64(int64(in.SignatureScheme))) +
-			stringFieldSize(fSigningKeyID, in.SigningKeyID) +
+			bytesFieldSize(fSigningKeyID, in.SigningKeyID) +
 			bytesFieldSize(fSignature, in.Signature)
 	}
 	return n
@@ -228,23 +228,23 @@ func (r *Result) AppendBinary(b []byte) ([]byte, error) {
 	if err := r.checkUTF8(); err != nil {
 		return nil, err
 	}
-	b = appendStringField(b, fResIntentID, r.IntentID)
+	b = appendBytesField(b, fResIntentID, r.IntentID)
 	b = appendBytesField(b, fResEntityKey, r.EntityKey)
 	b = appendVarintField(b, fResSeq, uint64(r.Seq))
 	b = appendVarintField(b, fResStatus, uint64(int64(r.Status)))
 	b = appendBytesField(b, fResPayload, r.Payload)
-	b = appendStringField(b, fResErrorMessage, r.ErrorMessage)
+	b = appendBytesField(b, fResErrorMessage, r.ErrorMessage)
 	b = appendVarintField(b, fResCompletedAtMs, uint64(r.CompletedAtMs))
 	return append(b, r.unknown...), nil
 }
 
 func (r *Result) wireSize() int {
-	return stringFieldSize(fResIntentID, r.IntentID) +
+	return bytesFieldSize(fResIntentID, r.IntentID) +
 		bytesFieldSize(fResEntityKey, r.EntityKey) +
 		varintFieldSize(fResSeq, uint64(r.Seq)) +
 		varintFieldSize(fResStatus, uint64(int64(r.Status))) +
 		bytesFieldSize(fResPayload, r.Payload) +
-		stringFieldSize(fResErrorMessage, r.ErrorMessage) +
+		bytesFieldSize(fResErrorMessage, r.ErrorMessage) +
 		varintFieldSize(fResCompletedAtMs, uint64(r.CompletedAtMs)) +
 		len(r.unknown)
 }
@@ -392,20 +392,15 @@ func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
 	return protowire.AppendVarint(b, v)
 }
 
-func appendStringField(b []byte, num protowire.Number, s string) []byte {
-	if s == "" {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+// appendBytesField writes a string or bytes field: both are
+// length-delimited, with the same bytes on the wire.
+func appendBytesField[T ~string | ~[]byte](b []byte, num protowire.Number, v T) []byte {
 	if len(v) == 0 {
 		return b
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+	b = protowire.AppendVarint(b, uint64(len(v)))
+	return append(b, v...)
 }
 
 func varintFieldSize(num protowire.Number, v uint64) int {
@@ -415,14 +410,7 @@ func varintFieldSize(num protowire.Number, v uint64) int {
 	return protowire.SizeTag(num) + protowire.SizeVarint(v)
 }
 
-func stringFieldSize(num protowire.Number, s string) int {
-	if s == "" {
-		return 0
-	}
-	return protowire.SizeTag(num) + protowire.SizeBytes(len(s))
-}
-
-func bytesFieldSize(num protowire.Number, v []byte) int {
+func bytesFieldSize[T ~string | ~[]byte](num protowire.Number, v T) int {
 	if len(v) == 0 {
 		return 0
 	}
