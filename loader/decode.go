@@ -24,24 +24,28 @@ func decodeSpec(n *node) *toolreg.Spec {
 		case "params":
 			s.Params = decodeParams(v)
 		case "annotations":
-			a := &toolreg.Annotations{}
-			for j, ak := range v.keys {
-				av := v.vals[j]
-				switch ak {
-				case "title":
-					a.Title = av.text
-				case "destructiveHint":
-					a.DestructiveHint = boolPtr(av)
-				case "idempotentHint":
-					a.IdempotentHint = boolPtr(av)
-				case "openWorldHint":
-					a.OpenWorldHint = boolPtr(av)
-				}
-			}
-			s.Annotations = a
+			s.Annotations = decodeAnnotations(v)
 		}
 	}
 	return s
+}
+
+func decodeAnnotations(n *node) *toolreg.Annotations {
+	a := &toolreg.Annotations{}
+	for i, k := range n.keys {
+		v := n.vals[i]
+		switch k {
+		case "title":
+			a.Title = v.text
+		case "destructiveHint":
+			a.DestructiveHint = boolPtr(v)
+		case "idempotentHint":
+			a.IdempotentHint = boolPtr(v)
+		case "openWorldHint":
+			a.OpenWorldHint = boolPtr(v)
+		}
+	}
+	return a
 }
 
 func decodeParams(n *node) []*toolreg.Param {
