@@ -162,7 +162,7 @@ func (c *Checker) Canonical(args []byte) (out []byte, ok bool) {
 	s := scanner{b: args}
 	s.ws()
 	if s.i == len(s.b) || s.literal("null") {
-		ok = t.fill(c.canon.root, 0, 0, len(t.out)) // no arguments: {}
+		ok = t.emit(c.canon.root, 0, len(t.out), nil) // no arguments: {}
 	} else {
 		ok = t.value(c.canon.root, &s)
 	}
@@ -201,21 +201,13 @@ func (t *transcoder) value(n *canonNode, s *scanner) bool {
 }
 
 func (t *transcoder) object(n *canonNode, s *scanner) bool {
-	if s.peek() != '{' {
-		return false
-	}
-	s.i++
-	s.ws()
 	start := len(t.out)
 	first := len(t.spans)
 	var present, nulled uint64
-	if s.peek() == '}' {
-		s.i++
-		return t.fill(n, present, nulled, start)
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
+	more, ok := s.open('{', '}')
+	for ; more; more, ok = s.next('}') {
+		key, isKey := s.key()
+		if !isKey || !s.colon() {
 			return false
 		}
 		pi := n.prop(key)
@@ -223,44 +215,26 @@ func (t *transcoder) object(n *canonNode, s *scanner) bool {
 			return false // unknown or repeated key
 		}
 		present |= 1 << pi
-		s.ws()
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
 		p := &n.props[pi]
 		if s.literal("null") {
 			if p.required {
 				return false
 			}
 			nulled |= 1 << pi // null for an optional member means absent
-		} else {
-			vs := len(t.out)
-			if !t.value(p.node, s) {
-				return false
-			}
-			t.spans = append(t.spans, span{prop: pi, start: vs - start, end: len(t.out) - start})
-		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.ws()
 			continue
-		case '}':
-			s.i++
-			ok := t.emit(n, present&^nulled, start, t.spans[first:])
-			t.spans = t.spans[:first]
-			return ok
 		}
+		vs := len(t.out)
+		if !t.value(p.node, s) {
+			return false
+		}
+		t.spans = append(t.spans, span{prop: pi, start: vs - start, end: len(t.out) - start})
+	}
+	if !ok {
 		return false
 	}
-}
-
-// fill writes an object none of whose members came but nulls.
-func (t *transcoder) fill(n *canonNode, present, nulled uint64, start int) bool {
-	return t.emit(n, present&^nulled, start, nil)
+	ok = t.emit(n, present&^nulled, start, t.spans[first:])
+	t.spans = t.spans[:first]
+	return ok
 }
 
 // emit rewrites the bare values written since start as the object, keys in
@@ -312,48 +286,26 @@ func (n *canonNode) prop(key []byte) int {
 
 // mapObject writes an object of additional properties, keys sorted.
 func (t *transcoder) mapObject(n *canonNode, s *scanner) bool {
-	if s.peek() != '{' {
-		return false
-	}
-	s.i++
-	s.ws()
 	start := len(t.out)
 	type member struct {
 		key        string
 		start, end int
 	}
 	var members []member
-	if s.peek() == '}' {
-		s.i++
-	} else {
-		for {
-			key, ok := s.key()
-			if !ok {
-				return false
-			}
-			s.ws()
-			if s.peek() != ':' {
-				return false
-			}
-			s.i++
-			s.ws()
-			vs := len(t.out)
-			if !t.value(n.values, s) {
-				return false
-			}
-			members = append(members, member{string(key), vs - start, len(t.out) - start})
-			s.ws()
-			if s.peek() == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.peek() != '}' {
-				return false
-			}
-			s.i++
-			break
+	more, ok := s.open('{', '}')
+	for ; more; more, ok = s.next('}') {
+		key, isKey := s.key()
+		if !isKey || !s.colon() {
+			return false
 		}
+		vs := len(t.out)
+		if !t.value(n.values, s) {
+			return false
+		}
+		members = append(members, member{string(key), vs - start, len(t.out) - start})
+	}
+	if !ok {
+		return false
 	}
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	for i := 1; i < len(members); i++ {
@@ -378,40 +330,27 @@ func (t *transcoder) mapObject(n *canonNode, s *scanner) bool {
 }
 
 func (t *transcoder) array(n *canonNode, s *scanner) bool {
-	if s.peek() != '[' {
+	more, ok := s.open('[', ']')
+	if !ok {
 		return false
 	}
-	s.i++
-	s.ws()
 	t.out = append(t.out, '[')
 	var starts [maxUniqueScan + 1]int // where each item begins, for unique
 	count := 0
-	if s.peek() == ']' {
-		s.i++
-	} else {
-		for {
-			if count > 0 {
-				t.out = append(t.out, ',')
-			}
-			if count < len(starts) {
-				starts[count] = len(t.out)
-			}
-			if !t.value(n.items, s) {
-				return false
-			}
-			count++
-			s.ws()
-			if s.peek() == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.peek() != ']' {
-				return false
-			}
-			s.i++
-			break
+	for ; more; more, ok = s.next(']') {
+		if count > 0 {
+			t.out = append(t.out, ',')
 		}
+		if count < len(starts) {
+			starts[count] = len(t.out)
+		}
+		if !t.value(n.items, s) {
+			return false
+		}
+		count++
+	}
+	if !ok {
+		return false
 	}
 	if n.minItems >= 0 && count < n.minItems || n.maxItems >= 0 && count > n.maxItems {
 		return false

@@ -425,19 +425,11 @@ func (p *Plan) Decode(args []byte, dst unsafe.Pointer) bool {
 
 // decode reads an object into the struct at base.
 func (o *objectPlan) decode(s *scanner, base unsafe.Pointer) bool {
-	if s.peek() != '{' {
-		return false
-	}
-	s.i++
-	s.ws()
 	var present, nulled uint64
-	if s.peek() == '}' {
-		s.i++
-		return o.fill(present, nulled, base)
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
+	more, ok := s.open('{', '}')
+	for ; more; more, ok = s.next('}') {
+		key, isKey := s.key()
+		if !isKey || !s.colon() {
 			return false
 		}
 		fi := o.field(key)
@@ -445,12 +437,6 @@ func (o *objectPlan) decode(s *scanner, base unsafe.Pointer) bool {
 			return false // unknown or repeated key
 		}
 		present |= 1 << fi
-		s.ws()
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
 		f := &o.fields[fi]
 		if s.literal("null") {
 			if f.required {
@@ -460,18 +446,8 @@ func (o *objectPlan) decode(s *scanner, base unsafe.Pointer) bool {
 		} else if !f.val.decode(s, unsafe.Add(base, f.offset)) {
 			return false
 		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.ws()
-			continue
-		case '}':
-			s.i++
-			return o.fill(present, nulled, base)
-		}
-		return false
 	}
+	return ok && o.fill(present, nulled, base)
 }
 
 // fill checks that every required member came and applies the defaults of
@@ -542,34 +518,21 @@ func (vp *valuePlan) countOK(n int) bool {
 
 // decodeSlice reads an array element by element through reflect.
 func (vp *valuePlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
-	if s.peek() != '[' {
+	more, ok := s.open('[', ']')
+	if !ok {
 		return false
 	}
-	s.i++
-	s.ws()
 	out := reflect.MakeSlice(vp.typ, 0, 4)
 	elem := reflect.New(vp.elem.typ)
-	if s.peek() == ']' {
-		s.i++
-	} else {
-		for {
-			elem.Elem().SetZero()
-			if !vp.elem.decode(s, elem.UnsafePointer()) {
-				return false
-			}
-			out = reflect.Append(out, elem.Elem())
-			s.ws()
-			if s.peek() == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.peek() != ']' {
-				return false
-			}
-			s.i++
-			break
+	for ; more; more, ok = s.next(']') {
+		elem.Elem().SetZero()
+		if !vp.elem.decode(s, elem.UnsafePointer()) {
+			return false
 		}
+		out = reflect.Append(out, elem.Elem())
+	}
+	if !ok {
+		return false
 	}
 	n := out.Len()
 	if !vp.countOK(n) {
@@ -601,36 +564,17 @@ type sliceHeader struct {
 
 // decodeStrings reads an array of strings with one allocation for the slice.
 func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
-	if s.peek() != '[' {
-		return false
-	}
-	s.i++
-	s.ws()
 	var buf [8]string
 	list := buf[:0]
-	if s.peek() == ']' {
-		s.i++
-	} else {
-		for {
-			var v string
-			if !vp.elem.scalar.decode(s, unsafe.Pointer(&v)) {
-				return false
-			}
-			list = append(list, v)
-			s.ws()
-			if s.peek() == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.peek() != ']' {
-				return false
-			}
-			s.i++
-			break
+	more, ok := s.open('[', ']')
+	for ; more; more, ok = s.next(']') {
+		var v string
+		if !vp.elem.scalar.decode(s, unsafe.Pointer(&v)) {
+			return false
 		}
+		list = append(list, v)
 	}
-	if !vp.countOK(len(list)) {
+	if !ok || !vp.countOK(len(list)) {
 		return false
 	}
 	if vp.unique {
@@ -654,49 +598,32 @@ func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 
 // decodeMap reads an object of additional properties into a map.
 func (vp *valuePlan) decodeMap(s *scanner, at unsafe.Pointer) bool {
-	if s.peek() != '{' {
+	more, ok := s.open('{', '}')
+	if !ok {
 		return false
 	}
-	s.i++
-	s.ws()
 	m := reflect.MakeMap(vp.typ)
-	if s.peek() == '}' {
-		s.i++
-	} else {
+	if more {
 		elem := reflect.New(vp.elem.typ)
 		keyType := vp.typ.Key()
-		for {
-			kb, ok := s.key()
-			if !ok {
+		for ; more; more, ok = s.next('}') {
+			kb, isKey := s.key()
+			if !isKey || !s.colon() {
 				return false
 			}
 			key := reflect.ValueOf(string(kb)).Convert(keyType)
 			if m.MapIndex(key).IsValid() {
 				return false // a repeated key
 			}
-			s.ws()
-			if s.peek() != ':' {
-				return false
-			}
-			s.i++
-			s.ws()
 			elem.Elem().SetZero()
 			if !vp.elem.decode(s, elem.UnsafePointer()) {
 				return false
 			}
 			m.SetMapIndex(key, elem.Elem())
-			s.ws()
-			if s.peek() == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.peek() != '}' {
-				return false
-			}
-			s.i++
-			break
 		}
+	}
+	if !ok {
+		return false
 	}
 	*(*unsafe.Pointer)(at) = m.UnsafePointer() // a map value is one pointer; see decodeSlice
 	return true
@@ -946,6 +873,51 @@ func (s *scanner) peek() byte {
 		return s.b[s.i]
 	}
 	return 0
+}
+
+// open consumes the bracket that opens an object or array ('{' or '[') and
+// the whitespace after it. more is false when the container is empty: its
+// closing bracket came at once, and is consumed too.
+func (s *scanner) open(opening, closing byte) (more, ok bool) {
+	if s.peek() != opening {
+		return false, false
+	}
+	s.i++
+	s.ws()
+	if s.peek() == closing {
+		s.i++
+		return false, true
+	}
+	return true, true
+}
+
+// next consumes what follows a member or an item: a comma and the
+// whitespace after it (more), or the closing bracket (!more). Anything else
+// is !ok.
+func (s *scanner) next(closing byte) (more, ok bool) {
+	s.ws()
+	switch s.peek() {
+	case ',':
+		s.i++
+		s.ws()
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
+}
+
+// colon consumes the colon after an object key, with the whitespace around
+// it.
+func (s *scanner) colon() bool {
+	s.ws()
+	if s.peek() != ':' {
+		return false
+	}
+	s.i++
+	s.ws()
+	return true
 }
 
 // literal consumes word if it comes next, followed by a delimiter.
