@@ -245,13 +245,8 @@ func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback
 // its own position, one of its inputs, or the label of the deepest field of
 // its path that a manifest writes.
 func manifestPos(e cueerrors.Error, path []string, labels map[string]toolreg.Pos, fallback toolreg.Pos) toolreg.Pos {
-	for i := len(path); i > 0; i-- {
-		if p, ok := labels[pathKey(path[:i])]; ok {
-			if i == len(path) {
-				return p
-			}
-			break
-		}
+	if p, ok := labels[pathKey(path)]; ok && len(path) > 0 {
+		return p
 	}
 	if p := e.Position(); p.IsValid() && p.Filename() != schemaFile {
 		return cuePos(p, "")
