@@ -242,8 +242,9 @@ func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback
 }
 
 // manifestPos finds where in the manifests (not in schema.cue) an error is:
-// its own position, one of its inputs, or the label of the deepest field of
-// its path that a manifest writes.
+// the label of its path where a manifest writes it, its own position, one of
+// its inputs, or the label of the deepest field of its path that a manifest
+// writes.
 func manifestPos(e cueerrors.Error, path []string, labels map[string]toolreg.Pos, fallback toolreg.Pos) toolreg.Pos {
 	if p, ok := labels[pathKey(path)]; ok && len(path) > 0 {
 		return p
