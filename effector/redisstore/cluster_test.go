@@ -80,7 +80,7 @@ func TestOnACluster(t *testing.T) {
 		for _, prefix := range []string{"", "p:", "{t}:", "a{", "}", "x{y", "{{}"} {
 			for _, id := range []string{"", "i", "{", "}", "{}", "a}b", "}{", "\xff"} {
 				s := New(nil, WithKeyPrefix(prefix))
-				keys = append(keys, s.key(id), s.attemptKey(id))
+				keys = append(keys, s.keys(id)...)
 			}
 		}
 		for _, k := range keys {

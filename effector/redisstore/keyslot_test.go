@@ -85,7 +85,8 @@ func FuzzKeysShareASlot(f *testing.F) {
 		if s.err != nil {
 			return
 		}
-		rec, marker := s.key(id), s.attemptKey(id)
+		ks := s.keys(id)
+		rec, marker := ks[0], ks[1]
 		if !strings.HasPrefix(rec, prefix) {
 			t.Fatalf("record key %q does not start with the prefix %q", rec, prefix)
 		}

@@ -97,13 +97,14 @@ func (s *Store) key(intentID string) string {
 	return s.prefix + "{i:" + intentID + "}"
 }
 
-// attemptKey is the key of intentID's attempt marker: set when a claim is
-// taken, deleted by Complete and Release, so a claim that finds it set follows
-// an owner that vanished. It extends the record's key, so it shares its slot;
-// it does not end in "}", as every record's key does, so it is never an
-// intent's record.
-func (s *Store) attemptKey(intentID string) string {
-	return s.key(intentID) + ":attempt"
+// keys are the keys the scripts take for intentID: its record, then its
+// attempt marker. The marker is set when a claim is taken and deleted by
+// Complete and Release, so a claim that finds it set follows an owner that
+// vanished. It extends the record's key, so it shares its slot; it does not
+// end in "}", as every record's key does, so it is never an intent's record.
+func (s *Store) keys(intentID string) []string {
+	k := s.key(intentID)
+	return []string{k, k + ":attempt"}
 }
 
 // doneRecord is the value of a completed intent. It keeps the completing
@@ -236,9 +237,8 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 	if err != nil {
 		return effector.Claim{}, err
 	}
-	key := s.key(intentID)
-	reply, err := claimScript.Run(ctx, s.rdb, []string{key, s.attemptKey(intentID)},
-		claimTag+token, ms, s.attemptMemory.Milliseconds()).Slice()
+	keys := s.keys(intentID)
+	reply, err := claimScript.Run(ctx, s.rdb, keys, claimTag+token, ms, s.attemptMemory.Milliseconds()).Slice()
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
 	}
@@ -256,7 +256,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 	if len(v) > 0 && v[0] == claimTag[0] {
 		return effector.Claim{State: effector.InFlight}, nil
 	}
-	return effector.Claim{}, fmt.Errorf("redisstore: key %q holds %q, which this store did not write; choose another WithKeyPrefix", key, truncate([]byte(v)))
+	return effector.Claim{}, fmt.Errorf("redisstore: key %q holds %q, which this store did not write; choose another WithKeyPrefix", keys[0], truncate([]byte(v)))
 }
 
 func truncate(v []byte) []byte {
@@ -280,9 +280,10 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 		return err
 	}
 	done := doneRecord(token, result)
+	keys := s.keys(intentID)
 	var n int
 	err = retry(ctx, func() (err error) {
-		n, err = completeScript.Run(ctx, s.rdb, []string{s.key(intentID), s.attemptKey(intentID)}, claimTag+token, done, ms).Int()
+		n, err = completeScript.Run(ctx, s.rdb, keys, claimTag+token, done, ms).Int()
 		return err
 	})
 	if err != nil {
@@ -302,9 +303,10 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 	if s.err != nil {
 		return s.err
 	}
+	keys := s.keys(intentID)
 	var n int
 	err := retry(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.rdb, []string{s.key(intentID), s.attemptKey(intentID)}, claimTag+token).Int()
+		n, err = releaseScript.Run(ctx, s.rdb, keys, claimTag+token).Int()
 		return err
 	})
 	if err != nil {
