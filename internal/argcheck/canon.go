@@ -31,9 +31,9 @@ type canonNode struct {
 	values *canonNode
 
 	// arrays
-	items              *canonNode
-	minItems, maxItems int
-	unique             bool
+	items  *canonNode
+	count  limits // minItems, maxItems
+	unique bool
 
 	slow bool
 }
@@ -67,7 +67,7 @@ func (c *Checker) canonNode(n *node, sch *jsonschema.Schema, depth int) (*canonN
 	if depth > maxPlanDepth || n.exotic || sch == nil {
 		return nil, false
 	}
-	cn := &canonNode{minItems: -1, maxItems: -1}
+	cn := &canonNode{}
 	switch n.typ {
 	case "object":
 		if n.enum != nil {
@@ -115,22 +115,11 @@ func (c *Checker) canonNode(n *node, sch *jsonschema.Schema, depth int) (*canonN
 		if n.items == nil || n.enum != nil || n.format != "" {
 			return nil, false
 		}
-		items := sch.Items2020
-		if is, ok := sch.Items.(*jsonschema.Schema); ok && items == nil {
-			items = is
-		}
-		child, ok := c.canonNode(n.items, items, depth+1)
+		child, ok := c.canonNode(n.items, itemsSchema(sch), depth+1)
 		if !ok {
 			return nil, false
 		}
-		cn.items = child
-		if n.minItems != nil {
-			cn.minItems = *n.minItems
-		}
-		if n.maxItems != nil {
-			cn.maxItems = *n.maxItems
-		}
-		cn.unique = n.unique
+		cn.items, cn.count, cn.unique = child, n.itemCount, n.unique
 		// Equal canonical text means equal JSON only for strings and booleans
 		// ("1" and "1.0" are one number); other unique arrays go to Check.
 		cn.slow = n.unique && child.kind != kString && child.kind != kBool
@@ -352,7 +341,7 @@ func (t *transcoder) array(n *canonNode, s *scanner) bool {
 	if !ok {
 		return false
 	}
-	if n.minItems >= 0 && count < n.minItems || n.maxItems >= 0 && count > n.maxItems {
+	if !n.count.allow(count) {
 		return false
 	}
 	if n.unique && count > 1 {

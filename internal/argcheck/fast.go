@@ -60,10 +60,10 @@ type valuePlan struct {
 	elem   *valuePlan  // vPtr, vSlice (items), vMap (values)
 	obj    *objectPlan // vStruct
 
-	minItems, maxItems int // vSlice; -1 when unset
-	unique             bool
-	strings            bool // vSlice of a string kind: the one-allocation path
-	slow               bool // a keyword the plan does not check here
+	count   limits // vSlice: minItems, maxItems
+	unique  bool
+	strings bool // vSlice of a string kind: the one-allocation path
+	slow    bool // a keyword the plan does not check here
 }
 
 type scalarKind uint8
@@ -84,10 +84,10 @@ type scalarPlan struct {
 	strict bool // coerce nothing
 
 	// strings
-	minLen, maxLen int // -1 when unset
-	re             *regexp.Regexp
-	enumStr        map[string]bool
-	format         func(any) error // the validator's check of the format keyword
+	length  limits // minLength, maxLength
+	re      *regexp.Regexp
+	enumStr map[string]bool
+	format  func(any) error // the validator's check of the format keyword
 
 	// integers: inclusive bounds, already tightened from exclusive ones
 	lo, hi     int64
@@ -172,7 +172,7 @@ func (c *Checker) valuePlan(t reflect.Type, n *node, sch *jsonschema.Schema, dep
 	if depth > maxPlanDepth || n.exotic || sch == nil || implementsUnmarshaler(t) {
 		return nil, false
 	}
-	vp := &valuePlan{typ: t, minItems: -1, maxItems: -1}
+	vp := &valuePlan{typ: t}
 	switch t.Kind() {
 	case reflect.Pointer:
 		elem, ok := c.valuePlan(t.Elem(), n, sch, depth+1)
@@ -184,22 +184,12 @@ func (c *Checker) valuePlan(t reflect.Type, n *node, sch *jsonschema.Schema, dep
 		if n.typ != "array" || n.items == nil {
 			return nil, false
 		}
-		items := sch.Items2020
-		if is, ok := sch.Items.(*jsonschema.Schema); ok && items == nil {
-			items = is
-		}
-		elem, ok := c.valuePlan(t.Elem(), n.items, items, depth+1)
+		elem, ok := c.valuePlan(t.Elem(), n.items, itemsSchema(sch), depth+1)
 		if !ok {
 			return nil, false
 		}
 		vp.kind, vp.elem = vSlice, elem
-		if n.minItems != nil {
-			vp.minItems = *n.minItems
-		}
-		if n.maxItems != nil {
-			vp.maxItems = *n.maxItems
-		}
-		vp.unique = n.unique
+		vp.count, vp.unique = n.itemCount, n.unique
 		// Equal scalars are equal JSON values; for composite items the
 		// validator's notion of equality is left to it.
 		vp.slow = n.enum != nil || n.format != "" || n.unique && elem.kind != vScalar
@@ -229,6 +219,16 @@ func (c *Checker) valuePlan(t reflect.Type, n *node, sch *jsonschema.Schema, dep
 		vp.kind, vp.scalar = vScalar, sp
 	}
 	return vp, true
+}
+
+// itemsSchema returns the validator's schema of an array's items, under
+// either draft's keyword; nil when there is none.
+func itemsSchema(sch *jsonschema.Schema) *jsonschema.Schema {
+	if sch.Items2020 != nil {
+		return sch.Items2020
+	}
+	items, _ := sch.Items.(*jsonschema.Schema)
+	return items
 }
 
 // plainJSONName returns the field's JSON name, refusing tag options that
@@ -264,7 +264,7 @@ func implementsUnmarshaler(t reflect.Type) bool {
 }
 
 func (c *Checker) scalarPlan(t reflect.Type, n *node, sch *jsonschema.Schema) (scalarPlan, bool) {
-	sp := scalarPlan{minLen: -1, maxLen: -1, strict: c.strict}
+	sp := scalarPlan{strict: c.strict}
 	if n.multipleOf != nil && n.typ != "integer" {
 		sp.slow = true
 	}
@@ -285,13 +285,7 @@ func (c *Checker) scalarPlan(t reflect.Type, n *node, sch *jsonschema.Schema) (s
 		if k != reflect.String {
 			return sp, false
 		}
-		sp.kind = kString
-		if n.minLength != nil {
-			sp.minLen = *n.minLength
-		}
-		if n.maxLength != nil {
-			sp.maxLen = *n.maxLength
-		}
+		sp.kind, sp.length = kString, n.length
 		if n.pattern != "" {
 			re, err := regexp.Compile(n.pattern)
 			if err != nil {
@@ -512,10 +506,6 @@ func (vp *valuePlan) decode(s *scanner, at unsafe.Pointer) bool {
 // pair; longer ones go to the validator, which hashes.
 const maxUniqueScan = 32
 
-func (vp *valuePlan) countOK(n int) bool {
-	return (vp.minItems < 0 || n >= vp.minItems) && (vp.maxItems < 0 || n <= vp.maxItems)
-}
-
 // decodeSlice reads an array element by element through reflect.
 func (vp *valuePlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 	more, ok := s.open('[', ']')
@@ -535,7 +525,7 @@ func (vp *valuePlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 		return false
 	}
 	n := out.Len()
-	if !vp.countOK(n) {
+	if !vp.count.allow(n) {
 		return false
 	}
 	if vp.unique {
@@ -574,7 +564,7 @@ func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 		}
 		list = append(list, v)
 	}
-	if !ok || !vp.countOK(len(list)) {
+	if !ok || !vp.count.allow(len(list)) {
 		return false
 	}
 	if vp.unique {
@@ -800,11 +790,9 @@ func (sp *scalarPlan) number(s *scanner) (float64, bool) {
 }
 
 func (sp *scalarPlan) stringOK(v string) bool {
-	if sp.minLen >= 0 || sp.maxLen >= 0 {
-		n := utf8.RuneCountInString(v)
-		if sp.minLen >= 0 && n < sp.minLen || sp.maxLen >= 0 && n > sp.maxLen {
-			return false
-		}
+	// Runes are counted only when there is a limit to hold them to.
+	if sp.length != (limits{-1, -1}) && !sp.length.allow(utf8.RuneCountInString(v)) {
+		return false
 	}
 	if sp.re != nil && !sp.re.MatchString(v) {
 		return false

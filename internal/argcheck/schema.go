@@ -31,7 +31,8 @@ type node struct {
 
 	minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf *big.Rat
 
-	minLength, maxLength, minItems, maxItems *int
+	length    limits // minLength, maxLength
+	itemCount limits // minItems, maxItems
 
 	pattern string
 	format  string
@@ -40,6 +41,14 @@ type node struct {
 	// minProperties ...): the validator enforces it, and the fast decoder,
 	// which does not know it, leaves values of this node alone.
 	exotic bool
+}
+
+// limits are a least and a greatest count (of characters, of items), each
+// -1 when the schema sets none.
+type limits struct{ min, max int }
+
+func (l limits) allow(n int) bool {
+	return (l.min < 0 || n >= l.min) && (l.max < 0 || n <= l.max)
 }
 
 // knownKeywords are the keywords toolreg renders and the checker knows.
@@ -102,21 +111,20 @@ func buildNode(m map[string]any, at string) (*node, error) {
 	n.minimum, n.maximum = rat("minimum"), rat("maximum")
 	n.exclusiveMinimum, n.exclusiveMaximum = rat("exclusiveMinimum"), rat("exclusiveMaximum")
 	n.multipleOf = rat("multipleOf")
-	count := func(key string) *int {
+	count := func(key string) int {
 		num, ok := m[key].(json.Number)
 		if !ok {
-			return nil
+			return -1
 		}
 		i, e := num.Int64()
 		if e != nil || i < 0 {
 			err = fmt.Errorf("argcheck: %s/%s: %s is not a count", at, key, num)
-			return nil
+			return -1
 		}
-		c := int(i)
-		return &c
+		return int(i)
 	}
-	n.minLength, n.maxLength = count("minLength"), count("maxLength")
-	n.minItems, n.maxItems = count("minItems"), count("maxItems")
+	n.length = limits{count("minLength"), count("maxLength")}
+	n.itemCount = limits{count("minItems"), count("maxItems")}
 	if err != nil {
 		return nil, err
 	}
