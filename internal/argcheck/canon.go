@@ -96,7 +96,7 @@ func (c *Checker) canonNode(n *node, sch *jsonschema.Schema, depth int) (*canonN
 				return nil, false
 			}
 			p := canonProp{name: name, required: n.required[name], node: child}
-			p.key = append(appendCanonicalString(nil, name), ':')
+			p.key = append(AppendCanonicalString(nil, name), ':')
 			if pn.hasDefault {
 				text, err := json.Marshal(pn.def)
 				if err != nil {
@@ -377,7 +377,7 @@ func (t *transcoder) scalar(n *canonNode, s *scanner) bool {
 		if !ok || !sp.stringOK(v) {
 			return false
 		}
-		t.out = appendCanonicalString(t.out, v)
+		t.out = AppendCanonicalString(t.out, v)
 	case kBool:
 		v, ok := sp.boolean(s)
 		if !ok {
@@ -450,15 +450,7 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// appendCanonicalString quotes s as toolreg's canonical JSON does: only the
-// quote, backslash and control characters escaped, other text kept as UTF-8,
-// invalid UTF-8 as \ufffd.
-func appendCanonicalString(b []byte, s string) []byte {
-	b, _ = appendQuoted(b, s, false)
-	return b
-}
-
-// appendQuoted is appendCanonicalString; if strict, it stops at invalid
+// appendQuoted is AppendCanonicalString; if strict, it stops at invalid
 // UTF-8 instead, and reports !ok.
 func appendQuoted(b []byte, s string, strict bool) (out []byte, ok bool) {
 	const hex = "0123456789abcdef"

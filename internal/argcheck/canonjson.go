@@ -4,7 +4,10 @@ package argcheck
 // quote, backslash and control characters escaped, other text kept as UTF-8,
 // invalid UTF-8 as the replacement character U+FFFD. Package toolreg's CanonicalJSON writes strings
 // with it, so the fast path here and the reference there cannot drift.
-func AppendCanonicalString(b []byte, s string) []byte { return appendCanonicalString(b, s) }
+func AppendCanonicalString(b []byte, s string) []byte {
+	b, _ = appendQuoted(b, s, false)
+	return b
+}
 
 // AppendValidCanonicalString is AppendCanonicalString for s that must be
 // valid UTF-8: on an invalid byte it reports !ok, in the same single pass.

@@ -2,11 +2,12 @@ package argcheck
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 )
 
-// referenceCanonicalString is appendCanonicalString as first written: one
+// referenceCanonicalString is AppendCanonicalString as first written: one
 // byte or rune at a time, each case spelled out. The run-copying version must
 // give its bytes for every input.
 func referenceCanonicalString(b []byte, s string) []byte {
@@ -53,10 +54,10 @@ func FuzzAppendCanonicalString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		prefix := []byte("p:")
-		got := appendCanonicalString(bytes.Clone(prefix), s)
+		got := AppendCanonicalString(bytes.Clone(prefix), s)
 		want := referenceCanonicalString(bytes.Clone(prefix), s)
 		if !bytes.Equal(got, want) {
-			t.Fatalf("appendCanonicalString(%q) = %q, want %q", s, got, want)
+			t.Fatalf("AppendCanonicalString(%q) = %q, want %q", s, got, want)
 		}
 		strict, ok := appendQuoted(bytes.Clone(prefix), s, true)
 		if ok != utf8.ValidString(s) {
@@ -73,8 +74,8 @@ func BenchmarkAppendCanonicalString(b *testing.B) {
 		for _, impl := range []struct {
 			name string
 			fn   func([]byte, string) []byte
-		}{{"reference", referenceCanonicalString}, {"runs", appendCanonicalString}} {
-			b.Run(impl.name+"/len="+itoa(len(s)), func(b *testing.B) {
+		}{{"reference", referenceCanonicalString}, {"runs", AppendCanonicalString}} {
+			b.Run(impl.name+"/len="+strconv.Itoa(len(s)), func(b *testing.B) {
 				buf := make([]byte, 0, 256)
 				for b.Loop() {
 					buf = impl.fn(buf[:0], s)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -124,10 +125,10 @@ func guardNumbers(v any, path string, ps *[]Problem) {
 		}
 	case []any:
 		for i, e := range x {
-			guardNumbers(e, path+"/"+itoa(i), ps)
+			guardNumbers(e, path+"/"+strconv.Itoa(i), ps)
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			guardNumbers(x[k], path+"/"+escapeToken(k), ps)
 		}
 	}

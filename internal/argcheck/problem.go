@@ -251,5 +251,3 @@ func escapeToken(s string) string {
 	}
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

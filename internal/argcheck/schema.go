@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 )
@@ -15,7 +16,7 @@ type node struct {
 
 	// object
 	props    map[string]*node
-	order    []string // property names in schema order
+	order    []string // property names, sorted: problems and plans come out in one order
 	required map[string]bool
 	addl     *node // schema of other members; nil with closed set
 	closed   bool  // additionalProperties: false
@@ -148,7 +149,7 @@ func buildNode(m map[string]any, at string) (*node, error) {
 				return nil, err
 			}
 		}
-		n.order = sortedKeys(props)
+		n.order = slices.Sorted(maps.Keys(props))
 	}
 	if req, ok := m["required"].([]any); ok {
 		n.required = make(map[string]bool, len(req))
@@ -167,15 +168,4 @@ func buildNode(m map[string]any, at string) (*node, error) {
 		}
 	}
 	return n, nil
-}
-
-// sortedKeys returns the keys of m sorted, so that problems and plans come
-// out in one fixed order whatever the map order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
