@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -453,6 +454,47 @@ func TestEveryFixtureRoundTripsThroughItsGoldenJSON(t *testing.T) {
 	}
 }
 
+// Every enum value reads back from the text it writes: its wire name, or its
+// number when this version has no name for it.
+func TestEnumsReadBackTheirWireNames(t *testing.T) {
+	t.Parallel()
+	type enum interface {
+		encoding.TextMarshaler
+		encoding.TextUnmarshaler
+	}
+	tests := []struct {
+		name       string
+		new        func(int32) enum
+		wire, last int32 // values 0..last have names; wire has none
+	}{
+		{"kind", func(i int32) enum { k := toolreg.IntentKind(i); return &k }, 7, 2},
+		{"signature scheme", func(i int32) enum { s := toolreg.SignatureScheme(i); return &s }, 7, 1},
+		{"status", func(i int32) enum { s := toolreg.Status(i); return &s }, 7, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for i := int32(0); i <= tt.last+1; i++ {
+				v := i
+				if i > tt.last {
+					v = tt.wire
+				}
+				text, _ := tt.new(v).MarshalText()
+				if named := v <= tt.last; named == (string(text) == fmt.Sprint(v)) {
+					t.Errorf("value %d is written %q; want a name for 0 to %d, the number otherwise", v, text, tt.last)
+				}
+				back := tt.new(-1)
+				if err := back.UnmarshalText(text); err != nil {
+					t.Fatalf("reading %q: %v", text, err)
+				}
+				if again, _ := back.MarshalText(); string(again) != string(text) {
+					t.Errorf("%q reads back as %q", text, again)
+				}
+			}
+		})
+	}
+}
+
 // wireMessage is what Intent and Result both are.
 type wireMessage interface {
 	encoding.BinaryMarshaler
@@ -467,7 +509,8 @@ func TestJSONIsRefusedWithAClearError(t *testing.T) {
 		want string
 	}{
 		{"an unknown key", `{"intent_id":"x","tool":"y"}`, `unknown field "tool"`},
-		{"an unknown kind name", `{"kind":"EXECUTE"}`, `unknown kind "EXECUTE"`},
+		{"an unknown kind name", `{"kind":"EXECUTE"}`, `unknown kind "EXECUTE": want one of "TOOL_KIND_UNSPECIFIED", "TOOL", "APPROVAL", or a number`},
+		{"an unknown scheme name", `{"signature_scheme":"HMAC_SHA512"}`, `unknown signature scheme "HMAC_SHA512": want one of "SIGNATURE_SCHEME_UNSPECIFIED", "HMAC_SHA256", or a number`},
 		{"bytes that are not base64", `{"entity_key":"not base64!"}`, "illegal base64"},
 		{"unknown_fields that are not protobuf", `{"unknown_fields":"/w=="}`, "unknown_fields"},
 		{"trailing data", `{"seq":1} {}`, "after the object"},

@@ -173,7 +173,7 @@ func (k IntentKind) MarshalText() ([]byte, error) { return []byte(k.String()), n
 
 // UnmarshalText reads a wire name such as "TOOL", or a decimal number.
 func (k *IntentKind) UnmarshalText(b []byte) error {
-	v, err := parseEnum("kind", string(b), func(i int32) string { return IntentKind(i).String() }, 2)
+	v, err := parseEnum("kind", string(b), func(i int32) string { return IntentKind(i).String() })
 	*k = IntentKind(v)
 	return err
 }
@@ -183,7 +183,7 @@ func (s SignatureScheme) MarshalText() ([]byte, error) { return []byte(s.String(
 
 // UnmarshalText reads a wire name such as "HMAC_SHA256", or a decimal number.
 func (s *SignatureScheme) UnmarshalText(b []byte) error {
-	v, err := parseEnum("signature scheme", string(b), func(i int32) string { return SignatureScheme(i).String() }, 1)
+	v, err := parseEnum("signature scheme", string(b), func(i int32) string { return SignatureScheme(i).String() })
 	*s = SignatureScheme(v)
 	return err
 }
@@ -193,22 +193,25 @@ func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads a wire name such as "OK", or a decimal number.
 func (s *Status) UnmarshalText(b []byte) error {
-	v, err := parseEnum("status", string(b), func(i int32) string { return Status(i).String() }, 4)
+	v, err := parseEnum("status", string(b), func(i int32) string { return Status(i).String() })
 	*s = Status(v)
 	return err
 }
 
-// parseEnum reads one of the names of values 0..last, or a decimal int32.
-func parseEnum(what, s string, name func(int32) string, last int32) (int32, error) {
-	for i := int32(0); i <= last; i++ {
+// parseEnum reads a wire name, as name (the enum's String) gives them, or a
+// decimal int32. The names are those of 0, 1, 2... up to the first value that
+// String writes as its number.
+func parseEnum(what, s string, name func(int32) string) (int32, error) {
+	named := func(i int32) bool { return name(i) != strconv.Itoa(int(i)) }
+	for i := int32(0); named(i); i++ {
 		if s == name(i) {
 			return i, nil
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 32)
 	if err != nil {
-		names := make([]string, 0, last+1)
-		for i := int32(0); i <= last; i++ {
+		var names []string
+		for i := int32(0); named(i); i++ {
 			names = append(names, strconv.Quote(name(i)))
 		}
 		return 0, fmt.Errorf("toolreg: unknown %s %q: want one of %s, or a number", what, s, strings.Join(names, ", "))
