@@ -511,13 +511,14 @@ func TestJSONIsRefusedWithAClearError(t *testing.T) {
 		{"an unknown key", `{"intent_id":"x","tool":"y"}`, `unknown field "tool"`},
 		{"an unknown kind name", `{"kind":"EXECUTE"}`, `unknown kind "EXECUTE": want one of "TOOL_KIND_UNSPECIFIED", "TOOL", "APPROVAL", or a number`},
 		{"an unknown scheme name", `{"signature_scheme":"HMAC_SHA512"}`, `unknown signature scheme "HMAC_SHA512": want one of "SIGNATURE_SCHEME_UNSPECIFIED", "HMAC_SHA256", or a number`},
-		{"bytes that are not base64", `{"entity_key":"not base64!"}`, "illegal base64"},
+		{"bytes that are not base64", `{"trace_id":"not base64!"}`, `trace_id: got "not base64!", want a string of standard base64`},
+		{"a long payload that is not base64", `{"signature":"` + strings.Repeat("é", 30) + `"}`, `signature: got "éééééééééééééééééé..., want`},
 		{"unknown_fields that are not protobuf", `{"unknown_fields":"/w=="}`, "unknown_fields"},
 		{"trailing data", `{"seq":1} {}`, "after the object"},
 		{"a seq that is not an integer", `{"seq":1.5}`, "seq: got 1.5, want a 64-bit integer"},
 		{"a negative step", `{"step_index":"-1"}`, `step_index: got "-1", want an unsigned 32-bit integer`},
 		{"a number for a string", `{"intent_id":5}`, "intent_id: got number, want a string"},
-		{"a number for bytes", `{"entity_key":5}`, "entity_key: got number, want a string of standard base64"},
+		{"a number for bytes", `{"entity_key":5}`, "entity_key: got 5, want a string of standard base64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

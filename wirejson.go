@@ -15,7 +15,7 @@ import (
 
 type intentJSON struct {
 	IntentID        string          `json:"intent_id"`
-	EntityKey       []byte          `json:"entity_key"`
+	EntityKey       jsonBytes       `json:"entity_key"`
 	Seq             jsonInt64       `json:"seq"`
 	StepIndex       jsonUint32      `json:"step_index"`
 	ToolName        string          `json:"tool_name"`
@@ -24,22 +24,22 @@ type intentJSON struct {
 	ExpiresAtMs     jsonInt64       `json:"expires_at_ms"`
 	Attempt         jsonUint32      `json:"attempt"`
 	Kind            IntentKind      `json:"kind"`
-	TraceID         []byte          `json:"trace_id,omitempty"`
+	TraceID         jsonBytes       `json:"trace_id,omitempty"`
 	SignatureScheme SignatureScheme `json:"signature_scheme,omitempty"`
 	SigningKeyID    string          `json:"signing_key_id,omitempty"`
-	Signature       []byte          `json:"signature,omitempty"`
-	UnknownFields   []byte          `json:"unknown_fields,omitempty"`
+	Signature       jsonBytes       `json:"signature,omitempty"`
+	UnknownFields   jsonBytes       `json:"unknown_fields,omitempty"`
 }
 
 type resultJSON struct {
 	IntentID      string    `json:"intent_id"`
-	EntityKey     []byte    `json:"entity_key"`
+	EntityKey     jsonBytes `json:"entity_key"`
 	Seq           jsonInt64 `json:"seq"`
 	Status        Status    `json:"status"`
-	Payload       []byte    `json:"payload,omitempty"`
+	Payload       jsonBytes `json:"payload,omitempty"`
 	ErrorMessage  string    `json:"error_message,omitempty"`
 	CompletedAtMs jsonInt64 `json:"completed_at_ms"`
-	UnknownFields []byte    `json:"unknown_fields,omitempty"`
+	UnknownFields jsonBytes `json:"unknown_fields,omitempty"`
 }
 
 // MarshalJSON writes the intent's JSON form. The JSON form of Intent and
@@ -230,6 +230,25 @@ func jsonWant(t reflect.Type) string {
 		return "a string of standard base64"
 	}
 	return "a string" // the text fields, and the enums by name
+}
+
+// jsonBytes is a bytes field, standard base64 as encoding/json writes a
+// []byte. It reads the same way, but a bad value is an
+// *json.UnmarshalTypeError, which encoding/json completes with the field's
+// name (a base64 error of its own names none).
+type jsonBytes []byte
+
+func (p *jsonBytes) UnmarshalJSON(b []byte) error {
+	var v []byte
+	if err := json.Unmarshal(b, &v); err != nil {
+		got := string(b)
+		if len(got) > 40 { // a payload can be long
+			got = strings.ToValidUTF8(got[:37], "") + "..."
+		}
+		return &json.UnmarshalTypeError{Value: got, Type: reflect.TypeFor[[]byte]()}
+	}
+	*p = v
+	return nil
 }
 
 // jsonInt64 and jsonUint32 write a JSON number and read a number or a string
