@@ -233,6 +233,12 @@ func TestBindRefuses(t *testing.T) {
 			want: []string{"tools.yaml:33:3", `param "customer_id" has no field in bindings_test.NoFieldArg`, "add CustomerID string `json:\"customer_id\"`"},
 		},
 		{
+			// The field toolreg gen would write for it: OrderIDs, not OrderIds.
+			name: "a param with no field suggests gen's field name",
+			bind: bindOne(&toolreg.Param{Name: "order_ids", Schema: str()}, func(context.Context, NoFieldArg) (int, error) { return 0, nil }),
+			want: []string{`param "order_ids" has no field in bindings_test.NoFieldArg`, "add OrderIDs string `json:\"order_ids\"`"},
+		},
+		{
 			name: "an exported field that is no param",
 			bind: bindOne(&toolreg.Param{Name: "v", Schema: str()}, func(context.Context, ExtraFieldArg) (int, error) { return 0, nil }),
 			want: []string{"tools.yaml:30:3", "field bindings_test.ExtraFieldArg.Extra (json \"extra\") is no param", `declare param "extra" in the manifest, or remove the field`},

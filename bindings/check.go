@@ -11,6 +11,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/editdist"
+	"github.com/beam-agents/toolreg/internal/goname"
 )
 
 // checker compares a binding's Go types with its manifest and adds a problem
@@ -361,28 +362,13 @@ func describe(s *toolreg.Schema) string {
 	return string(s.Type)
 }
 
-// exportName turns a json name into a suggested Go field name:
-// customer_id -> CustomerID, max-results -> MaxResults.
+// exportName suggests the Go field for a param, as toolreg gen names it.
 func exportName(name string) string {
-	var b strings.Builder
-	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' }) {
-		if initialisms[strings.ToLower(w)] {
-			b.WriteString(strings.ToUpper(w))
-			continue
-		}
-		if c := w[0]; c >= 'a' && c <= 'z' {
-			w = string(c-'a'+'A') + w[1:]
-		}
-		b.WriteString(w)
+	if n := goname.Exported(name); n != "" {
+		return n
 	}
-	if c := b.String(); c == "" || c[0] < 'A' || c[0] > 'Z' {
-		return "Field" + b.String()
-	}
-	return b.String()
+	return "Field"
 }
-
-// initialisms are the words Go names spell in capitals.
-var initialisms = map[string]bool{"id": true, "url": true, "uri": true, "http": true, "json": true, "api": true, "uuid": true, "ip": true, "sql": true}
 
 // typeName renders t as Go source spells it, without package paths' noise.
 func typeName(t reflect.Type) string {

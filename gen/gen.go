@@ -31,6 +31,7 @@ import (
 	"unicode"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/goname"
 )
 
 // Options says what to generate.
@@ -98,7 +99,7 @@ func (g *generator) typeName(s *toolreg.Spec, pos toolreg.Pos, path, name string
 }
 
 func (g *generator) tool(s *toolreg.Spec) {
-	base := goName(s.Name)
+	base := goname.Exported(s.Name)
 	args := g.typeName(s, s.Pos, "", base+"Args")
 	var decls bytes.Buffer // named types this tool needs, written after its struct
 
@@ -126,7 +127,7 @@ func (g *generator) structOf(w, decls *bytes.Buffer, s *toolreg.Spec, path, pref
 	fields := make(map[string]string)
 	for _, p := range params {
 		pp := path + "." + p.Name
-		field := goName(p.Name)
+		field := goname.Exported(p.Name)
 		if prev, ok := fields[field]; ok {
 			g.problem(s, p.Pos, pp, "params %q and %q map to one Go field %s: rename one", prev, p.Name, field)
 		}
@@ -221,7 +222,7 @@ func (g *generator) typeOf(decls *bytes.Buffer, s *toolreg.Spec, pos toolreg.Pos
 func enumConst(v any) (lit, suffix string) {
 	switch v := v.(type) {
 	case string:
-		s := goName(v)
+		s := goname.Exported(v)
 		if s == "" || !unicode.IsLetter([]rune(s)[0]) {
 			s = "V" + s
 		}
@@ -236,40 +237,7 @@ func enumConst(v any) (lit, suffix string) {
 		return string(v), "V" + s
 	}
 	b, _ := json.Marshal(v)
-	return string(b), "V" + goName(string(b))
-}
-
-// commonInitialisms are written in upper case in Go names, as golint asks.
-var commonInitialisms = map[string]bool{
-	"api": true, "db": true, "dns": true, "html": true, "http": true, "https": true,
-	"id": true, "ip": true, "json": true, "kb": true, "sku": true, "sql": true, "ssh": true,
-	"tcp": true, "tls": true, "ttl": true, "ui": true, "uid": true, "uri": true, "url": true, "utf8": true,
-	"uuid": true, "xml": true,
-}
-
-// goName turns a manifest name (snake_case, kebab-case, dotted) into an
-// exported Go identifier: customer_id -> CustomerID.
-func goName(s string) string {
-	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	var b strings.Builder
-	for _, w := range words {
-		lw := strings.ToLower(w)
-		switch {
-		case commonInitialisms[lw]:
-			b.WriteString(strings.ToUpper(lw))
-		case lw == "ids":
-			b.WriteString("IDs")
-		default:
-			r := []rune(w)
-			r[0] = unicode.ToUpper(r[0])
-			b.WriteString(string(r))
-		}
-	}
-	out := b.String()
-	if out != "" && unicode.IsDigit([]rune(out)[0]) {
-		out = "X" + out
-	}
-	return out
+	return string(b), "V" + goname.Exported(string(b))
 }
 
 // comment renders text as a // comment wrapped at about 80 columns, each

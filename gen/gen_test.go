@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/goname"
 	"github.com/beam-agents/toolreg/loader"
 )
 
@@ -152,7 +153,7 @@ func bindAll(b *strings.Builder, pkg string, specs []*toolreg.Spec, manifests st
 	fmt.Fprintf(b, "\t{\n\t\tspecs, err := loader.Load(%q)\n\t\tif err != nil {\n\t\t\tfmt.Println(err)\n\t\t\tos.Exit(1)\n\t\t}\n", manifests)
 	b.WriteString("\t\tb := bindings.New(specs)\n")
 	for _, s := range specs {
-		n := goName(s.Name)
+		n := goname.Exported(s.Name)
 		fmt.Fprintf(b, "\t\t%s.Bind%s(b, func(ctx context.Context, a %s.%sArgs) (string, error) { return \"ok\", nil })\n", pkg, n, pkg, n)
 	}
 	fmt.Fprintf(b, "\t\tbound, err := b.Bind()\n\t\tif err != nil {\n\t\t\tfmt.Println(%q, err)\n\t\t\tos.Exit(1)\n\t\t}\n", manifests+":")
@@ -187,18 +188,6 @@ func TestGenerateRefusesWhatHasNoGoType(t *testing.T) {
 	} {
 		if got := def.Problems[i].String(); got != want {
 			t.Errorf("problem %d = %q, want %q", i, got, want)
-		}
-	}
-}
-
-func TestGoName(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"customer_id": "CustomerID", "lookup_customer": "LookupCustomer", "http.post": "HTTPPost",
-		"order_ids": "OrderIDs", "2fa-code": "X2faCode", "send-email": "SendEmail", "sku": "SKU",
-	} {
-		if got := goName(in); got != want {
-			t.Errorf("goName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,45 @@
+// Package goname turns manifest names into Go identifiers, one way for the
+// whole module: toolreg gen writes argument structs with these names, and
+// the binder suggests them when a param has no field, so what it suggests is
+// what gen would write.
+package goname
+
+import (
+	"strings"
+	"unicode"
+)
+
+// initialisms are written in upper case in Go names, as golint asks.
+var initialisms = map[string]bool{
+	"api": true, "db": true, "dns": true, "html": true, "http": true, "https": true,
+	"id": true, "ip": true, "json": true, "kb": true, "sku": true, "sql": true, "ssh": true,
+	"tcp": true, "tls": true, "ttl": true, "ui": true, "uid": true, "uri": true, "url": true, "utf8": true,
+	"uuid": true, "xml": true,
+}
+
+// Exported turns a manifest name (snake_case, kebab-case, dotted) into an
+// exported Go identifier: customer_id -> CustomerID, order_ids -> OrderIDs.
+// A name that starts with a digit gets an X in front; a name with no letter
+// or digit gives "".
+func Exported(s string) string {
+	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var b strings.Builder
+	for _, w := range words {
+		lw := strings.ToLower(w)
+		switch {
+		case initialisms[lw]:
+			b.WriteString(strings.ToUpper(lw))
+		case lw == "ids":
+			b.WriteString("IDs")
+		default:
+			r := []rune(w)
+			r[0] = unicode.ToUpper(r[0])
+			b.WriteString(string(r))
+		}
+	}
+	out := b.String()
+	if out != "" && unicode.IsDigit([]rune(out)[0]) {
+		out = "X" + out
+	}
+	return out
+}
