@@ -107,6 +107,9 @@ func (c *execContext) Deadline() (time.Time, bool) {
 }
 
 func (c *execContext) Done() <-chan struct{} {
+	if c.flags.Load()&ctxMade != 0 {
+		return c.inner.Done() // fixed once made: a select loop takes no lock
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.live().Done()

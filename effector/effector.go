@@ -167,7 +167,7 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 		switch c.State {
 		case Done:
 			res, err := storedResult(in, c.Result)
-			if err == nil {
+			if err == nil && e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
 				e.cfg.logger.DebugContext(ctx, "effector: intent already done", "intent_id", in.ID, "status", res.Status.String())
 			}
 			return res, err
