@@ -53,7 +53,8 @@ type jsonlConfig struct {
 }
 
 // WithMaxLineBytes sets the longest line read as an intent. Default:
-// DefaultMaxLineBytes.
+// DefaultMaxLineBytes. OpenJSONLFile refuses n <= 0; NewJSONLSource, which
+// returns no error, takes the default for it.
 func WithMaxLineBytes(n int) JSONLOption {
 	return func(c *jsonlConfig) { c.maxLine = n }
 }
