@@ -6,7 +6,7 @@
 // A read-only tool runs inline, through the runner, after its arguments are
 // validated. A side-effecting tool never runs inline: Tool.Call and the runner
 // refuse it with *SideEffectToolError before anything runs. It is requested as
-// an Intent, whose id is a pure function of the activation's position, and
+// an intent (package intent), whose id is a pure function of the activation's position, and
 // executed once, outside the pipeline, by the effector: the only holder of
 // effectful functions, and the only sanctioned caller of Tool.Unwrap.
 //

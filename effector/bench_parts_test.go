@@ -2,10 +2,9 @@ package effector
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/intent"
 	"testing"
 	"time"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // BenchmarkProcessParts measures, each alone, the parts of Process that a
@@ -18,9 +17,9 @@ func BenchmarkProcessParts(b *testing.B) {
 	ctx := context.Background()
 	ids := make([]string, 8192)
 	for i := range ids {
-		ids[i] = toolreg.IntentID([]byte("entity-1"), 7, uint32(i))
+		ids[i] = intent.IntentID([]byte("entity-1"), 7, uint32(i))
 	}
-	in := &toolreg.Intent{ID: ids[0], EntityKey: []byte("entity-1"), Seq: 7, ToolName: "refund"}
+	in := &intent.Intent{ID: ids[0], EntityKey: []byte("entity-1"), Seq: 7, ToolName: "refund"}
 	e := &Effector{cfg: defaultConfig()}
 	e.cfg.now = func() time.Time { return time.UnixMilli(1700000000000) }
 	payload := []byte(`{"amount":30,"note":"remboursé","refund_id":"rf-o-1"}`)
@@ -59,7 +58,7 @@ func BenchmarkProcessParts(b *testing.B) {
 	b.Run("part=result", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r := e.result(in, toolreg.StatusOK, payload, "")
+			r := e.result(in, intent.StatusOK, payload, "")
 			buf := wireBufs.Get().(*[]byte)
 			out, err := r.AppendBinary((*buf)[:0])
 			if err != nil {

@@ -2,6 +2,7 @@ package effector_test
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/intent"
 	"testing"
 	"time"
 
@@ -95,7 +96,7 @@ func BenchmarkProcess(b *testing.B) {
 		b.ReportAllocs()
 		done := reportCPU(b)
 		for b.Loop() {
-			if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
+			if res, err := e.Process(ctx, in); err != nil || res.Status != intent.StatusOK {
 				b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
 			}
 		}
@@ -108,7 +109,7 @@ func BenchmarkProcess(b *testing.B) {
 
 // processRing processes the ring's intents in turn, b.N of them, each of
 // which must come out OK, and returns how many it processed.
-func processRing(b *testing.B, e *effector.Effector, ring []*toolreg.Intent) int {
+func processRing(b *testing.B, e *effector.Effector, ring []*intent.Intent) int {
 	ctx := context.Background()
 	b.ReportAllocs()
 	done := reportCPU(b)
@@ -116,7 +117,7 @@ func processRing(b *testing.B, e *effector.Effector, ring []*toolreg.Intent) int
 	for b.Loop() {
 		in := ring[i%len(ring)]
 		i++
-		if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
+		if res, err := e.Process(ctx, in); err != nil || res.Status != intent.StatusOK {
 			b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
 		}
 	}
@@ -148,8 +149,8 @@ const benchRing = 8192
 
 // benchIntents returns n distinct intents for the refund tool, made before the
 // timer starts: staging them is the pipeline's cost, not the effector's.
-func benchIntents(n int) []*toolreg.Intent {
-	out := make([]*toolreg.Intent, n)
+func benchIntents(n int) []*intent.Intent {
+	out := make([]*intent.Intent, n)
 	for i := range out {
 		out[i] = intentFor("refund", benchArgs, uint32(i))
 	}

@@ -2,11 +2,10 @@ package effector
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/intent"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // IntentInfo is the identity of the intent a tool function is executing for.
@@ -43,7 +42,7 @@ type intentKey struct{}
 // either way.
 type execContext struct {
 	parent    context.Context // the caller's
-	in        *toolreg.Intent // whose identity IntentFrom gives
+	in        *intent.Intent  // whose identity IntentFrom gives
 	timeoutAt int64           // the monoNow reading at which the tool's timeout passes
 	flags     atomic.Uint32   // ctxMade, ctxCanceled, ctxExpired
 	reclaimed bool            // IntentInfo.Reclaimed
@@ -60,7 +59,7 @@ const (
 )
 
 // init sets c up for in, under the caller's ctx, to time out after timeout.
-func (c *execContext) init(ctx context.Context, in *toolreg.Intent, timeout time.Duration) {
+func (c *execContext) init(ctx context.Context, in *intent.Intent, timeout time.Duration) {
 	c.parent = ctx
 	c.in = in
 	c.timeoutAt = monoNow() + int64(timeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,7 +52,7 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 			t.Errorf("context.Cause of %s = %v, want the probe's *effector.TimeoutError", what, err)
 		}
 	}
-	process := func(t *testing.T, ctx context.Context, e *effector.Effector) toolreg.Result {
+	process := func(t *testing.T, ctx context.Context, e *effector.Effector) intent.Result {
 		t.Helper()
 		res, err := e.Process(ctx, intentFor("probe", `{}`, 1))
 		if err != nil {
@@ -73,7 +74,7 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 			err, cause = ctx.Err(), context.Cause(ctx)
 			return err
 		})
-		if res := process(t, context.Background(), e); res.Status != toolreg.StatusError {
+		if res := process(t, context.Background(), e); res.Status != intent.StatusError {
 			t.Fatalf("Process = %s %q, want ERROR for the timeout", res.Status, res.ErrorMessage)
 		}
 		if err != context.DeadlineExceeded {
@@ -92,7 +93,7 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 			cause = context.Cause(child)
 			return child.Err()
 		})
-		if res := process(t, context.Background(), e); res.Status != toolreg.StatusError {
+		if res := process(t, context.Background(), e); res.Status != intent.StatusError {
 			t.Fatalf("Process = %s %q, want ERROR for the timeout", res.Status, res.ErrorMessage)
 		}
 		wantTimeoutCause(t, "a context derived from the function's", cause)
@@ -113,7 +114,7 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 				kept = ctx
 				return nil
 			})
-			if res := process(t, context.Background(), e); res.Status != toolreg.StatusOK {
+			if res := process(t, context.Background(), e); res.Status != intent.StatusOK {
 				t.Fatalf("Process = %s %q, want OK", res.Status, res.ErrorMessage)
 			}
 			if err := kept.Err(); err != context.Canceled {
@@ -151,7 +152,7 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 			<-running
 			cancel(stop)
 		}()
-		if res := process(t, caller, e); res.Status != toolreg.StatusError {
+		if res := process(t, caller, e); res.Status != intent.StatusError {
 			t.Fatalf("Process = %s %q, want ERROR for the cancelation", res.Status, res.ErrorMessage)
 		}
 		if value != "trace-1" {
@@ -226,13 +227,13 @@ func TestRacingReturnsAndTimeoutsNeverCrossIntents(t *testing.T) {
 					t.Errorf("step %d: result for intent %s, want %s", step, res.IntentID, in.ID)
 				}
 				switch {
-				case res.Status == toolreg.StatusOK:
+				case res.Status == intent.StatusOK:
 					if want := `"` + in.ID + `"`; string(res.Payload) != want {
 						t.Errorf("step %d: payload %s, want %s: the function saw another intent", step, res.Payload, want)
 					}
 				case !racy:
 					t.Errorf("step %d: a function that returns at once got %s %q", step, res.Status, res.ErrorMessage)
-				case res.Status != toolreg.StatusError || !strings.Contains(res.ErrorMessage, "timeout"):
+				case res.Status != intent.StatusError || !strings.Contains(res.ErrorMessage, "timeout"):
 					t.Errorf("step %d: %s %q, want OK or a timeout", step, res.Status, res.ErrorMessage)
 				}
 			}

@@ -1,10 +1,10 @@
 // Package effector executes side-effecting tools, each intent at most once.
 //
 // The pipeline never runs a side-effecting tool: Activation.Act stages a
-// *toolreg.Intent whose id is a pure function of the activation's position,
+// *intent.Intent whose id is a pure function of the activation's position,
 // and the intents leave the pipeline with the activation's output. An Effector,
 // the only holder of side-effecting functions, takes each one and returns its
-// terminal *toolreg.Result:
+// terminal *intent.Result:
 //
 //	eff, err := effector.New(bound.Effector, effector.NewMemoryStore(),
 //		effector.WithVerify(effector.VerifyRequire, keys))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"maps"
 	"slices"
@@ -148,12 +149,12 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 // error (ctx ended while waiting for another worker, the store failed, the
 // approval sink failed) leaves the intent to be redelivered and processed
 // again; nothing ran, or the store will answer with what did.
-func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Result, error) {
 	if in == nil {
-		return toolreg.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
+		return intent.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
 	}
 	if err := e.verify(in); err != nil {
-		return toolreg.Result{}, e.refuse(ctx, in, err)
+		return intent.Result{}, e.refuse(ctx, in, err)
 	}
 	if now := e.cfg.now(); expired(in, now) {
 		return e.expiredResult(in, now), nil
@@ -162,7 +163,7 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 	for waited := false; ; waited = true {
 		c, err := e.store.Claim(ctx, in.ID, e.cfg.lease)
 		if err != nil {
-			return toolreg.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)
+			return intent.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)
 		}
 		switch c.State {
 		case Done:
@@ -178,18 +179,18 @@ func (e *Effector) Process(ctx context.Context, in *toolreg.Intent) (toolreg.Res
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return toolreg.Result{}, fmt.Errorf("effector: intent %q: gave up waiting for the worker that holds it: %w", in.ID, context.Cause(ctx))
+				return intent.Result{}, fmt.Errorf("effector: intent %q: gave up waiting for the worker that holds it: %w", in.ID, context.Cause(ctx))
 			case <-t.C:
 			}
 			backoff = min(2*backoff, e.cfg.maxBackoff)
 		default:
-			return toolreg.Result{}, fmt.Errorf("effector: claiming intent %q: the store answered with unknown state %d", in.ID, int(c.State))
+			return intent.Result{}, fmt.Errorf("effector: claiming intent %q: the store answered with unknown state %d", in.ID, int(c.State))
 		}
 	}
 }
 
 // verify is phase 1.
-func (e *Effector) verify(in *toolreg.Intent) error {
+func (e *Effector) verify(in *intent.Intent) error {
 	if in.ID == "" {
 		return fmt.Errorf("%w: it has no intent_id, so it cannot be deduplicated nor answered", ErrMalformedIntent)
 	}
@@ -200,13 +201,13 @@ func (e *Effector) verify(in *toolreg.Intent) error {
 		return nil
 	}
 	err := in.VerifyHMAC(e.cfg.keys)
-	if e.cfg.mode == VerifyPermissive && errors.Is(err, toolreg.ErrUnsigned) {
+	if e.cfg.mode == VerifyPermissive && errors.Is(err, intent.ErrUnsigned) {
 		return nil
 	}
 	return err
 }
 
-func (e *Effector) refuse(ctx context.Context, in *toolreg.Intent, reason error) error {
+func (e *Effector) refuse(ctx context.Context, in *intent.Intent, reason error) error {
 	re := &RefusedError{IntentID: in.ID, Reason: reason}
 	if e.cfg.deadLetter == nil {
 		e.cfg.logger.WarnContext(ctx, "effector: intent refused", "intent_id", in.ID, "tool", in.ToolName, "reason", reason.Error())
@@ -216,20 +217,20 @@ func (e *Effector) refuse(ctx context.Context, in *toolreg.Intent, reason error)
 	return re
 }
 
-func expired(in *toolreg.Intent, now time.Time) bool {
+func expired(in *intent.Intent, now time.Time) bool {
 	return in.ExpiresAtMs <= 0 || in.ExpiresAtMs <= now.UnixMilli()
 }
 
-func (e *Effector) expiredResult(in *toolreg.Intent, now time.Time) toolreg.Result {
+func (e *Effector) expiredResult(in *intent.Intent, now time.Time) intent.Result {
 	msg := fmt.Sprintf("effector: intent %q expired at %d ms (now %d ms); nothing ran", in.ID, in.ExpiresAtMs, now.UnixMilli())
 	if in.ExpiresAtMs <= 0 {
 		msg = fmt.Sprintf("effector: intent %q has no expiry (expires_at_ms %d); nothing ran: stage intents with a time-to-live", in.ID, in.ExpiresAtMs)
 	}
-	return e.result(in, toolreg.StatusExpired, nil, msg)
+	return e.result(in, intent.StatusExpired, nil, msg)
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim token.
-func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token string, waited, reclaimed bool) (toolreg.Result, error) {
+func (e *Effector) executeClaimed(ctx context.Context, in *intent.Intent, token string, waited, reclaimed bool) (intent.Result, error) {
 	res, recorded, err := e.outcome(ctx, in, token, waited, reclaimed)
 	if err != nil {
 		if !recorded {
@@ -240,7 +241,7 @@ func (e *Effector) executeClaimed(ctx context.Context, in *toolreg.Intent, token
 				e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
 			}
 		}
-		return toolreg.Result{}, err
+		return intent.Result{}, err
 	}
 	if !recorded {
 		return e.record(ctx, in, token, res)
@@ -269,7 +270,7 @@ func (e *Effector) storeContext(ctx context.Context) (context.Context, context.C
 // will answer. If the store cannot record res at all, res is still the truth
 // about this execution and is returned, but a redelivery may execute the
 // intent again, so it is logged as an error.
-func (e *Effector) record(ctx context.Context, in *toolreg.Intent, token string, res toolreg.Result) (toolreg.Result, error) {
+func (e *Effector) record(ctx context.Context, in *intent.Intent, token string, res intent.Result) (intent.Result, error) {
 	buf := wireBufs.Get().(*[]byte)
 	defer putWireBuf(buf)
 	b, err := res.AppendBinary((*buf)[:0])
@@ -305,10 +306,10 @@ func putWireBuf(buf *[]byte) {
 }
 
 // storedResult decodes the result the store holds for in.
-func storedResult(in *toolreg.Intent, b []byte) (toolreg.Result, error) {
-	var res toolreg.Result
+func storedResult(in *intent.Intent, b []byte) (intent.Result, error) {
+	var res intent.Result
 	if err := res.UnmarshalBinary(b); err != nil {
-		return toolreg.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else; give the effector a store (or key prefix) of its own", in.ID, err)
+		return intent.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else; give the effector a store (or key prefix) of its own", in.ID, err)
 	}
 	return res, nil
 }
@@ -316,13 +317,13 @@ func storedResult(in *toolreg.Intent, b []byte) (toolreg.Result, error) {
 // recordLate handles a Complete refused because this owner's lease ended
 // while it ran (it stalled, or was paused): another owner may have claimed
 // the intent since.
-func (e *Effector) recordLate(ctx context.Context, in *toolreg.Intent, b []byte, res toolreg.Result) (toolreg.Result, error) {
+func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, res intent.Result) (intent.Result, error) {
 	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
 	sctx, cancel := e.storeContext(ctx)
 	defer cancel()
 	c, err := e.store.Claim(sctx, in.ID, e.cfg.lease)
 	if err != nil {
-		return toolreg.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w", in.ID, err)
+		return intent.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w", in.ID, err)
 	}
 	switch c.State {
 	case Done:
@@ -334,14 +335,14 @@ func (e *Effector) recordLate(ctx context.Context, in *toolreg.Intent, b []byte,
 		}
 		return res, nil
 	default:
-		return toolreg.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and another worker holds it now: redeliver it for that worker's result", in.ID)
+		return intent.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and another worker holds it now: redeliver it for that worker's result", in.ID)
 	}
 }
 
 // outcome runs phases 4 and 5 and returns the terminal result, and whether it
 // is already recorded. An error means nothing ran and nothing is terminal:
 // the claim is released.
-func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string, waited, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
+func (e *Effector) outcome(ctx context.Context, in *intent.Intent, token string, waited, reclaimed bool) (res intent.Result, recorded bool, err error) {
 	// After waiting for another worker, the intent may have expired; it must
 	// not run late.
 	if waited {
@@ -350,8 +351,8 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 		}
 	}
 	switch in.Kind {
-	case toolreg.KindTool, toolreg.KindUnspecified:
-	case toolreg.KindApproval:
+	case intent.KindTool, intent.KindUnspecified:
+	case intent.KindApproval:
 		res, err := e.approve(ctx, in)
 		return res, false, err
 	default:
@@ -371,7 +372,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 		return e.rejected(in, err.Error()), false, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return toolreg.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
+		return intent.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
 	}
 	return e.execute(ctx, in, t, args, token, reclaimed)
 }
@@ -389,26 +390,26 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 // reclaimed says an earlier owner's claim ran out without a result: it may
 // have run the function, so this run may repeat the effect. The function sees
 // it in IntentInfo.Reclaimed, and the result says the effect is unknown.
-func (e *Effector) execute(ctx context.Context, in *toolreg.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res toolreg.Result, recorded bool, err error) {
+func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res intent.Result, recorded bool, err error) {
 	x := e.start(ctx, in, e.timeout(t.Name()), token, reclaimed)
 	v, err := e.runner.runDecoded(&x.execContext, t, args)
 	if !x.stop() {
 		return x.interrupted.res, true, x.interrupted.err
 	}
 	if err != nil {
-		return x.ran(toolreg.StatusError, nil, err.Error()), false, nil
+		return x.ran(intent.StatusError, nil, err.Error()), false, nil
 	}
 	payload, err := canonicalResult(v)
 	if err != nil {
-		return x.ran(toolreg.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false, nil
+		return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false, nil
 	}
-	return x.ran(toolreg.StatusOK, payload, ""), false, nil
+	return x.ran(intent.StatusOK, payload, ""), false, nil
 }
 
 // start sets up the execution of in under the caller's ctx: the context its
 // function gets, and the watchdog that interrupts it after timeout or when
 // ctx ends.
-func (e *Effector) start(ctx context.Context, in *toolreg.Intent, timeout time.Duration, token string, reclaimed bool) *execution {
+func (e *Effector) start(ctx context.Context, in *intent.Intent, timeout time.Duration, token string, reclaimed bool) *execution {
 	x := &execution{e: e, timeout: timeout, token: token}
 	x.execContext.init(ctx, in, timeout)
 	x.reclaimed = reclaimed
@@ -441,7 +442,7 @@ func (x *execution) stop() bool {
 const unknownEffect = "effect unknown: an earlier attempt claimed this intent and stopped without a result, so it may have run the tool; this attempt ran it again, which repeats the effect unless the downstream deduplicates on the intent id"
 
 // ran is the result of an execution whose function ran (or may have).
-func (x *execution) ran(st toolreg.Status, payload []byte, msg string) toolreg.Result {
+func (x *execution) ran(st intent.Status, payload []byte, msg string) intent.Result {
 	if x.reclaimed {
 		if msg == "" {
 			msg = unknownEffect
@@ -483,29 +484,29 @@ func (x *execution) interrupt(timedOut bool) {
 	} else {
 		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.in.ToolName, context.Cause(x.parent))
 	}
-	res, err := x.e.record(x.parent, x.in, x.token, x.ran(toolreg.StatusError, nil, msg))
+	res, err := x.e.record(x.parent, x.in, x.token, x.ran(intent.StatusError, nil, msg))
 	x.interrupted = &interruption{res: res, err: err}
 }
 
 // approvalRequested is the payload of a done APPROVAL intent.
 var approvalRequested = []byte(`{"approval":"requested"}`)
 
-func (e *Effector) approve(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error) {
+func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Result, error) {
 	if e.cfg.approval == nil {
 		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
 	}
 	if err := e.cfg.approval(ctx, in); err != nil {
-		return toolreg.Result{}, fmt.Errorf("effector: intent %q: approval sink: %w", in.ID, err)
+		return intent.Result{}, fmt.Errorf("effector: intent %q: approval sink: %w", in.ID, err)
 	}
-	return e.result(in, toolreg.StatusOK, approvalRequested, ""), nil
+	return e.result(in, intent.StatusOK, approvalRequested, ""), nil
 }
 
-func (e *Effector) rejected(in *toolreg.Intent, msg string) toolreg.Result {
-	return e.result(in, toolreg.StatusRejected, nil, msg)
+func (e *Effector) rejected(in *intent.Intent, msg string) intent.Result {
+	return e.result(in, intent.StatusRejected, nil, msg)
 }
 
-func (e *Effector) result(in *toolreg.Intent, st toolreg.Status, payload []byte, msg string) toolreg.Result {
-	return toolreg.Result{
+func (e *Effector) result(in *intent.Intent, st intent.Status, payload []byte, msg string) intent.Result {
+	return intent.Result{
 		IntentID:      in.ID,
 		EntityKey:     append([]byte(nil), in.EntityKey...),
 		Seq:           in.Seq,

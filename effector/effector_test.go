@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"log/slog"
 	"math"
@@ -32,9 +33,9 @@ func fixedClock() time.Time { return t0 }
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // intentFor returns a valid, unexpired, unsigned TOOL intent at step.
-func intentFor(tool, args string, step uint32) *toolreg.Intent {
-	return &toolreg.Intent{
-		ID:          toolreg.IntentID(entityKey, 7, step),
+func intentFor(tool, args string, step uint32) *intent.Intent {
+	return &intent.Intent{
+		ID:          intent.IntentID(entityKey, 7, step),
 		EntityKey:   bytes.Clone(entityKey),
 		Seq:         7,
 		StepIndex:   step,
@@ -43,7 +44,7 @@ func intentFor(tool, args string, step uint32) *toolreg.Intent {
 		CreatedAtMs: t0.UnixMilli(),
 		ExpiresAtMs: t0.Add(time.Minute).UnixMilli(),
 		Attempt:     1,
-		Kind:        toolreg.KindTool,
+		Kind:        intent.KindTool,
 	}
 }
 
@@ -239,7 +240,7 @@ func newEffector(t testing.TB, tl *tools, store effector.DedupStore, opts ...eff
 	return e
 }
 
-func marshal(t testing.TB, r toolreg.Result) []byte {
+func marshal(t testing.TB, r intent.Result) []byte {
 	t.Helper()
 	b, err := r.MarshalBinary()
 	if err != nil {
@@ -248,7 +249,7 @@ func marshal(t testing.TB, r toolreg.Result) []byte {
 	return b
 }
 
-var ignoreUnexported = cmpopts.IgnoreUnexported(toolreg.Result{})
+var ignoreUnexported = cmpopts.IgnoreUnexported(intent.Result{})
 
 func TestProcessExecutesAToolAndReturnsItsCanonicalJSONAsOK(t *testing.T) {
 	t.Parallel()
@@ -260,11 +261,11 @@ func TestProcessExecutesAToolAndReturnsItsCanonicalJSONAsOK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Process: %v", err)
 	}
-	want := toolreg.Result{
-		IntentID:      toolreg.IntentID(entityKey, 7, 2),
+	want := intent.Result{
+		IntentID:      intent.IntentID(entityKey, 7, 2),
 		EntityKey:     entityKey,
 		Seq:           7,
-		Status:        toolreg.StatusOK,
+		Status:        intent.StatusOK,
 		Payload:       []byte(`{"amount":30,"note":"remboursé","refund_id":"rf-o-1"}`),
 		CompletedAtMs: t0.UnixMilli(),
 	}
@@ -284,7 +285,7 @@ func TestTheFunctionFindsItsIntentWithIntentFromAndArgumentsCannotOverrideIt(t *
 	in.Attempt = 3
 
 	res, err := e.Process(testCtx(t), in)
-	if err != nil || res.Status != toolreg.StatusOK {
+	if err != nil || res.Status != intent.StatusOK {
 		t.Fatalf("Process = %v, %v; want OK", res.Status, err)
 	}
 	want := []effector.IntentInfo{{ID: in.ID, EntityKey: entityKey, Seq: 7, Step: 4, Attempt: 3}}
@@ -325,7 +326,7 @@ func TestAnExpiredIntentNeverReachesTheStore(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}
-			if res.Status != toolreg.StatusExpired || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
+			if res.Status != intent.StatusExpired || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
 				t.Errorf("Process = %s %q, want EXPIRED saying %q", res.Status, res.ErrorMessage, tt.wantMsg)
 			}
 			if res.IntentID != in.ID || res.Seq != 7 || !bytes.Equal(res.EntityKey, entityKey) || res.CompletedAtMs != now {
@@ -345,23 +346,23 @@ var signingKeys = map[string][]byte{"k1": []byte("0123456789abcdef0123456789abcd
 
 func TestSignatureVerificationRefusesWithoutAResult(t *testing.T) {
 	t.Parallel()
-	signed := func(t *testing.T, keyID string, key []byte) *toolreg.Intent {
+	signed := func(t *testing.T, keyID string, key []byte) *intent.Intent {
 		in := intentFor("refund", `{"amount":30,"order_id":"o-1"}`, 2)
 		if err := in.SignHMAC(keyID, key); err != nil {
 			t.Fatal(err)
 		}
 		return in
 	}
-	unsigned := func(*testing.T) *toolreg.Intent { return intentFor("refund", `{"amount":30,"order_id":"o-1"}`, 2) }
-	good := func(t *testing.T) *toolreg.Intent { return signed(t, "k1", signingKeys["k1"]) }
-	unknownKey := func(t *testing.T) *toolreg.Intent { return signed(t, "k9", signingKeys["k1"]) }
-	tampered := func(t *testing.T) *toolreg.Intent {
+	unsigned := func(*testing.T) *intent.Intent { return intentFor("refund", `{"amount":30,"order_id":"o-1"}`, 2) }
+	good := func(t *testing.T) *intent.Intent { return signed(t, "k1", signingKeys["k1"]) }
+	unknownKey := func(t *testing.T) *intent.Intent { return signed(t, "k9", signingKeys["k1"]) }
+	tampered := func(t *testing.T) *intent.Intent {
 		in := good(t)
 		in.ArgsJSON = []byte(`{"amount":30000,"order_id":"o-1"}`)
 		return in
 	}
-	wrongKey := func(t *testing.T) *toolreg.Intent { return signed(t, "k1", []byte("not the key the effector holds")) }
-	noID := func(*testing.T) *toolreg.Intent {
+	wrongKey := func(t *testing.T) *intent.Intent { return signed(t, "k1", []byte("not the key the effector holds")) }
+	noID := func(*testing.T) *intent.Intent {
 		in := intentFor("refund", `{"amount":30,"order_id":"o-1"}`, 2)
 		in.ID = ""
 		return in
@@ -370,17 +371,17 @@ func TestSignatureVerificationRefusesWithoutAResult(t *testing.T) {
 	tests := []struct {
 		name   string
 		mode   effector.VerifyMode
-		intent func(*testing.T) *toolreg.Intent
+		intent func(*testing.T) *intent.Intent
 		refuse error // the reason, or nil when the intent executes
 	}{
-		{"require refuses an unsigned intent", effector.VerifyRequire, unsigned, toolreg.ErrUnsigned},
-		{"require refuses an intent signed with an unknown key", effector.VerifyRequire, unknownKey, toolreg.ErrUnknownKey},
-		{"require refuses a tampered intent", effector.VerifyRequire, tampered, toolreg.ErrBadSignature},
-		{"require refuses an intent signed with another key under a known id", effector.VerifyRequire, wrongKey, toolreg.ErrBadSignature},
+		{"require refuses an unsigned intent", effector.VerifyRequire, unsigned, intent.ErrUnsigned},
+		{"require refuses an intent signed with an unknown key", effector.VerifyRequire, unknownKey, intent.ErrUnknownKey},
+		{"require refuses a tampered intent", effector.VerifyRequire, tampered, intent.ErrBadSignature},
+		{"require refuses an intent signed with another key under a known id", effector.VerifyRequire, wrongKey, intent.ErrBadSignature},
 		{"require executes a correctly signed intent", effector.VerifyRequire, good, nil},
 		{"permissive executes an unsigned intent", effector.VerifyPermissive, unsigned, nil},
-		{"permissive refuses an intent signed with an unknown key", effector.VerifyPermissive, unknownKey, toolreg.ErrUnknownKey},
-		{"permissive refuses a tampered intent", effector.VerifyPermissive, tampered, toolreg.ErrBadSignature},
+		{"permissive refuses an intent signed with an unknown key", effector.VerifyPermissive, unknownKey, intent.ErrUnknownKey},
+		{"permissive refuses a tampered intent", effector.VerifyPermissive, tampered, intent.ErrBadSignature},
 		{"permissive executes a correctly signed intent", effector.VerifyPermissive, good, nil},
 		{"off executes a tampered intent", effector.VerifyOff, tampered, nil},
 		{"off refuses an intent without an id", effector.VerifyOff, noID, effector.ErrMalformedIntent},
@@ -393,13 +394,13 @@ func TestSignatureVerificationRefusesWithoutAResult(t *testing.T) {
 			var dead []error
 			e := newEffector(t, tl, store,
 				effector.WithVerify(tt.mode, signingKeys),
-				effector.WithDeadLetter(func(_ context.Context, in *toolreg.Intent, reason error) error {
+				effector.WithDeadLetter(func(_ context.Context, in *intent.Intent, reason error) error {
 					dead = append(dead, reason)
 					return nil
 				}))
 			res, err := e.Process(testCtx(t), tt.intent(t))
 			if tt.refuse == nil {
-				if err != nil || res.Status != toolreg.StatusOK {
+				if err != nil || res.Status != intent.StatusOK {
 					t.Fatalf("Process = %s, %v; want OK", res.Status, err)
 				}
 				if len(dead) != 0 {
@@ -411,7 +412,7 @@ func TestSignatureVerificationRefusesWithoutAResult(t *testing.T) {
 			if !errors.As(err, &re) || !errors.Is(err, tt.refuse) {
 				t.Fatalf("Process error = %v, want a *effector.RefusedError for %v", err, tt.refuse)
 			}
-			if diff := cmp.Diff(toolreg.Result{}, res, ignoreUnexported); diff != "" {
+			if diff := cmp.Diff(intent.Result{}, res, ignoreUnexported); diff != "" {
 				t.Errorf("a refused intent has a result (-want +got):\n%s", diff)
 			}
 			if len(dead) != 1 || !errors.Is(dead[0], tt.refuse) {
@@ -433,10 +434,10 @@ func TestARefusedIntentReportsAFailingDeadLetterSink(t *testing.T) {
 	sinkErr := errors.New("queue full")
 	e := newEffector(t, tl, effector.NewMemoryStore(),
 		effector.WithVerify(effector.VerifyRequire, signingKeys),
-		effector.WithDeadLetter(func(context.Context, *toolreg.Intent, error) error { return sinkErr }))
+		effector.WithDeadLetter(func(context.Context, *intent.Intent, error) error { return sinkErr }))
 	_, err := e.Process(testCtx(t), intentFor("refund", `{}`, 2))
 	var re *effector.RefusedError
-	if !errors.As(err, &re) || re.SinkErr != sinkErr || !errors.Is(err, toolreg.ErrUnsigned) || !errors.Is(err, sinkErr) {
+	if !errors.As(err, &re) || re.SinkErr != sinkErr || !errors.Is(err, intent.ErrUnsigned) || !errors.Is(err, sinkErr) {
 		t.Fatalf("Process error = %v, want a *RefusedError for an unsigned intent carrying the sink's error", err)
 	}
 }
@@ -445,7 +446,7 @@ func TestProcessRejectsWithoutInvokingTheFunction(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		intent  *toolreg.Intent
+		intent  *intent.Intent
 		wantMsg string
 	}{
 		{"an unknown tool is rejected", intentFor("refnud", `{}`, 2), `no tool named "refnud" (did you mean "refund"?)`},
@@ -456,7 +457,7 @@ func TestProcessRejectsWithoutInvokingTheFunction(t *testing.T) {
 		{"a missing argument is rejected", intentFor("refund", `{"amount":5}`, 2), "order_id"},
 		{"an argument below its minimum is rejected", intentFor("refund", `{"order_id":"o-1","amount":0}`, 2), "/amount"},
 		{"an unknown argument is rejected", intentFor("refund", `{"order_id":"o-1","amount":5,"refund_all":true}`, 2), "refund_all"},
-		{"an intent of an unknown kind is rejected", func() *toolreg.Intent {
+		{"an intent of an unknown kind is rejected", func() *intent.Intent {
 			in := intentFor("refund", `{"order_id":"o-1","amount":5}`, 2)
 			in.Kind = 9
 			return in
@@ -472,7 +473,7 @@ func TestProcessRejectsWithoutInvokingTheFunction(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}
-			if res.Status != toolreg.StatusRejected || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
+			if res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
 				t.Errorf("Process = %s %q, want REJECTED saying %q", res.Status, res.ErrorMessage, tt.wantMsg)
 			}
 			wantIdentity(t, res, tt.intent)
@@ -543,7 +544,7 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}
-			if res.Status != toolreg.StatusError || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
+			if res.Status != intent.StatusError || !strings.Contains(res.ErrorMessage, tt.wantMsg) {
 				t.Errorf("Process = %s %q, want ERROR saying %q", res.Status, res.ErrorMessage, tt.wantMsg)
 			}
 			wantIdentity(t, res, in)
@@ -568,7 +569,7 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 // wantIdentity checks that res names its intent and the effector's clock, as
 // every result must, whatever its status: a result the pipeline cannot match
 // to its intent is a lost answer.
-func wantIdentity(t *testing.T, res toolreg.Result, in *toolreg.Intent) {
+func wantIdentity(t *testing.T, res intent.Result, in *intent.Intent) {
 	t.Helper()
 	if res.IntentID != in.ID || !bytes.Equal(res.EntityKey, in.EntityKey) || res.Seq != in.Seq || res.CompletedAtMs != t0.UnixMilli() {
 		t.Errorf("%s result does not identify its intent: got (%q, %q, seq %d, completed %d), want (%q, %q, seq %d, completed %d)",
@@ -618,8 +619,8 @@ func TestSixteenGoroutinesProcessingOneIntentInvokeTheFunctionOnce(t *testing.T)
 			t.Errorf("goroutine %d got a different result than goroutine 0", i)
 		}
 	}
-	var first toolreg.Result
-	if err := first.UnmarshalBinary(results[0]); err != nil || first.Status != toolreg.StatusOK {
+	var first intent.Result
+	if err := first.UnmarshalBinary(results[0]); err != nil || first.Status != intent.StatusOK {
 		t.Fatalf("result = %+v, %v; want OK", first, err)
 	}
 	if got := tl.calls.Load(); got != 1 {
@@ -672,7 +673,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		tl := newTools(t)
 		store := effector.NewMemoryStore()
 		c, _ := store.Claim(context.Background(), in.ID, time.Minute)
-		theirs := marshal(t, toolreg.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: toolreg.StatusOK, Payload: []byte(`"theirs"`), CompletedAtMs: 1})
+		theirs := marshal(t, intent.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: intent.StatusOK, Payload: []byte(`"theirs"`), CompletedAtMs: 1})
 		go func() {
 			time.Sleep(20 * time.Millisecond)
 			store.Complete(context.Background(), in.ID, c.Token, theirs, time.Minute)
@@ -694,7 +695,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		store := effector.NewMemoryStore()
 		store.Claim(context.Background(), in.ID, 20*time.Millisecond) // a worker that died
 		res, err := newEffector(t, tl, store, fast).Process(testCtx(t), in)
-		if err != nil || res.Status != toolreg.StatusOK {
+		if err != nil || res.Status != intent.StatusOK {
 			t.Fatalf("Process = %s, %v; want OK", res.Status, err)
 		}
 		if n := tl.calls.Load(); n != 1 {
@@ -718,7 +719,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := newEffector(t, tl, store, fast).Process(testCtx(t), in)
-		if err != nil || res.Status != toolreg.StatusOK || res.ErrorMessage != "" {
+		if err != nil || res.Status != intent.StatusOK || res.ErrorMessage != "" {
 			t.Fatalf("Process = %s %q, %v; want OK with no message", res.Status, res.ErrorMessage, err)
 		}
 		if len(tl.intents) != 1 || tl.intents[0].Reclaimed {
@@ -736,7 +737,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Process error = %v, want context.DeadlineExceeded", err)
 		}
-		if res.Status != toolreg.StatusUnspecified {
+		if res.Status != intent.StatusUnspecified {
 			t.Errorf("Process gave a %s result while another worker holds the intent", res.Status)
 		}
 		if n := tl.calls.Load(); n != 0 {
@@ -747,16 +748,16 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 
 func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 	t.Parallel()
-	approval := func() *toolreg.Intent {
+	approval := func() *intent.Intent {
 		in := intentFor("approval", `{"amount":9000,"reason":"refund"}`, 3)
-		in.Kind = toolreg.KindApproval
+		in.Kind = intent.KindApproval
 		return in
 	}
 	t.Run("the sink gets it once and it is never executed", func(t *testing.T) {
 		t.Parallel()
 		tl := newTools(t)
 		var asked []string
-		e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithApproval(func(_ context.Context, in *toolreg.Intent) error {
+		e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithApproval(func(_ context.Context, in *intent.Intent) error {
 			asked = append(asked, in.ID)
 			return nil
 		}))
@@ -768,7 +769,7 @@ func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if first.Status != toolreg.StatusOK || string(first.Payload) != `{"approval":"requested"}` {
+		if first.Status != intent.StatusOK || string(first.Payload) != `{"approval":"requested"}` {
 			t.Errorf("Process = %s %q, want OK {\"approval\":\"requested\"}", first.Status, first.Payload)
 		}
 		if !bytes.Equal(marshal(t, first), marshal(t, second)) {
@@ -785,7 +786,7 @@ func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 		t.Parallel()
 		tl := newTools(t)
 		var calls int
-		e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithApproval(func(context.Context, *toolreg.Intent) error {
+		e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithApproval(func(context.Context, *intent.Intent) error {
 			if calls++; calls == 1 {
 				return errors.New("approvals service down")
 			}
@@ -795,14 +796,14 @@ func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 			t.Fatalf("Process error = %v, want the sink's error", err)
 		}
 		res, err := e.Process(testCtx(t), approval())
-		if err != nil || res.Status != toolreg.StatusOK || calls != 2 {
+		if err != nil || res.Status != intent.StatusOK || calls != 2 {
 			t.Fatalf("Process after the sink recovered = %s, %v (sink called %d times); want OK after 2 calls", res.Status, err, calls)
 		}
 	})
 	t.Run("with no sink it is rejected", func(t *testing.T) {
 		t.Parallel()
 		res, err := newEffector(t, newTools(t), effector.NewMemoryStore()).Process(testCtx(t), approval())
-		if err != nil || res.Status != toolreg.StatusRejected || !strings.Contains(res.ErrorMessage, "WithApproval") {
+		if err != nil || res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, "WithApproval") {
 			t.Fatalf("Process = %s %q, %v; want REJECTED naming WithApproval", res.Status, res.ErrorMessage, err)
 		}
 	})
@@ -813,7 +814,7 @@ func TestProcessReturnsTheResultWhenTheStoreCannotRecordIt(t *testing.T) {
 	tl := newTools(t)
 	store := &countingStore{DedupStore: effector.NewMemoryStore(), completeErr: errors.New("connection reset")}
 	res, err := newEffector(t, tl, store).Process(testCtx(t), intentFor("refund", `{"order_id":"o-1","amount":30}`, 2))
-	if err != nil || res.Status != toolreg.StatusOK {
+	if err != nil || res.Status != intent.StatusOK {
 		t.Fatalf("Process = %s, %v; want the OK result of the execution that ran", res.Status, err)
 	}
 }
@@ -850,7 +851,7 @@ func TestAStoredResultThatDoesNotDecodeGivesNoResultAndRunsNothing(t *testing.T)
 		t.Fatal(err)
 	}
 	res, err := newEffector(t, tl, store).Process(testCtx(t), in)
-	if err == nil || !strings.Contains(err.Error(), "is not a ToolResult") || res.Status != toolreg.StatusUnspecified {
+	if err == nil || !strings.Contains(err.Error(), "is not a ToolResult") || res.Status != intent.StatusUnspecified {
 		t.Errorf("Process = %s, %v; want no result and an error saying the stored one is not a ToolResult", res.Status, err)
 	}
 	if n := tl.calls.Load(); n != 0 {
@@ -952,7 +953,7 @@ func TestAFunctionThatHonoursItsContextSeesItsTimeoutAsTheDeadline(t *testing.T)
 	e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithToolTimeout("patient", 30*time.Millisecond))
 	start := time.Now()
 	res, err := e.Process(testCtx(t), intentFor("patient", `{}`, 2))
-	if err != nil || res.Status != toolreg.StatusError || !strings.Contains(res.ErrorMessage, "did not return within its timeout of 30ms") {
+	if err != nil || res.Status != intent.StatusError || !strings.Contains(res.ErrorMessage, "did not return within its timeout of 30ms") {
 		t.Fatalf("Process = %s %q, %v; want ERROR for the timeout", res.Status, res.ErrorMessage, err)
 	}
 	tl.mu.Lock()
@@ -991,7 +992,7 @@ func TestAnIntentThatExpiresWhileWaitingForAnotherWorkerIsExpiredNotRun(t *testi
 		effector.WithClock(func() time.Time { return time.UnixMilli(now.Load()) }),
 		effector.WithBackoff(time.Millisecond, 5*time.Millisecond))
 	res, err := e.Process(testCtx(t), in)
-	if err != nil || res.Status != toolreg.StatusExpired {
+	if err != nil || res.Status != intent.StatusExpired {
 		t.Fatalf("Process = %s %q, %v; want EXPIRED", res.Status, res.ErrorMessage, err)
 	}
 	if n := tl.calls.Load(); n != 0 {
@@ -1024,7 +1025,7 @@ func TestConcurrentExecutionsTimeOutEachAtItsOwnTimeout(t *testing.T) {
 	e := newEffector(t, tl, store,
 		effector.WithToolTimeout("patient", 20*time.Millisecond),
 		effector.WithToolTimeout("stuck", 60*time.Millisecond))
-	intents := []*toolreg.Intent{
+	intents := []*intent.Intent{
 		intentFor("stuck", `{}`, 1),
 		intentFor("patient", `{}`, 2),
 		intentFor("patient", `{}`, 3),
@@ -1040,7 +1041,7 @@ func TestConcurrentExecutionsTimeOutEachAtItsOwnTimeout(t *testing.T) {
 		})
 		close(tl.release)
 	}()
-	results := make([]toolreg.Result, len(intents))
+	results := make([]intent.Result, len(intents))
 	var wg sync.WaitGroup
 	for i, in := range intents {
 		wg.Go(func() {
@@ -1053,9 +1054,9 @@ func TestConcurrentExecutionsTimeOutEachAtItsOwnTimeout(t *testing.T) {
 	}
 	wg.Wait()
 	for i, res := range results {
-		wantStatus := toolreg.StatusError
+		wantStatus := intent.StatusError
 		if want[i] == "" {
-			wantStatus = toolreg.StatusOK
+			wantStatus = intent.StatusOK
 		}
 		if res.Status != wantStatus || !strings.Contains(res.ErrorMessage, want[i]) {
 			t.Errorf("intent %d (%s): %s %q, want %s saying %q", i, intents[i].ToolName, res.Status, res.ErrorMessage, wantStatus, want[i])
@@ -1085,7 +1086,7 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
 	in := intentFor("late", `{}`, 9)
-	other := toolreg.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: toolreg.StatusOK, Payload: []byte(`"the other owner's"`), CompletedAtMs: 1}
+	other := intent.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: intent.StatusOK, Payload: []byte(`"the other owner's"`), CompletedAtMs: 1}
 
 	b := bindings.New([]*toolreg.Spec{spec("late", true)})
 	calls := 0
@@ -1131,7 +1132,7 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 // table would reject (the stored bytes, nothing resolved).
 func TestProcessRunsItsPhasesInOrder(t *testing.T) {
 	t.Parallel()
-	expired := func(in *toolreg.Intent) *toolreg.Intent { in.ExpiresAtMs = t0.UnixMilli() - 1; return in }
+	expired := func(in *intent.Intent) *intent.Intent { in.ExpiresAtMs = t0.UnixMilli() - 1; return in }
 
 	t.Run("an unsigned expired intent is refused, not EXPIRED", func(t *testing.T) {
 		t.Parallel()
@@ -1139,19 +1140,19 @@ func TestProcessRunsItsPhasesInOrder(t *testing.T) {
 		store := &countingStore{DedupStore: effector.NewMemoryStore()}
 		var dead []error
 		e := newEffector(t, tl, store, effector.WithVerify(effector.VerifyRequire, signingKeys),
-			effector.WithDeadLetter(func(_ context.Context, _ *toolreg.Intent, reason error) error {
+			effector.WithDeadLetter(func(_ context.Context, _ *intent.Intent, reason error) error {
 				dead = append(dead, reason)
 				return nil
 			}))
 		res, err := e.Process(testCtx(t), expired(intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)))
-		if !errors.Is(err, toolreg.ErrUnsigned) || res.Status != toolreg.StatusUnspecified || len(dead) != 1 {
+		if !errors.Is(err, intent.ErrUnsigned) || res.Status != intent.StatusUnspecified || len(dead) != 1 {
 			t.Errorf("Process = %s, %v (dead letters %v); want a refusal for the missing signature, no result", res.Status, err, dead)
 		}
 		if n := store.touched(); n != 0 {
 			t.Errorf("the store was called %d times, want 0", n)
 		}
 	})
-	for _, in := range []*toolreg.Intent{
+	for _, in := range []*intent.Intent{
 		expired(intentFor("refnud", `{}`, 2)),
 		expired(intentFor("refund", `{"order_id":`, 3)),
 		expired(intentFor("lookup", `{}`, 4)),
@@ -1161,7 +1162,7 @@ func TestProcessRunsItsPhasesInOrder(t *testing.T) {
 			tl := newTools(t)
 			store := &countingStore{DedupStore: effector.NewMemoryStore()}
 			res, err := newEffector(t, tl, store).Process(testCtx(t), in)
-			if err != nil || res.Status != toolreg.StatusExpired {
+			if err != nil || res.Status != intent.StatusExpired {
 				t.Errorf("Process = %s %q, %v; want EXPIRED", res.Status, res.ErrorMessage, err)
 			}
 			if n := store.touched(); n != 0 {
@@ -1178,7 +1179,7 @@ func TestProcessRunsItsPhasesInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stored := marshal(t, toolreg.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: toolreg.StatusOK, Payload: []byte(`"done earlier"`), CompletedAtMs: 1})
+		stored := marshal(t, intent.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: intent.StatusOK, Payload: []byte(`"done earlier"`), CompletedAtMs: 1})
 		if err := store.Complete(context.Background(), in.ID, c.Token, stored, time.Hour); err != nil {
 			t.Fatal(err)
 		}

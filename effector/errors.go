@@ -12,9 +12,9 @@ import (
 var ErrMalformedIntent = errors.New("effector: malformed intent")
 
 // RefusedError reports an intent refused before it reached the store: its
-// signature did not verify (Reason wraps toolreg.ErrUnsigned,
-// toolreg.ErrUnknownKey or toolreg.ErrBadSignature, in a
-// *toolreg.SignatureError) or it is malformed (ErrMalformedIntent). It was
+// signature did not verify (Reason wraps intent.ErrUnsigned,
+// intent.ErrUnknownKey or intent.ErrBadSignature, in a
+// *intent.SignatureError) or it is malformed (ErrMalformedIntent). It was
 // handed to the dead-letter sink; no Result exists for it and nothing ran.
 type RefusedError struct {
 	IntentID string
@@ -33,7 +33,7 @@ func (e *RefusedError) Error() string {
 }
 
 // Unwrap returns the reason and the sink's error, so errors.Is(err,
-// toolreg.ErrBadSignature) and errors.As(err, **toolreg.SignatureError) work.
+// intent.ErrBadSignature) and errors.As(err, **intent.SignatureError) work.
 func (e *RefusedError) Unwrap() []error {
 	if e.SinkErr != nil {
 		return []error{e.Reason, e.SinkErr}

@@ -3,6 +3,7 @@ package effector_test
 import (
 	"context"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"time"
 
@@ -47,11 +48,11 @@ func ExampleEffector_Process() {
 
 	// An intent as Activation.Act stages it.
 	key := []byte("customer-42")
-	in := &toolreg.Intent{
-		ID: toolreg.IntentID(key, 7, 0), EntityKey: key, Seq: 7, StepIndex: 0,
+	in := &intent.Intent{
+		ID: intent.IntentID(key, 7, 0), EntityKey: key, Seq: 7, StepIndex: 0,
 		ToolName: "refund", ArgsJSON: []byte(`{"amount":30,"order_id":"o-1"}`),
 		CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Hour).UnixMilli(),
-		Kind: toolreg.KindTool,
+		Kind: intent.KindTool,
 	}
 	for range 2 { // the second delivery is answered from the store
 		res, err := eff.Process(context.Background(), in)

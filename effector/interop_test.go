@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/beam-agents/toolreg/intent"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -18,13 +19,13 @@ import (
 // fixtureDir holds the bytes the Python beam-agents runtime wrote; see its README.
 const fixtureDir = "../../shared/interop/beam-agents-v1"
 
-func readFixture(t *testing.T, name string) *toolreg.Intent {
+func readFixture(t *testing.T, name string) *intent.Intent {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtureDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := new(toolreg.Intent)
+	in := new(intent.Intent)
 	if err := in.UnmarshalBinary(data); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -76,19 +77,19 @@ func TestTheEffectorProcessesBeamAgentsIntents(t *testing.T) {
 	keys := map[string][]byte{"golden-k1": goldenKey}
 	fixtureNow := func() time.Time { return time.UnixMilli(1700000000000) } // T0: the fixtures are fresh
 
-	tamper := func(in *toolreg.Intent) { in.ArgsJSON = []byte(`{"url":"https://attacker.test"}`) }
+	tamper := func(in *intent.Intent) { in.ArgsJSON = []byte(`{"url":"https://attacker.test"}`) }
 	tests := []struct {
 		name    string
 		file    string
 		mode    effector.VerifyMode
-		change  func(*toolreg.Intent)
+		change  func(*intent.Intent)
 		refuse  error // nil: it executes
 		payload string
 	}{
 		{"the signed intent verifies with the golden key and executes", "tool_intent_signed.bin", effector.VerifyRequire, nil, nil, `"posted to https://example.test"`},
 		{"the intent with a future field verifies and executes", "tool_intent_future_field.bin", effector.VerifyRequire, nil, nil, `"posted to https://example.test"`},
-		{"a tampered copy of the signed intent is refused", "tool_intent_signed.bin", effector.VerifyRequire, tamper, toolreg.ErrBadSignature, ""},
-		{"the unsigned intent is refused when signatures are required", "tool_intent.bin", effector.VerifyRequire, nil, toolreg.ErrUnsigned, ""},
+		{"a tampered copy of the signed intent is refused", "tool_intent_signed.bin", effector.VerifyRequire, tamper, intent.ErrBadSignature, ""},
+		{"the unsigned intent is refused when signatures are required", "tool_intent.bin", effector.VerifyRequire, nil, intent.ErrUnsigned, ""},
 		{"the unsigned intent executes in permissive mode", "tool_intent.bin", effector.VerifyPermissive, nil, nil, `"posted to https://example.test"`},
 		{"the traced intent executes with verification off", "tool_intent_traced.bin", effector.VerifyOff, nil, nil, `"posted to https://example.test"`},
 	}
@@ -113,7 +114,7 @@ func TestTheEffectorProcessesBeamAgentsIntents(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || res.Status != toolreg.StatusOK || string(res.Payload) != tt.payload {
+			if err != nil || res.Status != intent.StatusOK || string(res.Payload) != tt.payload {
 				t.Fatalf("Process = %s %q %q, %v; want OK %s", res.Status, res.Payload, res.ErrorMessage, err, tt.payload)
 			}
 			if res.IntentID != in.ID || string(res.EntityKey) != "entity-1" || res.Seq != 7 || res.CompletedAtMs != 1700000000000 {
@@ -129,7 +130,7 @@ func TestTheEffectorProcessesBeamAgentsIntents(t *testing.T) {
 		var calls atomic.Int32
 		var asked []string
 		e, err := effector.New(httpPostTable(t, &calls), effector.NewMemoryStore(), effector.WithClock(fixtureNow), effector.WithLogger(quietLogger()),
-			effector.WithApproval(func(_ context.Context, in *toolreg.Intent) error {
+			effector.WithApproval(func(_ context.Context, in *intent.Intent) error {
 				asked = append(asked, in.ID+" "+string(in.ArgsJSON))
 				return nil
 			}))
@@ -137,7 +138,7 @@ func TestTheEffectorProcessesBeamAgentsIntents(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := e.Process(testCtx(t), readFixture(t, "tool_intent_approval.bin"))
-		if err != nil || res.Status != toolreg.StatusOK {
+		if err != nil || res.Status != intent.StatusOK {
 			t.Fatalf("Process = %s, %v; want OK", res.Status, err)
 		}
 		want := `aaaaaaaa-bbbb-5ccc-8ddd-eeeeeeeeeeee {"amount":9000,"reason":"refund"}`

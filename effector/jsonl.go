@@ -6,14 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // DefaultMaxLineBytes is the longest JSONL line a JSONLSource reads as an
@@ -21,7 +20,7 @@ import (
 const DefaultMaxLineBytes = 1 << 20
 
 // JSONLSource reads intents from a JSONL stream, one intent a line in the
-// JSON form of toolreg.Intent (see Intent.MarshalJSON). Blank lines are
+// JSON form of intent.Intent (see Intent.MarshalJSON). Blank lines are
 // skipped; a line that is not an intent is delivered with Delivery.Err set,
 // naming its line.
 //
@@ -179,7 +178,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			}
 			continue
 		default:
-			in := new(toolreg.Intent)
+			in := new(intent.Intent)
 			if err := in.UnmarshalJSON(text); err != nil {
 				d.Err = fmt.Errorf("effector: %s: %w", d.Pos, err)
 			} else {
@@ -342,7 +341,7 @@ func syncDir(dir string) error {
 }
 
 // JSONLSink writes results as JSONL, one result a line in the JSON form of
-// toolreg.Result, each line in one write. Writing to a regular file, it
+// intent.Result, each line in one write. Writing to a regular file, it
 // fsyncs after every line, so a published result survives a crash.
 type JSONLSink struct {
 	mu   sync.Mutex
@@ -364,7 +363,7 @@ func NewJSONLSink(w io.Writer) *JSONLSink {
 }
 
 // Publish writes res as one line.
-func (s *JSONLSink) Publish(ctx context.Context, res toolreg.Result) error {
+func (s *JSONLSink) Publish(ctx context.Context, res intent.Result) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

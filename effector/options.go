@@ -2,11 +2,10 @@ package effector
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"strconv"
 	"time"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // Defaults of the options below.
@@ -59,13 +58,13 @@ func (m VerifyMode) String() string {
 // (its signature did not verify, or it is malformed), with the reason. No
 // Result exists for such an intent. An error from it is reported by Process in
 // RefusedError.SinkErr, so the caller can keep the intent rather than drop it.
-type DeadLetterFunc func(ctx context.Context, in *toolreg.Intent, reason error) error
+type DeadLetterFunc func(ctx context.Context, in *intent.Intent, reason error) error
 
 // ApprovalFunc receives an intent of kind APPROVAL: a request for a human to
 // decide. The effector calls it at most once per intent id (under the
 // intent's claim) and never executes anything for it. An error releases the
 // claim, so a redelivery asks again.
-type ApprovalFunc func(ctx context.Context, in *toolreg.Intent) error
+type ApprovalFunc func(ctx context.Context, in *intent.Intent) error
 
 // Option configures an Effector.
 type Option func(*config)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // Delivery is one intent handed out by a Source, with the means to
@@ -18,7 +17,7 @@ import (
 type Delivery struct {
 	// Intent is the decoded intent. It is nil when the source could not decode
 	// the entry; Err then says why.
-	Intent *toolreg.Intent
+	Intent *intent.Intent
 	// Err reports an entry that is no intent (bad JSON, a line too long). No
 	// result can answer it, so Serve logs it (Pos and Err, never the bytes)
 	// and acknowledges it.
@@ -45,13 +44,13 @@ type Source interface {
 type Sink interface {
 	// Publish returns nil only once res is published: written where its
 	// consumers will read it, as durably as the sink can make it.
-	Publish(ctx context.Context, res toolreg.Result) error
+	Publish(ctx context.Context, res intent.Result) error
 }
 
 // Processor executes an intent and returns its terminal result.
 // *Effector is the Processor; see Effector.Process for what its errors mean.
 type Processor interface {
-	Process(ctx context.Context, in *toolreg.Intent) (toolreg.Result, error)
+	Process(ctx context.Context, in *intent.Intent) (intent.Result, error)
 }
 
 var _ Processor = (*Effector)(nil)
@@ -225,7 +224,7 @@ func (s *server) answer(work, stop context.Context, d Delivery) {
 		return
 	}
 	in := d.Intent
-	var res toolreg.Result
+	var res intent.Result
 	refused := false
 	ok := s.retry(work, stop, d, "processing", func() error {
 		var err error

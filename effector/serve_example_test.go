@@ -3,6 +3,7 @@ package effector_test
 import (
 	"context"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"log"
 	"log/slog"
 	"os"
@@ -37,10 +38,10 @@ func ExampleServe() {
 		log.Fatal(err)
 	}
 
-	in := toolreg.Intent{
-		ID: toolreg.IntentID([]byte("user-1"), 1, 0), EntityKey: []byte("user-1"), Seq: 1,
+	in := intent.Intent{
+		ID: intent.IntentID([]byte("user-1"), 1, 0), EntityKey: []byte("user-1"), Seq: 1,
 		ToolName: "send_email", ArgsJSON: []byte(`{"to":"ada@example.com"}`),
-		CreatedAtMs: 1700000000000, ExpiresAtMs: 1700003600000, Attempt: 1, Kind: toolreg.KindTool,
+		CreatedAtMs: 1700000000000, ExpiresAtMs: 1700003600000, Attempt: 1, Kind: intent.KindTool,
 	}
 	line, err := in.MarshalJSON()
 	if err != nil {

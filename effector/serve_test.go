@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"log/slog"
 	"os"
@@ -15,14 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
 // serveLine is an intent's JSONL line.
-func serveLine(t *testing.T, in *toolreg.Intent) string {
+func serveLine(t *testing.T, in *intent.Intent) string {
 	t.Helper()
 	b, err := in.MarshalJSON()
 	if err != nil {
@@ -42,16 +42,16 @@ func serveStore(t *testing.T, path string) *sqlitestore.Store {
 }
 
 // serveResults reads a JSONL results file into results by intent id.
-func serveResults(t *testing.T, path string) map[string][]toolreg.Result {
+func serveResults(t *testing.T, path string) map[string][]intent.Result {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]toolreg.Result{}
+	out := map[string][]intent.Result{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		var r toolreg.Result
+		var r intent.Result
 		if err := r.UnmarshalJSON(sc.Bytes()); err != nil {
 			t.Fatalf("results line %q: %v", sc.Text(), err)
 		}
@@ -98,7 +98,7 @@ func (s *syncBuffer) String() string {
 func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var unique []*toolreg.Intent
+	var unique []*intent.Intent
 	for i := range 6 {
 		unique = append(unique, effectortest.Intent("secret-customer", 1, uint32(i)))
 	}
@@ -139,7 +139,7 @@ func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 			t.Errorf("intent %d ran %d times, want once", i, n)
 		}
 		for _, r := range got[in.ID] {
-			if r.Status != toolreg.StatusOK || string(r.Payload) != `{"applied":"secret-customer"}` {
+			if r.Status != intent.StatusOK || string(r.Payload) != `{"applied":"secret-customer"}` {
 				t.Errorf("intent %d: result %s %q, want OK with the tool's payload", i, r.Status, r.Payload)
 			}
 		}
@@ -172,7 +172,7 @@ type failingSink struct {
 	once   sync.Once
 }
 
-func (s *failingSink) Publish(ctx context.Context, res toolreg.Result) error {
+func (s *failingSink) Publish(ctx context.Context, res intent.Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n == 0 {
@@ -190,7 +190,7 @@ func (s *failingSink) Publish(ctx context.Context, res toolreg.Result) error {
 func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var all []*toolreg.Intent
+	var all []*intent.Intent
 	var input strings.Builder
 	for i := range 8 {
 		in := effectortest.Intent("e", 2, uint32(i))
@@ -315,8 +315,8 @@ func TestServeShutdown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res toolreg.Result
-		if c.State != effector.Done || res.UnmarshalBinary(c.Result) != nil || res.Status != toolreg.StatusError {
+		var res intent.Result
+		if c.State != effector.Done || res.UnmarshalBinary(c.Result) != nil || res.Status != intent.StatusError {
 			t.Fatalf("after the drain timeout the store holds %v %q (%+v); want the ERROR of the canceled run", c.State, c.Result, res)
 		}
 	})
@@ -328,7 +328,7 @@ type lockedSink struct {
 	w  effector.Sink
 }
 
-func (s *lockedSink) Publish(ctx context.Context, r toolreg.Result) error {
+func (s *lockedSink) Publish(ctx context.Context, r intent.Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Publish(ctx, r)

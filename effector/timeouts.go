@@ -1,11 +1,10 @@
 package effector
 
 import (
+	"github.com/beam-agents/toolreg/intent"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // watchdog decides, once, whether a function's return or its interruption
@@ -45,7 +44,7 @@ type watchQueue struct{ head, tail *watchdog }
 // interruption is what an interruption recorded: the result, and the error
 // if it could not be recorded.
 type interruption struct {
-	res toolreg.Result
+	res intent.Result
 	err error
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -253,7 +254,7 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 		return r
 	}
 	var r *mcp.CallToolResult
-	if res.Status == toolreg.StatusOK {
+	if res.Status == intent.StatusOK {
 		r = okResult(res.Payload)
 	} else {
 		msg := res.Status.String()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -532,7 +533,7 @@ func TestAnEffectorThatRequiresSignaturesExecutesSignedIntentsOnly(t *testing.T)
 	key := []byte("0123456789abcdef0123456789abcdef")
 	verify := []effector.Option{
 		effector.WithVerify(effector.VerifyRequire, map[string][]byte{"k1": key}),
-		effector.WithDeadLetter(func(context.Context, *toolreg.Intent, error) error { return nil }),
+		effector.WithDeadLetter(func(context.Context, *intent.Intent, error) error { return nil }),
 	}
 	signed := newFixtureWith(t, verify, mcpserver.WithSigningKey("k1", key))
 	if res := callCharge(t, signed.client(t), "s-1", map[string]any{"amount": 5}); res.IsError {

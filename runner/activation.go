@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"math"
 	"sync"
 	"time"
@@ -56,7 +57,7 @@ type Activation struct {
 	mu      sync.Mutex
 	step    uint32
 	full    bool // the step cursor has passed math.MaxUint32
-	staged  []*toolreg.Intent
+	staged  []*intent.Intent
 	drained bool
 }
 
@@ -101,7 +102,7 @@ func WithRunner(r *Runner) ActivationOption {
 }
 
 // WithSigningKey signs every staged intent with HMAC-SHA256 under keyID (see
-// toolreg.Intent.SignHMAC), for an effector that requires signatures. The
+// intent.Intent.SignHMAC), for an effector that requires signatures. The
 // default is to stage intents unsigned. The key is copied; an empty key makes
 // Act fail rather than stage unsigned intents.
 func WithSigningKey(keyID string, key []byte) ActivationOption {
@@ -167,7 +168,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
 // contract (*toolreg.ToolArgumentError), an activation with no clock
 // (ErrNoClock), and one already drained (ErrDrained).
-func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, error) {
+func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -190,8 +191,8 @@ func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, er
 		return nil, err
 	}
 	created := a.clock().UnixMilli()
-	in := &toolreg.Intent{
-		ID:          toolreg.IntentID(a.entityKey, a.seq, a.step),
+	in := &intent.Intent{
+		ID:          intent.IntentID(a.entityKey, a.seq, a.step),
 		EntityKey:   a.entityKey,
 		Seq:         a.seq,
 		StepIndex:   a.step,
@@ -199,7 +200,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, er
 		ArgsJSON:    canonical,
 		CreatedAtMs: created,
 		ExpiresAtMs: created + a.ttl.Milliseconds(),
-		Kind:        toolreg.KindTool,
+		Kind:        intent.KindTool,
 	}
 	if a.sign {
 		if err := in.SignHMAC(a.keyID, a.key); err != nil {
@@ -219,7 +220,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, er
 // ends the activation: a second Drain, and any later Act, returns ErrDrained.
 // Call it only once the activation has succeeded; the caller then sends the
 // intents to the effector.
-func (a *Activation) Drain() ([]*toolreg.Intent, error) {
+func (a *Activation) Drain() ([]*intent.Intent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.drained {

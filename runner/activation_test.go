@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -113,12 +114,12 @@ func TestStagingDoesNotExecute(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Act: %v", err)
 		}
-		want := &toolreg.Intent{
-			ID: toolreg.IntentID([]byte("cust-42"), 7, 0), EntityKey: []byte("cust-42"), Seq: 7, StepIndex: 0,
+		want := &intent.Intent{
+			ID: intent.IntentID([]byte("cust-42"), 7, 0), EntityKey: []byte("cust-42"), Seq: 7, StepIndex: 0,
 			ToolName: "issue_refund", ArgsJSON: json.RawMessage(`{"amount":25,"order_id":"o-1","reason":"customer request"}`),
-			CreatedAtMs: 1700000000000, ExpiresAtMs: 1700000000000 + time.Hour.Milliseconds(), Kind: toolreg.KindTool,
+			CreatedAtMs: 1700000000000, ExpiresAtMs: 1700000000000 + time.Hour.Milliseconds(), Kind: intent.KindTool,
 		}
-		if diff := cmp.Diff(want, in, cmp.AllowUnexported(toolreg.Intent{})); diff != "" {
+		if diff := cmp.Diff(want, in, cmp.AllowUnexported(intent.Intent{})); diff != "" {
 			t.Errorf("staged intent (-want +got):\n%s", diff)
 		}
 		drained, err := a.Drain()
@@ -201,13 +202,13 @@ func TestIntentIDsAreDeterministicAcrossAReplay(t *testing.T) {
 	}
 	var ids []string
 	for _, b := range first {
-		var in toolreg.Intent
+		var in intent.Intent
 		if err := in.UnmarshalBinary(b); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, in.ID)
 	}
-	wantIDs := []string{toolreg.IntentID([]byte("cust-42"), 7, 0), toolreg.IntentID([]byte("cust-42"), 7, 1)}
+	wantIDs := []string{intent.IntentID([]byte("cust-42"), 7, 0), intent.IntentID([]byte("cust-42"), 7, 1)}
 	if diff := cmp.Diff(wantIDs, ids); diff != "" {
 		t.Errorf("intent ids (-want +got):\n%s", diff)
 	}
@@ -477,7 +478,7 @@ func TestActivationOptionsShapeTheIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.StepIndex != 3 || in.ID != toolreg.IntentID([]byte("cust-42"), 7, 3) {
+	if in.StepIndex != 3 || in.ID != intent.IntentID([]byte("cust-42"), 7, 3) {
 		t.Errorf("step %d id %s; want step 3 and its id", in.StepIndex, in.ID)
 	}
 	if got := in.ExpiresAtMs - in.CreatedAtMs; got != (5 * time.Minute).Milliseconds() {
@@ -498,7 +499,7 @@ func TestActivationOptionsShapeTheIntent(t *testing.T) {
 	if got := in.ExpiresAtMs - in.CreatedAtMs; got != runner.DefaultIntentTTL.Milliseconds() {
 		t.Errorf("with a negative TTL, expires %d ms after creation; want the default hour", got)
 	}
-	if err := in.VerifyHMAC(map[string][]byte{"k1": key}); !errors.Is(err, toolreg.ErrUnsigned) {
+	if err := in.VerifyHMAC(map[string][]byte{"k1": key}); !errors.Is(err, intent.ErrUnsigned) {
 		t.Errorf("VerifyHMAC of an intent staged with no key = %v; want ErrUnsigned", err)
 	}
 
@@ -531,7 +532,7 @@ func TestNewActivationCopiesTheEntityKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(in.EntityKey) != "cust-42" || in.ID != toolreg.IntentID([]byte("cust-42"), 7, 0) {
+	if string(in.EntityKey) != "cust-42" || in.ID != intent.IntentID([]byte("cust-42"), 7, 0) {
 		t.Errorf("entity key %q id %s; want the key as passed to NewActivation", in.EntityKey, in.ID)
 	}
 }

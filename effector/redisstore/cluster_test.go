@@ -3,12 +3,12 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/storetest"
 	"github.com/beam-agents/toolreg/internal/effectortest"
@@ -46,7 +46,7 @@ func TestOnACluster(t *testing.T) {
 		for i := range intents {
 			in := effectortest.Intent(fmt.Sprintf("entity-%d", i), 1, 0)
 			first, err := e.Process(ctx, in)
-			if err != nil || first.Status != toolreg.StatusOK {
+			if err != nil || first.Status != intent.StatusOK {
 				t.Fatalf("Process(%s) = %s %q, %v; want ok", in.ID, first.Status, first.ErrorMessage, err)
 			}
 			again, err := e.Process(ctx, in)

@@ -14,7 +14,7 @@
 // the dedup store answers the second delivery with the recorded result.
 //
 // An entry of the intents stream holds the intent's JSON form (see
-// toolreg.Intent.MarshalJSON) in the field "intent"; Add writes one. An entry
+// intent.Intent.MarshalJSON) in the field "intent"; Add writes one. An entry
 // of the results stream holds the result's JSON form in the field "result"
 // and its intent id in "intent_id". A result may appear twice (a redelivered
 // intent, or a publish retried after its reply was lost), always the same

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 )
 
@@ -224,7 +224,7 @@ func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 		d.Err = fmt.Errorf("redisstream: entry %s has no field %q: it is no intent (write intents with redisstream.Add)", d.Pos, IntentField)
 		return d
 	}
-	in := new(toolreg.Intent)
+	in := new(intent.Intent)
 	if err := in.UnmarshalJSON([]byte(raw)); err != nil {
 		d.Err = fmt.Errorf("redisstream: entry %s, field %q: %w", d.Pos, IntentField, err)
 		return d
@@ -234,7 +234,7 @@ func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 }
 
 // Add appends in to the intents stream and returns the entry's id.
-func Add(ctx context.Context, rdb redis.UniversalClient, stream string, in *toolreg.Intent) (string, error) {
+func Add(ctx context.Context, rdb redis.UniversalClient, stream string, in *intent.Intent) (string, error) {
 	b, err := in.MarshalJSON()
 	if err != nil {
 		return "", fmt.Errorf("redisstream: encoding intent %q: %w", in.ID, err)
@@ -262,7 +262,7 @@ func NewSink(rdb redis.UniversalClient, stream string) *Sink {
 // Publish appends res to the results stream (XADD). It returns nil once Redis
 // has the entry, which is as durable as the server's persistence settings
 // make it (appendfsync always: on disk).
-func (s *Sink) Publish(ctx context.Context, res toolreg.Result) error {
+func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
 	b, err := res.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("redisstream: encoding the result of intent %q: %w", res.IntentID, err)
@@ -276,8 +276,8 @@ func (s *Sink) Publish(ctx context.Context, res toolreg.Result) error {
 
 // Results reads every result in the results stream, in order: a helper for
 // consumers that read it whole, and for tests.
-func Results(ctx context.Context, rdb redis.UniversalClient, stream string) ([]toolreg.Result, error) {
-	var out []toolreg.Result
+func Results(ctx context.Context, rdb redis.UniversalClient, stream string) ([]intent.Result, error) {
+	var out []intent.Result
 	start := "-"
 	for {
 		ms, err := rdb.XRangeN(ctx, stream, start, "+", 1000).Result()
@@ -289,7 +289,7 @@ func Results(ctx context.Context, rdb redis.UniversalClient, stream string) ([]t
 			if !ok {
 				return nil, fmt.Errorf("redisstream: entry %s/%s has no field %q: it is no result", stream, m.ID, ResultField)
 			}
-			var r toolreg.Result
+			var r intent.Result
 			if err := r.UnmarshalJSON([]byte(raw)); err != nil {
 				return nil, fmt.Errorf("redisstream: entry %s/%s, field %q: %w", stream, m.ID, ResultField, err)
 			}

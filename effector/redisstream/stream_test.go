@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
@@ -191,7 +191,7 @@ type failingSink struct {
 	n  int
 }
 
-func (s *failingSink) Publish(ctx context.Context, res toolreg.Result) error {
+func (s *failingSink) Publish(ctx context.Context, res intent.Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
@@ -315,7 +315,7 @@ func TestContentionOverStreams(t *testing.T) {
 	ctx := context.Background()
 	rdb := srv.Client(t)
 	const entries, unique = 1000, 700
-	ins := make([]*toolreg.Intent, unique)
+	ins := make([]*intent.Intent, unique)
 	for i := range ins {
 		ins[i] = effectortest.Intent("contention", 1, uint32(i))
 	}

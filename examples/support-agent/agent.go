@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"os"
 	"path/filepath"
@@ -236,7 +237,7 @@ func describe(res any, err error) string {
 // processes it once.
 func (s *service) execute(ctx context.Context, wire [][]byte) error {
 	for _, w := range wire {
-		var in toolreg.Intent
+		var in intent.Intent
 		if err := in.UnmarshalBinary(w); err != nil {
 			return err
 		}

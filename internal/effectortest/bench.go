@@ -2,12 +2,12 @@ package effectortest
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/intent"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 )
 
@@ -21,14 +21,14 @@ var benchSeq atomic.Int64
 func BenchmarkProcess(b *testing.B, store effector.DedupStore) {
 	ctx := context.Background()
 	e, calls := Effector(b, store)
-	intents := make([]*toolreg.Intent, b.N)
+	intents := make([]*intent.Intent, b.N)
 	for i := range intents {
 		intents[i] = Intent("bench", benchSeq.Add(1), uint32(i))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for _, in := range intents {
-		if res, err := e.Process(ctx, in); err != nil || res.Status != toolreg.StatusOK {
+		if res, err := e.Process(ctx, in); err != nil || res.Status != intent.StatusOK {
 			b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
 		}
 	}

@@ -5,6 +5,7 @@ package effectortest
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"sync"
 	"testing"
@@ -83,10 +84,10 @@ func Table(tb testing.TB, hooks ...func(ctx context.Context) error) (*registry.R
 
 // Intent returns an unsigned TOOL intent for "apply" at (entity, seq, step),
 // expiring an hour from now.
-func Intent(entity string, seq int64, step uint32) *toolreg.Intent {
+func Intent(entity string, seq int64, step uint32) *intent.Intent {
 	now := time.Now()
-	return &toolreg.Intent{
-		ID:          toolreg.IntentID([]byte(entity), seq, step),
+	return &intent.Intent{
+		ID:          intent.IntentID([]byte(entity), seq, step),
 		EntityKey:   []byte(entity),
 		Seq:         seq,
 		StepIndex:   step,
@@ -95,7 +96,7 @@ func Intent(entity string, seq int64, step uint32) *toolreg.Intent {
 		CreatedAtMs: now.UnixMilli(),
 		ExpiresAtMs: now.Add(time.Hour).UnixMilli(),
 		Attempt:     1,
-		Kind:        toolreg.KindTool,
+		Kind:        intent.KindTool,
 	}
 }
 

@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
@@ -112,7 +112,7 @@ func TestKillPoints(t *testing.T) {
 							applied++
 						}
 					}
-					ok := len(res[id]) > 0 && res[id][0].Status == toolreg.StatusOK
+					ok := len(res[id]) > 0 && res[id][0].Status == intent.StatusOK
 					if applied > 1 || (ok && applied != 1) {
 						t.Errorf("intent %s: the deduplicating downstream applied it %d times; its result is OK: %v", id, applied, ok)
 					}
@@ -251,7 +251,7 @@ func TestPausedOwner(t *testing.T) {
 }
 
 // storedResult reads the intent's terminal record straight from the store.
-func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix, id string) toolreg.Result {
+func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix, id string) intent.Result {
 	t.Helper()
 	ctx := context.Background()
 	var store effector.DedupStore
@@ -274,7 +274,7 @@ func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix,
 	if c.State != effector.Done {
 		t.Fatalf("intent %s is %s in the store, want done", id, c.State)
 	}
-	var r toolreg.Result
+	var r intent.Result
 	if err := r.UnmarshalBinary(c.Result); err != nil {
 		t.Fatal(err)
 	}
@@ -429,12 +429,12 @@ func TestStreams(t *testing.T) {
 		}
 		return p.Count
 	}
-	published := func() map[string][]toolreg.Result {
+	published := func() map[string][]intent.Result {
 		rs, err := redisstream.Results(ctx, rdb, "results")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string][]toolreg.Result{}
+		got := map[string][]intent.Result{}
 		for _, r := range rs {
 			got[r.IntentID] = append(got[r.IntentID], r)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -16,8 +17,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // effectord is the path of the built effector service.
@@ -102,20 +101,20 @@ func writeSummary() error {
 // first unique entries are distinct intents, the rest repeat earlier ones
 // (redeliveries), all shuffled by rng. It returns the stream and the distinct
 // intent ids.
-func stream(tag string, n, unique int, rng *rand.Rand) ([]*toolreg.Intent, []string) {
+func stream(tag string, n, unique int, rng *rand.Rand) ([]*intent.Intent, []string) {
 	now := time.Now()
 	entity := []byte("faulttest/" + tag)
-	distinct := make([]*toolreg.Intent, unique)
+	distinct := make([]*intent.Intent, unique)
 	ids := make([]string, unique)
 	for i := range distinct {
-		distinct[i] = &toolreg.Intent{
-			ID: toolreg.IntentID(entity, 1, uint32(i)), EntityKey: entity, Seq: 1, StepIndex: uint32(i),
+		distinct[i] = &intent.Intent{
+			ID: intent.IntentID(entity, 1, uint32(i)), EntityKey: entity, Seq: 1, StepIndex: uint32(i),
 			ToolName: "apply", ArgsJSON: []byte(`{"key":"k` + strconv.Itoa(i) + `"}`),
-			CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Hour).UnixMilli(), Attempt: 1, Kind: toolreg.KindTool,
+			CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Hour).UnixMilli(), Attempt: 1, Kind: intent.KindTool,
 		}
 		ids[i] = distinct[i].ID
 	}
-	out := append([]*toolreg.Intent(nil), distinct...)
+	out := append([]*intent.Intent(nil), distinct...)
 	for len(out) < n {
 		out = append(out, distinct[rng.IntN(unique)])
 	}
@@ -125,7 +124,7 @@ func stream(tag string, n, unique int, rng *rand.Rand) ([]*toolreg.Intent, []str
 	return out, ids
 }
 
-func writeIntents(t *testing.T, path string, ins []*toolreg.Intent) {
+func writeIntents(t *testing.T, path string, ins []*intent.Intent) {
 	t.Helper()
 	var b bytes.Buffer
 	for _, in := range ins {
@@ -248,12 +247,12 @@ func downstreamCalls(t *testing.T, path string) map[string][]call {
 }
 
 // results reads results files: every result published per intent id.
-func results(t *testing.T, paths ...string) map[string][]toolreg.Result {
+func results(t *testing.T, paths ...string) map[string][]intent.Result {
 	t.Helper()
-	got := map[string][]toolreg.Result{}
+	got := map[string][]intent.Result{}
 	for _, path := range paths {
 		for i, l := range lines(t, path) {
-			var r toolreg.Result
+			var r intent.Result
 			if err := r.UnmarshalJSON([]byte(l)); err != nil {
 				t.Fatalf("%s:%d: %v", path, i+1, err)
 			}
@@ -289,7 +288,7 @@ func lines(t *testing.T, path string) []string {
 
 // sameResult reports whether two published results are the same terminal
 // result (a result republished after a crash must be byte-identical).
-func sameResult(a, b toolreg.Result) bool {
+func sameResult(a, b intent.Result) bool {
 	x, err1 := a.MarshalBinary()
 	y, err2 := b.MarshalBinary()
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
@@ -299,7 +298,7 @@ func sameResult(a, b toolreg.Result) bool {
 // every intent id has a result (lost counts those that have none) and every
 // result published for it is the same one (fails otherwise); executions and
 // duplicates count the downstream's calls.
-func tally(t *testing.T, scenario string, ids []string, calls map[string][]call, res map[string][]toolreg.Result) row {
+func tally(t *testing.T, scenario string, ids []string, calls map[string][]call, res map[string][]intent.Result) row {
 	t.Helper()
 	r := row{scenario: scenario, intents: len(ids)}
 	for _, id := range ids {

@@ -1,4 +1,4 @@
-package toolreg
+package intent
 
 import (
 	"crypto/sha1"

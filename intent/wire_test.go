@@ -1,4 +1,4 @@
-package toolreg_test
+package intent_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/beam-agents/toolreg/intent"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // fixtureDir holds the Python runtime's bytes. They are read in place, never
 // copied into this repository.
-const fixtureDir = "../shared/interop/beam-agents-v1"
+const fixtureDir = "../../shared/interop/beam-agents-v1"
 
 const (
 	t0 = 1700000000000
@@ -59,12 +60,12 @@ func readFixture(t testing.TB, name string) []byte {
 // intentFixtures are the README's table of field values, one row per file.
 var intentFixtures = []struct {
 	file   string
-	want   toolreg.Intent
+	want   intent.Intent
 	signed bool
 }{
 	{
 		file: "tool_intent.bin",
-		want: toolreg.Intent{
+		want: intent.Intent{
 			ID: "11111111-2222-5333-8444-555555555555", EntityKey: []byte("entity-1"), Seq: 7, StepIndex: 2,
 			ToolName: "http.post", ArgsJSON: json.RawMessage(`{"body":{"n":1},"url":"https://example.test"}`),
 			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Attempt: 1,
@@ -72,56 +73,56 @@ var intentFixtures = []struct {
 	},
 	{
 		file: "tool_intent_approval.bin",
-		want: toolreg.Intent{
+		want: intent.Intent{
 			ID: "aaaaaaaa-bbbb-5ccc-8ddd-eeeeeeeeeeee", EntityKey: []byte("entity-1"), Seq: 7, StepIndex: 3,
 			ToolName: "approval", ArgsJSON: json.RawMessage(`{"amount":9000,"reason":"refund"}`),
-			CreatedAtMs: t0, ExpiresAtMs: t0 + 3600000, Kind: toolreg.KindApproval,
+			CreatedAtMs: t0, ExpiresAtMs: t0 + 3600000, Kind: intent.KindApproval,
 		},
 	},
 	{
 		file: "tool_intent_traced.bin",
-		want: toolreg.Intent{
+		want: intent.Intent{
 			ID: "cccccccc-dddd-5eee-8fff-000000000000", EntityKey: []byte("entity-1"), Seq: 7, StepIndex: 4,
 			ToolName: "http.post", ArgsJSON: json.RawMessage(`{"url":"https://example.test"}`),
-			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Kind: toolreg.KindTool,
+			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Kind: intent.KindTool,
 			TraceID: []byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef},
 		},
 	},
 	{
 		file: "tool_intent_signed.bin",
-		want: toolreg.Intent{
+		want: intent.Intent{
 			ID: "dddddddd-eeee-5fff-8000-111111111111", EntityKey: []byte("entity-1"), Seq: 7, StepIndex: 5,
 			ToolName: "http.post", ArgsJSON: json.RawMessage(`{"url":"https://example.test"}`),
-			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Kind: toolreg.KindTool,
-			SignatureScheme: toolreg.SchemeHMACSHA256, SigningKeyID: "golden-k1",
+			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Kind: intent.KindTool,
+			SignatureScheme: intent.SchemeHMACSHA256, SigningKeyID: "golden-k1",
 		},
 		signed: true,
 	},
 	{
 		file: "tool_intent_future_field.bin",
-		want: toolreg.Intent{
+		want: intent.Intent{
 			ID: "eeeeeeee-ffff-5000-8111-222222222222", EntityKey: []byte("entity-1"), Seq: 7, StepIndex: 6,
 			ToolName: "http.post", ArgsJSON: json.RawMessage(`{"url":"https://example.test"}`),
-			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Kind: toolreg.KindTool,
-			SignatureScheme: toolreg.SchemeHMACSHA256, SigningKeyID: "golden-k1",
+			CreatedAtMs: t0, ExpiresAtMs: t0 + 60000, Kind: intent.KindTool,
+			SignatureScheme: intent.SchemeHMACSHA256, SigningKeyID: "golden-k1",
 		},
 		signed: true,
 	},
 }
 
-var wantResult = toolreg.Result{
+var wantResult = intent.Result{
 	IntentID: "11111111-2222-5333-8444-555555555555", EntityKey: []byte("entity-1"), Seq: 7,
-	Status: toolreg.StatusOK, Payload: []byte("\x00\x01\x02result"), CompletedAtMs: t1,
+	Status: intent.StatusOK, Payload: []byte("\x00\x01\x02result"), CompletedAtMs: t1,
 }
 
 // The signature bytes are the MAC and cannot be written in the README's table;
 // the fixtures are checked field by field without them, and the signature is
 // checked by verifying it.
-var ignoreSignature = cmpopts.IgnoreFields(toolreg.Intent{}, "Signature")
+var ignoreSignature = cmpopts.IgnoreFields(intent.Intent{}, "Signature")
 
-func decodeIntent(t testing.TB, b []byte) *toolreg.Intent {
+func decodeIntent(t testing.TB, b []byte) *intent.Intent {
 	t.Helper()
-	var in toolreg.Intent
+	var in intent.Intent
 	if err := in.UnmarshalBinary(b); err != nil {
 		t.Fatalf("UnmarshalBinary: %v", err)
 	}
@@ -134,7 +135,7 @@ func TestEveryFixtureDecodesToItsDocumentedFieldValues(t *testing.T) {
 		t.Run(fx.file, func(t *testing.T) {
 			t.Parallel()
 			got := decodeIntent(t, readFixture(t, fx.file))
-			if diff := cmp.Diff(fx.want, *got, ignoreSignature, cmpopts.IgnoreUnexported(toolreg.Intent{})); diff != "" {
+			if diff := cmp.Diff(fx.want, *got, ignoreSignature, cmpopts.IgnoreUnexported(intent.Intent{})); diff != "" {
 				t.Errorf("decoded intent (-want +got):\n%s", diff)
 			}
 			if fx.signed != (len(got.Signature) == 32) {
@@ -144,11 +145,11 @@ func TestEveryFixtureDecodesToItsDocumentedFieldValues(t *testing.T) {
 	}
 	t.Run("tool_result.bin", func(t *testing.T) {
 		t.Parallel()
-		var got toolreg.Result
+		var got intent.Result
 		if err := got.UnmarshalBinary(readFixture(t, "tool_result.bin")); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(wantResult, got, cmpopts.IgnoreUnexported(toolreg.Result{})); diff != "" {
+		if diff := cmp.Diff(wantResult, got, cmpopts.IgnoreUnexported(intent.Result{})); diff != "" {
 			t.Errorf("decoded result (-want +got):\n%s", diff)
 		}
 	})
@@ -172,7 +173,7 @@ func TestEveryFixtureReencodesByteIdentically(t *testing.T) {
 	t.Run("tool_result.bin", func(t *testing.T) {
 		t.Parallel()
 		raw := readFixture(t, "tool_result.bin")
-		var r toolreg.Result
+		var r intent.Result
 		if err := r.UnmarshalBinary(raw); err != nil {
 			t.Fatal(err)
 		}
@@ -249,14 +250,14 @@ func TestTheFutureFieldFixtureVerifiesOnlyWhileItsUnknownFieldIsKept(t *testing.
 
 	// A reader that drops unknown fields keeps only the known ones: copying them
 	// into a fresh Intent is exactly that.
-	dropped := toolreg.Intent{
+	dropped := intent.Intent{
 		ID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, StepIndex: in.StepIndex, ToolName: in.ToolName,
 		ArgsJSON: in.ArgsJSON, CreatedAtMs: in.CreatedAtMs, ExpiresAtMs: in.ExpiresAtMs, Attempt: in.Attempt,
 		Kind: in.Kind, TraceID: in.TraceID, SignatureScheme: in.SignatureScheme,
 		SigningKeyID: in.SigningKeyID, Signature: in.Signature,
 	}
 	err := dropped.VerifyHMAC(goldenKeys)
-	if !errors.Is(err, toolreg.ErrBadSignature) {
+	if !errors.Is(err, intent.ErrBadSignature) {
 		t.Fatalf("with field 500 dropped: VerifyHMAC = %v; want ErrBadSignature", err)
 	}
 
@@ -265,7 +266,7 @@ func TestTheFutureFieldFixtureVerifiesOnlyWhileItsUnknownFieldIsKept(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back toolreg.Intent
+	var back intent.Intent
 	if err := json.Unmarshal(j, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -276,61 +277,61 @@ func TestTheFutureFieldFixtureVerifiesOnlyWhileItsUnknownFieldIsKept(t *testing.
 
 func TestVerificationRefusesEachFailureWithItsOwnError(t *testing.T) {
 	t.Parallel()
-	signed := func(t *testing.T) *toolreg.Intent {
+	signed := func(t *testing.T) *intent.Intent {
 		return decodeIntent(t, readFixture(t, "tool_intent_signed.bin"))
 	}
 	tests := []struct {
 		name   string
-		intent func(t *testing.T) *toolreg.Intent
+		intent func(t *testing.T) *intent.Intent
 		keys   map[string][]byte
 		want   error
 	}{
-		{"an intent with no signature is unsigned", func(t *testing.T) *toolreg.Intent {
+		{"an intent with no signature is unsigned", func(t *testing.T) *intent.Intent {
 			return decodeIntent(t, readFixture(t, "tool_intent.bin"))
-		}, goldenKeys, toolreg.ErrUnsigned},
+		}, goldenKeys, intent.ErrUnsigned},
 		{"a key id the verifier does not hold is an unknown key", signed,
-			map[string][]byte{"other-k2": goldenKey}, toolreg.ErrUnknownKey},
+			map[string][]byte{"other-k2": goldenKey}, intent.ErrUnknownKey},
 		{"an empty key counts as absent", signed,
-			map[string][]byte{"golden-k1": {}}, toolreg.ErrUnknownKey},
+			map[string][]byte{"golden-k1": {}}, intent.ErrUnknownKey},
 		{"another key under the same id is a bad signature", signed,
-			map[string][]byte{"golden-k1": []byte("not the golden key")}, toolreg.ErrBadSignature},
-		{"changed arguments are a bad signature", func(t *testing.T) *toolreg.Intent {
+			map[string][]byte{"golden-k1": []byte("not the golden key")}, intent.ErrBadSignature},
+		{"changed arguments are a bad signature", func(t *testing.T) *intent.Intent {
 			in := signed(t)
 			in.ArgsJSON = json.RawMessage(`{"url":"https://evil.test"}`)
 			return in
-		}, goldenKeys, toolreg.ErrBadSignature},
-		{"a changed expiry is a bad signature", func(t *testing.T) *toolreg.Intent {
+		}, goldenKeys, intent.ErrBadSignature},
+		{"a changed expiry is a bad signature", func(t *testing.T) *intent.Intent {
 			in := signed(t)
 			in.ExpiresAtMs++
 			return in
-		}, goldenKeys, toolreg.ErrBadSignature},
-		{"a changed key id is checked under that id", func(t *testing.T) *toolreg.Intent {
+		}, goldenKeys, intent.ErrBadSignature},
+		{"a changed key id is checked under that id", func(t *testing.T) *intent.Intent {
 			in := signed(t)
 			in.SigningKeyID = "golden-k2"
 			return in
-		}, map[string][]byte{"golden-k1": goldenKey, "golden-k2": goldenKey[1:]}, toolreg.ErrBadSignature},
-		{"an unsupported scheme is a bad signature", func(t *testing.T) *toolreg.Intent {
+		}, map[string][]byte{"golden-k1": goldenKey, "golden-k2": goldenKey[1:]}, intent.ErrBadSignature},
+		{"an unsupported scheme is a bad signature", func(t *testing.T) *intent.Intent {
 			in := signed(t)
 			in.SignatureScheme = 7
 			return in
-		}, goldenKeys, toolreg.ErrBadSignature},
-		{"a signature without a scheme is a bad signature", func(t *testing.T) *toolreg.Intent {
+		}, goldenKeys, intent.ErrBadSignature},
+		{"a signature without a scheme is a bad signature", func(t *testing.T) *intent.Intent {
 			in := signed(t)
-			in.SignatureScheme = toolreg.SchemeUnspecified
+			in.SignatureScheme = intent.SchemeUnspecified
 			return in
-		}, goldenKeys, toolreg.ErrBadSignature},
-		{"a truncated signature is a bad signature", func(t *testing.T) *toolreg.Intent {
+		}, goldenKeys, intent.ErrBadSignature},
+		{"a truncated signature is a bad signature", func(t *testing.T) *intent.Intent {
 			in := signed(t)
 			in.Signature = in.Signature[:31]
 			return in
-		}, goldenKeys, toolreg.ErrBadSignature},
+		}, goldenKeys, intent.ErrBadSignature},
 	}
-	sentinels := []error{toolreg.ErrUnsigned, toolreg.ErrUnknownKey, toolreg.ErrBadSignature}
+	sentinels := []error{intent.ErrUnsigned, intent.ErrUnknownKey, intent.ErrBadSignature}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := tt.intent(t).VerifyHMAC(tt.keys)
-			var se *toolreg.SignatureError
+			var se *intent.SignatureError
 			if !errors.As(err, &se) {
 				t.Fatalf("VerifyHMAC = %v; want a *SignatureError", err)
 			}
@@ -391,7 +392,7 @@ func TestIntentIDsMatchThePythonRuntime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := toolreg.IntentID(tt.entityKey, tt.seq, tt.step); got != tt.want {
+			if got := intent.IntentID(tt.entityKey, tt.seq, tt.step); got != tt.want {
 				t.Errorf("IntentID(%x, %d, %d) = %s; want %s", tt.entityKey, tt.seq, tt.step, got, tt.want)
 			}
 		})
@@ -412,9 +413,9 @@ func TestEveryFixtureRoundTripsThroughItsGoldenJSON(t *testing.T) {
 			raw := readFixture(t, file)
 			var v wireMessage
 			if strings.HasPrefix(file, "tool_result") {
-				v = new(toolreg.Result)
+				v = new(intent.Result)
 			} else {
-				v = new(toolreg.Intent)
+				v = new(intent.Intent)
 			}
 			if err := v.UnmarshalBinary(raw); err != nil {
 				t.Fatal(err)
@@ -467,9 +468,9 @@ func TestEnumsReadBackTheirWireNames(t *testing.T) {
 		new        func(int32) enum
 		wire, last int32 // values 0..last have names; wire has none
 	}{
-		{"kind", func(i int32) enum { k := toolreg.IntentKind(i); return &k }, 7, 2},
-		{"signature scheme", func(i int32) enum { s := toolreg.SignatureScheme(i); return &s }, 7, 1},
-		{"status", func(i int32) enum { s := toolreg.Status(i); return &s }, 7, 4},
+		{"kind", func(i int32) enum { k := intent.IntentKind(i); return &k }, 7, 2},
+		{"signature scheme", func(i int32) enum { s := intent.SignatureScheme(i); return &s }, 7, 1},
+		{"status", func(i int32) enum { s := intent.Status(i); return &s }, 7, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -523,7 +524,7 @@ func TestJSONIsRefusedWithAClearError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var in toolreg.Intent
+			var in intent.Intent
 			err := in.UnmarshalJSON([]byte(tt.json))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("UnmarshalJSON(%s) = %v; want an error containing %q", tt.json, err, tt.want)
@@ -549,9 +550,9 @@ func TestBadBytesAreRefusedWithAWireErrorSayingWhere(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			in := toolreg.Intent{ToolName: "kept"}
+			in := intent.Intent{ToolName: "kept"}
 			err := in.UnmarshalBinary(tt.bytes)
-			var we *toolreg.WireError
+			var we *intent.WireError
 			if !errors.As(err, &we) {
 				t.Fatalf("UnmarshalBinary = %v; want a *WireError", err)
 			}
@@ -565,9 +566,9 @@ func TestBadBytesAreRefusedWithAWireErrorSayingWhere(t *testing.T) {
 	}
 	t.Run("encoding a string that is not UTF-8", func(t *testing.T) {
 		t.Parallel()
-		in := toolreg.Intent{ToolName: "\xff"}
+		in := intent.Intent{ToolName: "\xff"}
 		_, err := in.MarshalBinary()
-		var we *toolreg.WireError
+		var we *intent.WireError
 		if !errors.As(err, &we) || we.Field != "tool_name" {
 			t.Fatalf("MarshalBinary = %v; want a *WireError on tool_name", err)
 		}
@@ -585,7 +586,7 @@ func TestTheDecoderFollowsProto3Rules(t *testing.T) {
 	b = protowire.AppendVarint(b, 9)
 	b = protowire.AppendTag(b, 5, protowire.BytesType) // the last value wins
 	b = protowire.AppendString(b, "second")
-	var in toolreg.Intent
+	var in intent.Intent
 	if err := in.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
@@ -676,9 +677,9 @@ func assertSameAsProtobufGo(t testing.TB, desc protoreflect.MessageDescriptor, b
 	perr := proto.Unmarshal(b, m)
 	var v wireMessage
 	if desc == intentDesc {
-		v = new(toolreg.Intent)
+		v = new(intent.Intent)
 	} else {
-		v = new(toolreg.Result)
+		v = new(intent.Result)
 	}
 	err := v.UnmarshalBinary(b)
 	if (perr == nil) != (err == nil) {
@@ -729,9 +730,9 @@ func TestJSONInteroperatesWithProtojson(t *testing.T) {
 			raw := readFixture(t, f.name)
 			newMsg := func() wireMessage {
 				if f.desc == resultDesc {
-					return new(toolreg.Result)
+					return new(intent.Result)
 				}
-				return new(toolreg.Intent)
+				return new(intent.Intent)
 			}
 
 			// protojson -> toolreg

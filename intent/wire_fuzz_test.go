@@ -1,13 +1,12 @@
-package toolreg_test
+package intent_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/beam-agents/toolreg/intent"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // The wire decoders read bytes from queues and stores another runtime writes:
@@ -31,7 +30,7 @@ func FuzzIntentUnmarshalBinary(f *testing.F) {
 		"tool_intent_signed.bin", "tool_intent_future_field.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		assertSameAsProtobufGo(t, intentDesc, b)
-		var in toolreg.Intent
+		var in intent.Intent
 		if in.UnmarshalBinary(b) != nil {
 			return
 		}
@@ -40,7 +39,7 @@ func FuzzIntentUnmarshalBinary(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoding an accepted intent: %v", err)
 		}
-		var again toolreg.Intent
+		var again intent.Intent
 		if err := again.UnmarshalBinary(once); err != nil {
 			t.Fatalf("decoding our own encoding %x: %v", once, err)
 		}
@@ -52,7 +51,7 @@ func FuzzIntentUnmarshalBinary(f *testing.F) {
 		if err != nil {
 			t.Fatalf("MarshalJSON of an accepted intent: %v", err)
 		}
-		var fromJSON toolreg.Intent
+		var fromJSON intent.Intent
 		if err := json.Unmarshal(j, &fromJSON); err != nil {
 			t.Fatalf("reading back %s: %v", j, err)
 		}
@@ -66,7 +65,7 @@ func FuzzResultUnmarshalBinary(f *testing.F) {
 	addWireSeeds(f, "tool_result.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		assertSameAsProtobufGo(t, resultDesc, b)
-		var r toolreg.Result
+		var r intent.Result
 		if r.UnmarshalBinary(b) != nil {
 			return
 		}
@@ -78,7 +77,7 @@ func FuzzResultUnmarshalBinary(f *testing.F) {
 		if err != nil {
 			t.Fatalf("MarshalJSON of an accepted result: %v", err)
 		}
-		var fromJSON toolreg.Result
+		var fromJSON intent.Result
 		if err := json.Unmarshal(j, &fromJSON); err != nil {
 			t.Fatalf("reading back %s: %v", j, err)
 		}
@@ -101,7 +100,7 @@ func FuzzIntentUnmarshalJSON(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"unknown_fields":"oB8q","signature_scheme":"HMAC_SHA256"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var in toolreg.Intent
+		var in intent.Intent
 		if in.UnmarshalJSON(b) != nil {
 			return
 		}
@@ -114,14 +113,14 @@ func FuzzIntentUnmarshalJSON(f *testing.F) {
 		if err != nil {
 			t.Fatalf("MarshalJSON of an intent read from JSON %s: %v", b, err)
 		}
-		var again toolreg.Intent
+		var again intent.Intent
 		if err := json.Unmarshal(j, &again); err != nil {
 			t.Fatalf("reading back %s: %v", j, err)
 		}
 		if back, _ := again.MarshalBinary(); !bytes.Equal(back, wire) {
 			t.Fatalf("JSON round trip changed the wire bytes:\n%x\n%x", back, wire)
 		}
-		var fromWire toolreg.Intent
+		var fromWire intent.Intent
 		if err := fromWire.UnmarshalBinary(wire); err != nil {
 			t.Fatalf("decoding %x: %v", wire, err)
 		}

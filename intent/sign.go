@@ -1,10 +1,11 @@
-package toolreg
+package intent
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg"
 )
 
 // The three ways an intent can fail verification. A *SignatureError wraps
@@ -45,7 +46,7 @@ func (e *SignatureError) Error() string {
 
 func (e *SignatureError) Unwrap() error { return e.Err }
 
-func (e *SignatureError) Is(target error) bool { return target == ErrTool }
+func (e *SignatureError) Is(target error) bool { return target == toolreg.ErrTool }
 
 // SignHMAC signs in with HMAC-SHA256 under keyID, as beam-agents v1 does: it
 // sets SignatureScheme, SigningKeyID and Signature, the MAC of the intent's

@@ -1,7 +1,8 @@
-package toolreg
+package intent
 
 import (
 	"fmt"
+	"github.com/beam-agents/toolreg"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -77,7 +78,7 @@ func (e *WireError) Error() string {
 	return fmt.Sprintf("toolreg: encoding %s: %s", where, e.Reason)
 }
 
-func (e *WireError) Is(target error) bool { return target == ErrTool }
+func (e *WireError) Is(target error) bool { return target == toolreg.ErrTool }
 
 // MarshalBinary returns the intent's beam-agents v1 protobuf bytes. The same
 // intent always gives the same bytes. It fails only on a string field that is

@@ -1,13 +1,12 @@
-package toolreg_test
+package intent_test
 
 import (
+	"github.com/beam-agents/toolreg/intent"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
-
-	"github.com/beam-agents/toolreg"
 )
 
 // Each toolreg benchmark is compared, in the same run, with protobuf-go doing
@@ -15,19 +14,19 @@ import (
 // sub-benchmarks): the reference encoder the tests check our bytes against.
 
 func BenchmarkIntentMarshalBinary(b *testing.B) {
-	benchMarshalBinary(b, "tool_intent_signed.bin", new(toolreg.Intent), intentDesc)
+	benchMarshalBinary(b, "tool_intent_signed.bin", new(intent.Intent), intentDesc)
 }
 
 func BenchmarkResultMarshalBinary(b *testing.B) {
-	benchMarshalBinary(b, "tool_result.bin", new(toolreg.Result), resultDesc)
+	benchMarshalBinary(b, "tool_result.bin", new(intent.Result), resultDesc)
 }
 
 func BenchmarkIntentUnmarshalBinary(b *testing.B) {
-	benchUnmarshalBinary(b, "tool_intent_future_field.bin", new(toolreg.Intent), intentDesc)
+	benchUnmarshalBinary(b, "tool_intent_future_field.bin", new(intent.Intent), intentDesc)
 }
 
 func BenchmarkResultUnmarshalBinary(b *testing.B) {
-	benchUnmarshalBinary(b, "tool_result.bin", new(toolreg.Result), resultDesc)
+	benchUnmarshalBinary(b, "tool_result.bin", new(intent.Result), resultDesc)
 }
 
 // benchMarshalBinary encodes the fixture's message, decoded once into v.
@@ -98,6 +97,6 @@ func BenchmarkIntentID(b *testing.B) {
 	key := []byte("entity-1")
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = toolreg.IntentID(key, 7, 2)
+		_ = intent.IntentID(key, 7, 2)
 	}
 }
