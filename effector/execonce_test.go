@@ -1,0 +1,364 @@
+package effector_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+// gateTools is a table with one side-effecting tool, "gate", whose function
+// waits until release is closed, or until its own context ends (then it
+// returns that context's error, as a well-behaved function does).
+type gateTools struct {
+	table   *registry.Registry
+	calls   atomic.Int32
+	entered chan struct{} // closed when the function is first invoked
+	release chan struct{}
+	once    sync.Once
+	ctxErr  atomic.Value // the error of the function's context when it returned
+}
+
+func newGateTools(t testing.TB) *gateTools {
+	t.Helper()
+	g := &gateTools{entered: make(chan struct{}), release: make(chan struct{})}
+	b := bindings.New([]*toolreg.Spec{spec("gate", true)})
+	bindings.Effect(b, "gate", func(ctx context.Context, _ noArgs) (string, error) {
+		g.calls.Add(1)
+		g.once.Do(func() { close(g.entered) })
+		select {
+		case <-g.release:
+			g.ctxErr.Store(errBox{ctx.Err()})
+			return "applied", nil
+		case <-ctx.Done():
+			g.ctxErr.Store(errBox{ctx.Err()})
+			return "", context.Cause(ctx)
+		}
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.table = bound.Effector
+	t.Cleanup(func() { g.open() })
+	return g
+}
+
+type errBox struct{ err error }
+
+var openMu sync.Mutex
+
+func (g *gateTools) open() {
+	openMu.Lock()
+	defer openMu.Unlock()
+	select {
+	case <-g.release:
+	default:
+		close(g.release)
+	}
+}
+
+func newGateEffector(t testing.TB, g *gateTools, store effector.DedupStore, opts ...effector.Option) *effector.Effector {
+	t.Helper()
+	opts = append([]effector.Option{effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
+		effector.WithBackoff(time.Millisecond, 5*time.Millisecond)}, opts...)
+	e, err := effector.New(g.table, store, opts...)
+	if err != nil {
+		t.Fatalf("effector.New: %v", err)
+	}
+	return e
+}
+
+// storeState reads what store holds for id without disturbing a live claim
+// (a claim of an in-flight intent changes nothing).
+func storeState(t *testing.T, store effector.DedupStore, id string) effector.Claim {
+	t.Helper()
+	c, err := store.Claim(context.Background(), id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State == effector.Claimed {
+		t.Fatalf("intent %s was free in the store (claimed it now): its execution left no claim", id)
+	}
+	return c
+}
+
+// TestACancelledCallerNeverRecordsAResultForAFunctionStillRunning is item 1
+// of issue 13: the caller's context ending (an MCP request cancelled, a
+// shutdown) must not record a terminal result while the function runs. The
+// function runs on, unaware; Process returns the caller's error at once; the
+// function's real outcome is recorded when it returns, and a second Process
+// returns it without running the function again.
+func TestACancelledCallerNeverRecordsAResultForAFunctionStillRunning(t *testing.T) {
+	t.Parallel()
+	g := newGateTools(t)
+	store := effector.NewMemoryStore()
+	e := newGateEffector(t, g, store)
+	in := intentFor("gate", `{}`, 1)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	type outcome struct {
+		res intent.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := e.Process(ctx, in)
+		done <- outcome{res, err}
+	}()
+	<-g.entered
+	cancel()
+
+	var first outcome
+	select {
+	case first = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Process did not return within 5s of its caller's context ending")
+	}
+	if first.err == nil || !errors.Is(first.err, context.Canceled) {
+		t.Fatalf("Process after its caller gave up = %s %q, %v; want no result and an error wrapping context.Canceled", first.res.Status, first.res.ErrorMessage, first.err)
+	}
+	var de *effector.DetachedError
+	if !errors.As(first.err, &de) || de.IntentID != in.ID || de.Tool != "gate" {
+		t.Errorf("Process error = %v, want an *effector.DetachedError naming the intent and its tool", first.err)
+	}
+	if !strings.Contains(first.err.Error(), in.ID) || !strings.Contains(first.err.Error(), "process it again") {
+		t.Errorf("error %q does not name the intent and say what to do", first.err)
+	}
+	if first.res.Status != intent.StatusUnspecified {
+		t.Errorf("Process returned a %s result for a function still running", first.res.Status)
+	}
+	// Nothing terminal is recorded while the function runs: the claim holds.
+	if c := storeState(t, store, in.ID); c.State != effector.InFlight {
+		t.Fatalf("while the function still runs the store holds %s, want in-flight (no result yet)", c.State)
+	}
+
+	g.open()
+	// A second delivery waits for the running execution and returns what
+	// really happened: OK, with the function's payload.
+	res, err := e.Process(testCtx(t), in)
+	if err != nil || res.Status != intent.StatusOK || string(res.Payload) != `"applied"` {
+		t.Fatalf("second Process = %s %q %q, %v; want the real outcome: OK \"applied\"", res.Status, res.Payload, res.ErrorMessage, err)
+	}
+	if n := g.calls.Load(); n != 1 {
+		t.Errorf("the function ran %d times, want once", n)
+	}
+	if b, _ := g.ctxErr.Load().(errBox); b.err != nil {
+		t.Errorf("the function's context ended (%v) with its caller's: only the tool timeout may end it", b.err)
+	}
+	if c := storeState(t, store, in.ID); c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
+		t.Errorf("the store holds %s %q, want the OK result", c.State, c.Result)
+	}
+	if got := e.Stats().Detached; got != 1 {
+		t.Errorf("Stats().Detached = %d, want 1", got)
+	}
+}
+
+// TestOnlyTheToolTimeoutEndsACallEarly: the timeout still ends a function
+// (its context ends with a *TimeoutError) and records ERROR saying the
+// effect is unknown, though the caller's context never ended.
+func TestOnlyTheToolTimeoutEndsACallEarly(t *testing.T) {
+	t.Parallel()
+	g := newGateTools(t)
+	store := effector.NewMemoryStore()
+	e := newGateEffector(t, g, store, effector.WithToolTimeout("gate", 30*time.Millisecond))
+	in := intentFor("gate", `{}`, 1)
+	ctx, cancel := context.WithCancel(context.Background()) // can end, never does
+	defer cancel()
+	res, err := e.Process(ctx, in)
+	if err != nil || res.Status != intent.StatusError || !strings.Contains(res.ErrorMessage, "effect is unknown") {
+		t.Fatalf("Process = %s %q, %v; want ERROR saying the effect is unknown", res.Status, res.ErrorMessage, err)
+	}
+	if b, _ := g.ctxErr.Load().(errBox); !errors.Is(b.err, context.DeadlineExceeded) {
+		t.Errorf("the function's context ended with %v, want context.DeadlineExceeded", b.err)
+	}
+}
+
+// TestAnExitBeforeTheFunctionReturnsLeavesTheClaimToLapse: when the caller
+// is gone and the process exits before the function returns, nothing was
+// released nor completed, so the next owner, once the lease ends, sees the
+// intent as Reclaimed and its result says the effect is unknown.
+func TestAnExitBeforeTheFunctionReturnsLeavesTheClaimToLapse(t *testing.T) {
+	t.Parallel()
+	g := newGateTools(t)
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := &countingStore{DedupStore: effector.NewMemoryStore(effector.WithStoreClock(clock))}
+	in := intentFor("gate", `{}`, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-g.entered; cancel() }()
+	if _, err := newGateEffector(t, g, store).Process(ctx, in); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Process = %v, want context.Canceled", err)
+	}
+	if n := store.completes.Load() + store.releases.Load(); n != 0 {
+		t.Fatalf("the cancelled Process completed or released the claim (%d calls) while the function ran", n)
+	}
+	// "The process exits": this effector is dropped with its function still
+	// running; the lease ends.
+	mu.Lock()
+	now = now.Add(effector.DefaultLease + time.Second)
+	mu.Unlock()
+	c, err := store.DedupStore.Claim(context.Background(), in.ID, time.Minute)
+	if err != nil || c.State != effector.Claimed || !c.Reclaimed {
+		t.Fatalf("claim after the lease = %+v, %v; want Claimed and Reclaimed", c, err)
+	}
+}
+
+// completeFailing fails the first n Completes (all of them when n < 0).
+type completeFailing struct {
+	effector.DedupStore
+	n         int32
+	completes atomic.Int32
+}
+
+func (s *completeFailing) Complete(ctx context.Context, id, token string, res []byte, ttl time.Duration) error {
+	if k := s.completes.Add(1); s.n < 0 || k <= s.n {
+		return errors.New("disk I/O error: database or disk is full")
+	}
+	return s.DedupStore.Complete(ctx, id, token, res, ttl)
+}
+
+// TestAResultTheStoreCannotRecordIsNeverReportedAsSuccess is item 5 of issue
+// 13: Complete is retried with backoff until the lease's end; if it never
+// succeeds, Process returns an error and no result (so Serve acknowledges
+// nothing), the failure is counted and logged once, and the next owner sees
+// the intent as Reclaimed.
+func TestAResultTheStoreCannotRecordIsNeverReportedAsSuccess(t *testing.T) {
+	t.Parallel()
+	g := newGateTools(t)
+	g.open()
+	mem := effector.NewMemoryStore()
+	store := &completeFailing{DedupStore: mem, n: -1}
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	const lease = 300 * time.Millisecond
+	e := newGateEffector(t, g, store, effector.WithLease(lease), effector.WithTimeout(100*time.Millisecond), effector.WithLogger(logger))
+	in := intentFor("gate", `{}`, 1)
+
+	start := time.Now()
+	res, err := e.Process(testCtx(t), in)
+	took := time.Since(start)
+	var ue *effector.UnrecordedError
+	if !errors.As(err, &ue) || ue.IntentID != in.ID {
+		t.Fatalf("Process = %s %q, %v; want an *effector.UnrecordedError naming the intent", res.Status, res.ErrorMessage, err)
+	}
+	if res.Status != intent.StatusUnspecified {
+		t.Errorf("Process returned a %s result the store does not hold", res.Status)
+	}
+	if !strings.Contains(err.Error(), "disk is full") || !strings.Contains(err.Error(), in.ID) {
+		t.Errorf("error %q does not name the intent and the store's error", err)
+	}
+	if n := store.completes.Load(); n < 3 {
+		t.Errorf("Complete was tried %d times, want retries until the lease's end", n)
+	}
+	if took < lease/2 || took > lease+2*time.Second {
+		t.Errorf("Process took %v, want it to retry until about the lease's end (%v)", took, lease)
+	}
+	if got := e.Stats().Unrecorded; got != 1 {
+		t.Errorf("Stats().Unrecorded = %d, want 1", got)
+	}
+	mu.Lock()
+	logged := strings.Count(buf.String(), "result not recorded")
+	hasID := strings.Contains(buf.String(), in.ID)
+	mu.Unlock()
+	if logged != 1 || !hasID {
+		t.Errorf("the failure was logged %d times (with the id: %v), want once with the id:\n%s", logged, hasID, buf.String())
+	}
+	// The outcome stays recoverable: once the lease ends the next owner finds
+	// the intent reclaimed.
+	waitFor(t, func() bool {
+		c, err := mem.Claim(context.Background(), in.ID, time.Minute)
+		if err != nil || c.State == effector.Done {
+			t.Fatalf("after the failed writes the store holds %+v, %v", c, err)
+		}
+		return c.State == effector.Claimed && c.Reclaimed
+	})
+}
+
+// TestAResultWriteThatFailsThenSucceedsIsRecorded: a store that recovers
+// within the lease gets the result, and Process reports it.
+func TestAResultWriteThatFailsThenSucceedsIsRecorded(t *testing.T) {
+	t.Parallel()
+	g := newGateTools(t)
+	g.open()
+	mem := effector.NewMemoryStore()
+	store := &completeFailing{DedupStore: mem, n: 2}
+	e := newGateEffector(t, g, store)
+	in := intentFor("gate", `{}`, 1)
+	res, err := e.Process(testCtx(t), in)
+	if err != nil || res.Status != intent.StatusOK {
+		t.Fatalf("Process = %s %q, %v; want OK once the store recovers", res.Status, res.ErrorMessage, err)
+	}
+	if n := store.completes.Load(); n != 3 {
+		t.Errorf("Complete was tried %d times, want 3 (two failures, then success)", n)
+	}
+	if c := storeState(t, mem, in.ID); c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
+		t.Errorf("the store holds %s, want the OK result Process returned", c.State)
+	}
+	if got := e.Stats().Unrecorded; got != 0 {
+		t.Errorf("Stats().Unrecorded = %d, want 0", got)
+	}
+}
+
+// oneSource delivers one intent, then blocks until ctx ends; it counts acks.
+type oneSource struct {
+	in   *intent.Intent
+	sent bool
+	acks atomic.Int32
+}
+
+func (s *oneSource) Receive(ctx context.Context) (effector.Delivery, error) {
+	if !s.sent {
+		s.sent = true
+		return effector.Delivery{Intent: s.in, Pos: "one:1", Ack: func(context.Context) error { s.acks.Add(1); return nil }}, nil
+	}
+	<-ctx.Done()
+	return effector.Delivery{}, ctx.Err()
+}
+
+type countSink struct{ n atomic.Int32 }
+
+func (s *countSink) Publish(context.Context, intent.Result) error { s.n.Add(1); return nil }
+
+// TestServeNeverAcknowledgesAnIntentWhoseResultWasNotRecorded: with a store
+// that cannot record results, Serve publishes nothing and acknowledges
+// nothing, and stops with the delivery unanswered.
+func TestServeNeverAcknowledgesAnIntentWhoseResultWasNotRecorded(t *testing.T) {
+	t.Parallel()
+	g := newGateTools(t)
+	g.open()
+	store := &completeFailing{DedupStore: effector.NewMemoryStore(), n: -1}
+	e := newGateEffector(t, g, store, effector.WithLease(200*time.Millisecond), effector.WithTimeout(50*time.Millisecond))
+	src := &oneSource{in: intentFor("gate", `{}`, 1)}
+	sink := &countSink{}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	err := effector.Serve(ctx, src, sink, e, effector.WithServeLogger(quietLogger()), effector.WithDrainTimeout(time.Second),
+		effector.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	var ue *effector.UnansweredError
+	if !errors.As(err, &ue) || ue.Unanswered != 1 {
+		t.Fatalf("Serve = %v, want an *UnansweredError with the one delivery", err)
+	}
+	if n := src.acks.Load(); n != 0 {
+		t.Errorf("Serve acknowledged the intent %d times though its result was never recorded", n)
+	}
+	if n := sink.n.Load(); n != 0 {
+		t.Errorf("Serve published %d results the store does not hold", n)
+	}
+	if store.completes.Load() == 0 {
+		t.Fatal("Complete was never called: the test proves nothing")
+	}
+}
