@@ -36,8 +36,9 @@ type Effector struct {
 //
 // It refuses, with a *ConfigError listing every problem, a configuration
 // under which an intent could execute twice or never: a lease that does not
-// exceed every tool's timeout (the claim could end while the function still
-// runs, and another worker would run it again), a timeout for a tool the table
+// exceed every tool's timeout plus the store timeout plus LeaseMargin (the
+// claim could end before a timed-out function's result is recorded, and
+// another worker would run it again), a timeout for a tool the table
 // does not hold, signature checking with no keys, and non-positive durations.
 func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Effector, error) {
 	cfg := defaultConfig()
@@ -73,8 +74,14 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if cfg.maxBackoff < cfg.minBackoff {
 		add("WithBackoff maximum %v is below its minimum %v", cfg.maxBackoff, cfg.minBackoff)
 	}
-	if cfg.timeout > 0 && cfg.lease <= cfg.timeout {
-		add("lease %v does not exceed the tool timeout %v: a claim could end while a tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, cfg.timeout)
+	// After a tool's timeout the watchdog records ERROR with a store call
+	// bounded by the store timeout; all of it must end before the lease does.
+	leaseCovers := func(timeout time.Duration) (time.Duration, bool) {
+		need := timeout + max(cfg.storeTimeout, 0) + LeaseMargin
+		return need, cfg.lease > need
+	}
+	if need, ok := leaseCovers(cfg.timeout); cfg.timeout > 0 && !ok {
+		add("lease %v does not exceed the tool timeout %v plus the store timeout %v plus the margin %v (%v): a claim could end before a timed-out tool's result is recorded, and another worker would run it again; set WithLease above %v, or lower the timeouts", cfg.lease, cfg.timeout, cfg.storeTimeout, LeaseMargin, need, need)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.toolTimeouts)) {
 		d := cfg.toolTimeouts[name]
@@ -84,8 +91,8 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 				add("WithToolTimeout(%q): %v", name, err)
 			}
 		}
-		if d > 0 && cfg.lease <= d {
-			add("lease %v does not exceed the timeout %v of tool %q: a claim could end while the tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, d, name)
+		if need, ok := leaseCovers(d); d > 0 && !ok {
+			add("lease %v does not exceed the timeout %v of tool %q plus the store timeout %v plus the margin %v (%v): a claim could end before the tool's result is recorded, and another worker would run it again; set WithLease above %v, or lower the timeouts", cfg.lease, d, name, cfg.storeTimeout, LeaseMargin, need, need)
 		}
 	}
 	switch cfg.mode {

@@ -362,3 +362,78 @@ func TestServeNeverAcknowledgesAnIntentWhoseResultWasNotRecorded(t *testing.T) {
 		t.Fatal("Complete was never called: the test proves nothing")
 	}
 }
+
+// TestNewRefusesALeaseThatDoesNotCoverTheLongestTimeoutTheStoreTimeoutAndTheMargin
+// is item 7 of issue 13: after the longest tool timeout the watchdog still has
+// to record ERROR, a store call bounded by the store timeout, before the lease
+// ends, with LeaseMargin to spare.
+func TestNewRefusesALeaseThatDoesNotCoverTheLongestTimeoutTheStoreTimeoutAndTheMargin(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	store := effector.NewMemoryStore()
+	tests := []struct {
+		name string
+		opts []effector.Option
+		want string // "" when New must accept
+	}{
+		{"a lease that covers the timeout but not the store timeout is refused",
+			[]effector.Option{effector.WithLease(time.Second), effector.WithTimeout(800 * time.Millisecond), effector.WithStoreTimeout(150 * time.Millisecond)},
+			"lease 1s does not exceed the tool timeout 800ms plus the store timeout 150ms plus the margin 100ms (1.05s)"},
+		{"a lease that covers the timeout and store timeout but not the margin is refused",
+			[]effector.Option{effector.WithLease(time.Second), effector.WithTimeout(900 * time.Millisecond)},
+			"lease 1s does not exceed the tool timeout 900ms plus the store timeout 0s plus the margin 100ms (1s)"},
+		{"one tool's longer timeout is named",
+			[]effector.Option{effector.WithLease(time.Second), effector.WithTimeout(100 * time.Millisecond), effector.WithStoreTimeout(200 * time.Millisecond), effector.WithToolTimeout("refund", 750*time.Millisecond)},
+			`lease 1s does not exceed the timeout 750ms of tool "refund" plus the store timeout 200ms plus the margin 100ms (1.05s)`},
+		{"a lease above the sum is accepted",
+			[]effector.Option{effector.WithLease(time.Second), effector.WithTimeout(700 * time.Millisecond), effector.WithStoreTimeout(199 * time.Millisecond)},
+			""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := effector.New(tl.table, store, tt.opts...)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("New = %v, want it accepted", err)
+				}
+				return
+			}
+			var ce *effector.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "WithLease") {
+				t.Fatalf("New error = %v, want a *effector.ConfigError saying %q and what to set", err, tt.want)
+			}
+		})
+	}
+	if effector.LeaseMargin != 100*time.Millisecond {
+		t.Errorf("LeaseMargin = %v, the messages above state 100ms", effector.LeaseMargin)
+	}
+}
+
+// TestAnExpiredIntentIsLoggedAtWarnWithItsAgeAndTTL is item 9 of issue 13:
+// Process returns EXPIRED with a nil error, so the expiry must be loud.
+func TestAnExpiredIntentIsLoggedAtWarnWithItsAgeAndTTL(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
+	in.CreatedAtMs = t0.Add(-90 * time.Minute).UnixMilli()
+	in.ExpiresAtMs = t0.Add(-30 * time.Minute).UnixMilli() // a 1h TTL, staged 1h30m ago
+	res, err := newEffector(t, tl, effector.NewMemoryStore(), effector.WithLogger(logger)).Process(testCtx(t), in)
+	if err != nil || res.Status != intent.StatusExpired {
+		t.Fatalf("Process = %s, %v; want EXPIRED", res.Status, err)
+	}
+	if !strings.Contains(res.ErrorMessage, "1h30m0s ago") || !strings.Contains(res.ErrorMessage, "time-to-live of 1h0m0s") {
+		t.Errorf("EXPIRED message %q does not give the age and time-to-live", res.ErrorMessage)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	log := buf.String()
+	for _, want := range []string{"level=WARN", "expired", "intent_id=" + in.ID, "age=1h30m0s", "ttl=1h0m0s"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log does not hold %q:\n%s", want, log)
+		}
+	}
+}

@@ -13,9 +13,16 @@ const (
 	// DefaultTimeout bounds one execution of a tool function.
 	DefaultTimeout = 30 * time.Second
 	// DefaultLease is how long a claim keeps other workers off an intent. It
-	// must exceed every tool's timeout, so that the effector records the
-	// outcome (ERROR on timeout) before anyone else may claim the intent.
+	// must exceed every tool's timeout plus the store timeout plus
+	// LeaseMargin, so that the effector records the outcome (ERROR on
+	// timeout) before anyone else may claim the intent.
 	DefaultLease = 2 * time.Minute
+	// LeaseMargin is what New demands a lease hold beyond the longest tool
+	// timeout plus the store timeout: the time between the store starting
+	// the lease and the tool starting (the claim's reply, argument checks),
+	// and the watchdog's scheduling. A store timeout of 0 (none) counts as
+	// 0: give durable stores a WithStoreTimeout so the sum means something.
+	LeaseMargin = 100 * time.Millisecond
 	// DefaultResultTTL is how long a terminal result is kept in the store.
 	// A redelivered intent is answered from the store within it, so keep it
 	// longer than intents live (Activation's default time-to-live is 1h).
@@ -105,7 +112,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithLease sets how long a claim holds an intent. The default is
-// DefaultLease. New refuses a lease that does not exceed every tool timeout.
+// DefaultLease. New refuses a lease that does not exceed the longest tool
+// timeout plus the store timeout plus LeaseMargin.
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.lease = d }
 }

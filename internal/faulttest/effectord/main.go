@@ -92,6 +92,7 @@ type flags struct {
 	consumer   string
 	reclaim    time.Duration
 	toolDelay  time.Duration
+	storeTO    time.Duration
 }
 
 func main() {
@@ -114,6 +115,7 @@ func main() {
 	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
+	flag.DurationVar(&f.storeTO, "store-timeout", -1, "the effector's store timeout (default: what the lease leaves after the tool timeout and effector.LeaseMargin, at most 5s)")
 	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
 	flag.Parse()
 
@@ -177,8 +179,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if f.storeTO < 0 {
+		f.storeTO = min(f.lease-f.timeout-effector.LeaseMargin-time.Millisecond, 5*time.Second)
+	}
 	e, err := effector.New(table, store, effector.WithLease(f.lease), effector.WithTimeout(f.timeout),
-		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(5*time.Second),
+		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(f.storeTO),
 		effector.WithLogger(log))
 	if err != nil {
 		return err
