@@ -1,6 +1,7 @@
 package effector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -118,9 +119,12 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 // Process executes the intent at most once and returns its terminal result.
 // Its phases, in order:
 //
-//  1. Verify the signature (see VerifyMode). An intent that fails, or has no
-//     intent id, is refused: it goes to the dead-letter sink, no Result exists
-//     for it, and Process returns a *RefusedError.
+//  1. Verify the signature (see VerifyMode), then that the intent id is
+//     intent.IntentID(EntityKey, Seq, StepIndex). An intent that fails, or
+//     has no intent id, is refused: it goes to the dead-letter sink, nothing
+//     is stored for it, and Process returns a *RefusedError. For an id that
+//     does not match (*IntentIDError) Process also returns a REJECTED result
+//     saying why, which is not stored; for the others no Result exists.
 //  2. Refuse an intent whose expires_at_ms is not positive or not after now as
 //     EXPIRED, without touching the store.
 //  3. Claim its id in the store. If another worker holds it, wait (backoff
@@ -177,6 +181,12 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 		return intent.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
 	}
 	if err := e.verify(in); err != nil {
+		var ie *IntentIDError
+		if errors.As(err, &ie) {
+			// Its id names it, so it can be answered; it is never stored, since
+			// the id may be another step's.
+			return e.rejected(in, ie.Error()), e.refuse(ctx, in, err)
+		}
 		return intent.Result{}, e.refuse(ctx, in, err)
 	}
 	if now := e.cfg.now(); expired(in, now) {
@@ -221,14 +231,19 @@ func (e *Effector) verify(in *intent.Intent) error {
 	if !utf8.ValidString(in.ID) {
 		return fmt.Errorf("%w: its intent_id %q is not valid UTF-8", ErrMalformedIntent, in.ID)
 	}
-	if e.cfg.mode == VerifyOff {
+	if e.cfg.mode != VerifyOff {
+		err := in.VerifyHMAC(e.cfg.keys)
+		if err != nil && (e.cfg.mode != VerifyPermissive || !errors.Is(err, intent.ErrUnsigned)) {
+			return err
+		}
+	}
+	if e.cfg.underivedIDs {
 		return nil
 	}
-	err := in.VerifyHMAC(e.cfg.keys)
-	if e.cfg.mode == VerifyPermissive && errors.Is(err, intent.ErrUnsigned) {
-		return nil
+	if want := intent.IntentID(in.EntityKey, in.Seq, in.StepIndex); in.ID != want {
+		return &IntentIDError{ID: in.ID, Want: want, EntityKey: bytes.Clone(in.EntityKey), Seq: in.Seq, Step: in.StepIndex}
 	}
-	return err
+	return nil
 }
 
 func (e *Effector) refuse(ctx context.Context, in *intent.Intent, reason error) error {

@@ -104,3 +104,22 @@ func (e *UnrecordedError) Error() string {
 }
 
 func (e *UnrecordedError) Unwrap() error { return e.Err }
+
+// IntentIDError is the reason an intent whose id is not
+// intent.IntentID(EntityKey, Seq, StepIndex) is refused, signed or not: its
+// id is how the effector runs each step once, so an id that does not follow
+// from the step (a producer bug, an edit) could run one step twice under two
+// ids. errors.Is(err, ErrMalformedIntent) holds.
+type IntentIDError struct {
+	ID        string // the intent's id
+	Want      string // the id its entity key, seq and step give
+	EntityKey []byte
+	Seq       int64
+	Step      uint32
+}
+
+func (e *IntentIDError) Error() string {
+	return fmt.Sprintf("effector: intent %q: its id is not the one its position gives, intent.IntentID(entity key %q, seq %d, step %d) = %q; nothing ran: stage intents with runner.Activation.Act, which derives the id, or fix the producer", e.ID, e.EntityKey, e.Seq, e.Step, e.Want)
+}
+
+func (e *IntentIDError) Is(target error) bool { return target == ErrMalformedIntent }

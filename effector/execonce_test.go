@@ -437,3 +437,61 @@ func TestAnExpiredIntentIsLoggedAtWarnWithItsAgeAndTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestAnIntentWhoseIDIsNotItsPositionsIsRefusedAndNeverRun is part of item
+// 10 of issue 13: an intent id is IntentID(entity key, seq, step); one that
+// is not (a producer bug that would run one step twice under two ids) is
+// refused, signed or not, before the store, and the function never runs.
+func TestAnIntentWhoseIDIsNotItsPositionsIsRefusedAndNeverRun(t *testing.T) {
+	t.Parallel()
+	for _, signed := range []bool{false, true} {
+		name := "unsigned, signatures off"
+		if signed {
+			name = "signed, signatures required"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tl := newTools(t)
+			store := &countingStore{DedupStore: effector.NewMemoryStore()}
+			var dead []error
+			opts := []effector.Option{effector.WithDeadLetter(func(_ context.Context, _ *intent.Intent, reason error) error {
+				dead = append(dead, reason)
+				return nil
+			})}
+			in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
+			in.ID = intent.IntentID(entityKey, 7, 1) // step 1's id on step 2
+			if signed {
+				opts = append(opts, effector.WithVerify(effector.VerifyRequire, signingKeys))
+				if err := in.SignHMAC("k1", signingKeys["k1"]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := newEffector(t, tl, store, opts...).Process(testCtx(t), in)
+			var re *effector.RefusedError
+			var ie *effector.IntentIDError
+			if !errors.As(err, &re) || !errors.As(err, &ie) || !errors.Is(err, effector.ErrMalformedIntent) {
+				t.Fatalf("Process error = %v, want a *RefusedError with an *IntentIDError", err)
+			}
+			if ie.ID != in.ID || ie.Want != intent.IntentID(entityKey, 7, 2) || ie.Step != 2 {
+				t.Errorf("IntentIDError = %+v, want the id, the one its position gives, and the step", ie)
+			}
+			for _, want := range []string{in.ID, ie.Want, "step 2", "runner.Activation"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if res.Status != intent.StatusRejected || res.IntentID != in.ID || !strings.Contains(res.ErrorMessage, ie.Want) {
+				t.Errorf("Process result = %s %q, want REJECTED saying why", res.Status, res.ErrorMessage)
+			}
+			if len(dead) != 1 || !errors.As(dead[0], &ie) {
+				t.Errorf("dead-letter reasons = %v, want the *IntentIDError once", dead)
+			}
+			if n := tl.calls.Load(); n != 0 {
+				t.Errorf("the function ran %d times, want never", n)
+			}
+			if n := store.touched(); n != 0 {
+				t.Errorf("the store was called %d times, want never", n)
+			}
+		})
+	}
+}

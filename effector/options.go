@@ -90,6 +90,7 @@ type config struct {
 	deadLetter   DeadLetterFunc
 	approval     ApprovalFunc
 	logger       *slog.Logger
+	underivedIDs bool
 }
 
 func defaultConfig() config {
@@ -188,4 +189,13 @@ func WithApproval(f ApprovalFunc) Option {
 // which may hold personal data.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// WithUnderivedIDs accepts intents whose id is not
+// intent.IntentID(EntityKey, Seq, StepIndex): a producer with an id scheme of
+// its own, which must then give each step exactly one id. The default
+// refuses them (*IntentIDError): an id that does not follow from the step
+// could run one step twice under two ids.
+func WithUnderivedIDs() Option {
+	return func(c *config) { c.underivedIDs = true }
 }
