@@ -445,11 +445,12 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		return e.rejected(in, fmt.Sprintf("effector: intent %q has kind %s, which this effector does not know: upgrade it", in.ID, in.Kind)), false, nil
 	}
 	t, err := e.table.Get(in.ToolName)
+	var ro *toolreg.ReadOnlyToolError
 	switch {
+	case errors.As(err, &ro) || err == nil && !t.SideEffect():
+		return e.rejected(in, fmt.Sprintf("effector: intent %q: tool %q is read-only: it belongs inline (runner.Activation.RunTool), never in an intent; nothing ran: fix the producer that staged it", in.ID, in.ToolName)), false, nil
 	case err != nil:
 		return e.rejected(in, err.Error()), false, nil
-	case !t.SideEffect():
-		return e.rejected(in, (&toolreg.ReadOnlyToolError{Name: t.Name()}).Error()), false, nil
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
 	}

@@ -495,3 +495,52 @@ func TestAnIntentWhoseIDIsNotItsPositionsIsRefusedAndNeverRun(t *testing.T) {
 		})
 	}
 }
+
+// TestAnIntentForAReadOnlyToolIsRejectedAsReadOnlyNotAsUnknown is part of
+// item 10 of issue 13: bindings.Bound.Effector holds no read-only tool, but an
+// intent naming one is told it is read-only and belongs inline, not that no
+// such tool exists.
+func TestAnIntentForAReadOnlyToolIsRejectedAsReadOnlyNotAsUnknown(t *testing.T) {
+	t.Parallel()
+	b := bindings.New([]*toolreg.Spec{spec("lookup", false), spec("refund", true, param("order_id", toolreg.TypeString))})
+	var calls atomic.Int32
+	bindings.ReadOnly(b, "lookup", func(context.Context, noArgs) (string, error) { calls.Add(1); return "found", nil })
+	bindings.Effect(b, "refund", func(context.Context, struct {
+		OrderID string `json:"order_id"`
+	}) (string, error) {
+		calls.Add(1)
+		return "ok", nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound.Effector.Len() != 1 {
+		t.Fatalf("the effect table holds %d tools, want only refund", bound.Effector.Len())
+	}
+	e, err := effector.New(bound.Effector, effector.NewMemoryStore(), effector.WithClock(fixedClock), effector.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := intentFor("lookup", `{}`, 1)
+	res, err := e.Process(testCtx(t), in)
+	if err != nil || res.Status != intent.StatusRejected {
+		t.Fatalf("Process = %s %q, %v; want REJECTED", res.Status, res.ErrorMessage, err)
+	}
+	for _, want := range []string{in.ID, `"lookup"`, "read-only", "inline"} {
+		if !strings.Contains(res.ErrorMessage, want) {
+			t.Errorf("REJECTED message %q does not say %q", res.ErrorMessage, want)
+		}
+	}
+	if strings.Contains(res.ErrorMessage, "no tool named") {
+		t.Errorf("REJECTED message %q calls a read-only tool unknown", res.ErrorMessage)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("a function ran %d times, want never", n)
+	}
+	// A name no table knows is still unknown.
+	res, _ = e.Process(testCtx(t), intentFor("lookpu", `{}`, 2))
+	if !strings.Contains(res.ErrorMessage, "no tool named") {
+		t.Errorf("an unknown tool's message = %q, want no tool named", res.ErrorMessage)
+	}
+}
