@@ -96,6 +96,19 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 			add("lease %v does not exceed the timeout %v of tool %q plus the store timeout %v plus the margin %v (%v): a claim could end before the tool's result is recorded, and another worker would run it again; set WithLease above %v, or lower the timeouts", cfg.lease, d, name, cfg.storeTimeout, LeaseMargin, need, need)
 		}
 	}
+	if cfg.maxArgs <= 0 {
+		add("WithMaxArgsBytes is %d: it must be positive (the default is toolreg.DefaultMaxArgsBytes)", cfg.maxArgs)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.toolMaxArgs)) {
+		if n := cfg.toolMaxArgs[name]; n <= 0 {
+			add("WithToolMaxArgsBytes(%q) is %d: it must be positive", name, n)
+		}
+		if effectTable != nil {
+			if _, err := effectTable.Get(name); err != nil {
+				add("WithToolMaxArgsBytes(%q): %v", name, err)
+			}
+		}
+	}
 	switch cfg.mode {
 	case VerifyOff:
 	case VerifyPermissive, VerifyRequire:
@@ -138,8 +151,8 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     owner may have applied the effect. Pass IntentInfo.ID downstream as an
 //     idempotency key and the effect still happens once.
 //  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
-//     function, malformed JSON or arguments that break the tool's contract
-//     give REJECTED; the function is not invoked. An APPROVAL intent goes to
+//     function, arguments above the size limit (WithMaxArgsBytes), malformed
+//     JSON or arguments that break the tool's contract give REJECTED; the function is not invoked. An APPROVAL intent goes to
 //     the approval sink instead, and is done (OK, payload
 //     {"approval":"requested"}).
 //  5. Execute through the ToolRunner under the tool's timeout. The function
@@ -454,6 +467,10 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
 	}
+	if limit := e.maxArgs(t.Name()); len(in.ArgsJSON) > limit {
+		te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
+		return e.rejected(in, fmt.Sprintf("effector: intent %q: %v; nothing ran", in.ID, te)), false, nil
+	}
 	args, err := t.DecodeArgs(in.ArgsJSON)
 	if err != nil {
 		return e.rejected(in, err.Error()), false, nil
@@ -639,4 +656,11 @@ func (e *Effector) timeout(tool string) time.Duration {
 		return d
 	}
 	return e.cfg.timeout
+}
+
+func (e *Effector) maxArgs(tool string) int {
+	if n, ok := e.cfg.toolMaxArgs[tool]; ok {
+		return n
+	}
+	return e.cfg.maxArgs
 }

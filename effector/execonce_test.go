@@ -544,3 +544,62 @@ func TestAnIntentForAReadOnlyToolIsRejectedAsReadOnlyNotAsUnknown(t *testing.T) 
 		t.Errorf("an unknown tool's message = %q, want no tool named", res.ErrorMessage)
 	}
 }
+
+// TestArgumentsAboveTheSizeLimitAreRejectedBeforeTheyAreDecoded is part of
+// item 10 of issue 13: a signed 64 MB intent ran. The effector refuses
+// arguments above its limit (toolreg.DefaultMaxArgsBytes unless set, per tool
+// or for all) as REJECTED, and the function never runs.
+func TestArgumentsAboveTheSizeLimitAreRejectedBeforeTheyAreDecoded(t *testing.T) {
+	t.Parallel()
+	args := func(n int) string { // {"order_id":"xxx...","amount":30}, n bytes
+		pad := n - len(`{"order_id":"","amount":30}`)
+		return `{"order_id":"` + strings.Repeat("x", pad) + `","amount":30}`
+	}
+	tests := []struct {
+		name  string
+		opts  []effector.Option
+		size  int
+		limit int // 0: accepted
+	}{
+		{"arguments above the default limit are rejected", nil, toolreg.DefaultMaxArgsBytes + 1, toolreg.DefaultMaxArgsBytes},
+		{"arguments at the default limit are accepted", nil, toolreg.DefaultMaxArgsBytes, 0},
+		{"a global limit applies to every tool", []effector.Option{effector.WithMaxArgsBytes(100)}, 101, 100},
+		{"a tool's own limit overrides the global one", []effector.Option{effector.WithMaxArgsBytes(100), effector.WithToolMaxArgsBytes("refund", 200)}, 150, 0},
+		{"a tool's own limit is enforced", []effector.Option{effector.WithToolMaxArgsBytes("refund", 50)}, 51, 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tl := newTools(t)
+			in := intentFor("refund", args(tt.size), 2)
+			if len(in.ArgsJSON) != tt.size {
+				t.Fatalf("built %d bytes of arguments, want %d", len(in.ArgsJSON), tt.size)
+			}
+			res, err := newEffector(t, tl, effector.NewMemoryStore(), tt.opts...).Process(testCtx(t), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.limit == 0 {
+				if res.Status != intent.StatusOK {
+					t.Fatalf("Process = %s %q, want OK", res.Status, res.ErrorMessage)
+				}
+				return
+			}
+			want := (&toolreg.ArgumentsTooLargeError{Tool: "refund", Size: tt.size, Limit: tt.limit}).Error()
+			if res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, want) || !strings.Contains(res.ErrorMessage, in.ID) {
+				t.Fatalf("Process = %s %q, want REJECTED naming the intent and saying %q", res.Status, res.ErrorMessage, want)
+			}
+			if n := tl.calls.Load(); n != 0 {
+				t.Errorf("the function ran %d times, want never", n)
+			}
+		})
+	}
+	t.Run("New refuses a non-positive limit and a limit for a tool it does not hold", func(t *testing.T) {
+		t.Parallel()
+		tl := newTools(t)
+		_, err := effector.New(tl.table, effector.NewMemoryStore(), effector.WithMaxArgsBytes(0), effector.WithToolMaxArgsBytes("refnud", 10))
+		if err == nil || !strings.Contains(err.Error(), "WithMaxArgsBytes is 0") || !strings.Contains(err.Error(), `WithToolMaxArgsBytes("refnud")`) {
+			t.Fatalf("New = %v, want both problems named", err)
+		}
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // Defaults of the options below.
@@ -91,6 +93,8 @@ type config struct {
 	approval     ApprovalFunc
 	logger       *slog.Logger
 	underivedIDs bool
+	maxArgs      int
+	toolMaxArgs  map[string]int
 }
 
 func defaultConfig() config {
@@ -102,6 +106,7 @@ func defaultConfig() config {
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
 		logger:     slog.Default(),
+		maxArgs:    toolreg.DefaultMaxArgsBytes,
 	}
 }
 
@@ -198,4 +203,25 @@ func WithLogger(l *slog.Logger) Option {
 // could run one step twice under two ids.
 func WithUnderivedIDs() Option {
 	return func(c *config) { c.underivedIDs = true }
+}
+
+// WithMaxArgsBytes sets the largest arguments, in bytes of JSON, of an intent
+// for a tool without its own limit (WithToolMaxArgsBytes). Larger ones are
+// REJECTED with a *toolreg.ArgumentsTooLargeError's message before they are
+// decoded, and the function never runs. The default is
+// toolreg.DefaultMaxArgsBytes (1 MiB); New refuses n <= 0.
+func WithMaxArgsBytes(n int) Option {
+	return func(c *config) { c.maxArgs = n }
+}
+
+// WithToolMaxArgsBytes sets the argument size limit of the tool called name,
+// overriding WithMaxArgsBytes. New refuses a name the effect table does not
+// hold, and n <= 0.
+func WithToolMaxArgsBytes(name string, n int) Option {
+	return func(c *config) {
+		if c.toolMaxArgs == nil {
+			c.toolMaxArgs = make(map[string]int)
+		}
+		c.toolMaxArgs[name] = n
+	}
 }
