@@ -157,7 +157,13 @@ func run(f flags, log *slog.Logger) error {
 		if f.keyPrefix != "" {
 			opts = append(opts, redisstore.WithKeyPrefix(f.keyPrefix))
 		}
-		store = redisstore.New(rdb, opts...)
+		// The fault tests' servers persist nothing unless a test asks
+		// (redistest.WithDurability): accept them, with Open's warning.
+		s, err := redisstore.Open(ctx, rdb, append(opts, redisstore.WithUnpersistedServer(), redisstore.WithLogger(log))...)
+		if err != nil {
+			return err
+		}
+		store = s
 	default:
 		return fmt.Errorf("-store=%q: want sqlite:<path> or redis:<host:port>", f.store)
 	}
