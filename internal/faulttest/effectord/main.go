@@ -34,6 +34,11 @@
 // "<intent id> <pid> ok|not-owner|error", and every claim the store reports
 // as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
 // Release) to -reclaims as "<intent id> <pid>".
+//
+// With -fail-complete-after=N and -fail-complete-for=D, the N-th Complete and
+// every Complete in the D after it fail (a full disk freed D later), noted as
+// "injected" in -completes. On SIGTERM Serve drains for -drain; a shutdown
+// that leaves deliveries unanswered exits with status 3 (ExitUnanswered).
 package main
 
 import (
@@ -73,6 +78,10 @@ const (
 
 var killPoints = []string{AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete}
 
+// ExitUnanswered is the exit status of a shutdown (SIGTERM) that left
+// deliveries unanswered, for redelivery (effector.UnansweredError).
+const ExitUnanswered = 3
+
 type flags struct {
 	store      string
 	in, out    string
@@ -93,6 +102,9 @@ type flags struct {
 	reclaim    time.Duration
 	toolDelay  time.Duration
 	storeTO    time.Duration
+	drain      time.Duration
+	failAfter  int64
+	failFor    time.Duration
 }
 
 func main() {
@@ -116,11 +128,20 @@ func main() {
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
 	flag.DurationVar(&f.storeTO, "store-timeout", -1, "the effector's store timeout (default: what the lease leaves after the tool timeout and effector.LeaseMargin, at most 5s)")
+	flag.DurationVar(&f.drain, "drain", 30*time.Second, "Serve's drain timeout after SIGTERM")
+	flag.Int64Var(&f.failAfter, "fail-complete-after", 0, "after this many Completes, fail every Complete for -fail-complete-for (a full disk, a lost connection); 0: never")
+	flag.DurationVar(&f.failFor, "fail-complete-for", 0, "how long Completes fail after -fail-complete-after")
 	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := run(f, log); err != nil {
+		var ue *effector.UnansweredError
+		if errors.As(err, &ue) {
+			// A shutdown that left deliveries for redelivery: not a failure.
+			log.Warn("effectord stopped with deliveries unanswered", "error", err.Error())
+			os.Exit(ExitUnanswered)
+		}
 		log.Error("effectord failed", "error", err.Error())
 		os.Exit(1)
 	}
@@ -175,7 +196,7 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims}
+	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, failAfter: f.failAfter, failFor: f.failFor}
 
 	ds, err := openDownstream(f.downstream, f.dedup)
 	if err != nil {
@@ -194,7 +215,7 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	opts := []effector.ServeOption{effector.WithWorkers(f.workers),
+	opts := []effector.ServeOption{effector.WithWorkers(f.workers), effector.WithDrainTimeout(f.drain),
 		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log)}
 	if f.stream != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: f.stream, MaxRetries: -1, DialTimeout: time.Second})
@@ -247,6 +268,27 @@ type killStore struct {
 	k         *killer
 	completes *appendLog
 	reclaims  *appendLog
+
+	// Completes fail from the failAfter-th on, for failFor.
+	failAfter int64
+	failFor   time.Duration
+	calls     atomic.Int64
+	mu        sync.Mutex
+	failUntil time.Time
+}
+
+// injected reports whether this Complete is to fail.
+func (s *killStore) injected() bool {
+	if s.failAfter <= 0 {
+		return false
+	}
+	n := s.calls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n == s.failAfter {
+		s.failUntil = time.Now().Add(s.failFor)
+	}
+	return time.Now().Before(s.failUntil)
 }
 
 func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
@@ -262,12 +304,18 @@ func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (
 
 func (s *killStore) Complete(ctx context.Context, id, token string, result []byte, ttl time.Duration) error {
 	s.k.at(AfterToolBeforeComplete, id)
-	err := s.DedupStore.Complete(ctx, id, token, result, ttl)
+	var err error
 	outcome := "ok"
+	if s.injected() {
+		err = errors.New("effectord: injected Complete failure: disk I/O error: database or disk is full")
+		outcome = "injected"
+	} else {
+		err = s.DedupStore.Complete(ctx, id, token, result, ttl)
+	}
 	switch {
 	case errors.Is(err, effector.ErrNotOwner):
 		outcome = "not-owner"
-	case err != nil:
+	case err != nil && outcome != "injected":
 		outcome = "error"
 	}
 	s.completes.line(fmt.Sprintf("%s %d %s", id, os.Getpid(), outcome))
