@@ -249,6 +249,9 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 		if refused := (*effector.RefusedError)(nil); errors.As(err, &refused) {
 			msg = fmt.Sprintf("%s was not executed: the effector refused it: %v", t.Name(), err)
 		}
+		if detached := (*effector.DetachedError)(nil); errors.As(err, &detached) {
+			msg = fmt.Sprintf("%s is still running: the request ended before it returned, and its result will be recorded. Retry the same call (same idempotency key) to read it.", t.Name())
+		}
 		r := errorResult(msg)
 		r.Meta = mcp.Meta{MetaIntentID: in.ID}
 		return r
