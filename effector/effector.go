@@ -253,8 +253,8 @@ func (e *Effector) verify(in *intent.Intent) error {
 	if e.cfg.underivedIDs {
 		return nil
 	}
-	if want := intent.IntentID(in.EntityKey, in.Seq, in.StepIndex); in.ID != want {
-		return &IntentIDError{ID: in.ID, Want: want, EntityKey: bytes.Clone(in.EntityKey), Seq: in.Seq, Step: in.StepIndex}
+	if !intent.IsIntentID(in.ID, in.EntityKey, in.Seq, in.StepIndex) {
+		return &IntentIDError{ID: in.ID, Want: intent.IntentID(in.EntityKey, in.Seq, in.StepIndex), EntityKey: bytes.Clone(in.EntityKey), Seq: in.Seq, Step: in.StepIndex}
 	}
 	return nil
 }
@@ -505,19 +505,21 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.Tool, args any, cl claim) (intent.Result, error) {
 	x := e.start(ctx, in, e.timeout(t.Name()), cl)
 	if ctx.Done() == nil {
-		x.run(t, args)
-		return x.res, x.err
+		return x.run(t, args)
 	}
-	x.done = make(chan struct{})
-	go x.run(t, args)
+	o := &detachable{done: make(chan struct{})}
+	go func() {
+		o.res, o.err = x.run(t, args)
+		close(o.done)
+	}()
 	select {
-	case <-x.done:
-		return x.res, x.err
+	case <-o.done:
+		return o.res, o.err
 	case <-ctx.Done():
 	}
 	select {
-	case <-x.done: // it returned as ctx ended: its result is ready
-		return x.res, x.err
+	case <-o.done: // it returned as ctx ended: its result is ready
+		return o.res, o.err
 	default:
 	}
 	e.stats.detached.Add(1)
@@ -527,18 +529,20 @@ func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.To
 	return intent.Result{}, &DetachedError{IntentID: in.ID, Tool: in.ToolName, Cause: cause}
 }
 
-// run calls the function and records its outcome in x.res and x.err, then
-// closes x.done if there is one.
-func (x *execution) run(t *toolreg.Tool, args any) {
+// detachable is the outcome of an execution on a goroutine of its own.
+type detachable struct {
+	done chan struct{} // closed once res and err are set
+	res  intent.Result
+	err  error
+}
+
+// run calls the function, records its outcome and returns it.
+func (x *execution) run(t *toolreg.Tool, args any) (intent.Result, error) {
 	v, err := x.e.runner.runDecoded(&x.execContext, t, args)
 	if !x.stop() {
-		x.res, x.err = x.interrupted.res, x.interrupted.err
-	} else {
-		x.res, x.err = x.e.record(x.parent, x.in, x.claim, x.result(t, v, err))
+		return x.interrupted.res, x.interrupted.err
 	}
-	if x.done != nil {
-		close(x.done)
-	}
+	return x.e.record(x.parent, x.in, x.claim, x.result(t, v, err))
 }
 
 // result is the terminal result of a function that returned v and err.
@@ -594,7 +598,7 @@ func (x *execution) ran(st intent.Status, payload []byte, msg string) intent.Res
 }
 
 // execution is one run of a tool function, in one allocation: the context
-// the function gets, the watchdog that may interrupt it, and its outcome.
+// the function gets and the watchdog that may interrupt it.
 type execution struct {
 	execContext
 	watchdog
@@ -602,10 +606,6 @@ type execution struct {
 	e       *Effector
 	timeout time.Duration
 	claim   claim
-
-	done chan struct{} // closed after res and err are set, when the function runs detachable
-	res  intent.Result
-	err  error
 }
 
 // timedOut records ERROR for a function that has not returned by its
