@@ -458,9 +458,8 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		return e.rejected(in, fmt.Sprintf("effector: intent %q has kind %s, which this effector does not know: upgrade it", in.ID, in.Kind)), false, nil
 	}
 	t, err := e.table.Get(in.ToolName)
-	var ro *toolreg.ReadOnlyToolError
 	switch {
-	case errors.As(err, &ro) || err == nil && !t.SideEffect():
+	case err == nil && !t.SideEffect() || err != nil && isReadOnly(err):
 		return e.rejected(in, fmt.Sprintf("effector: intent %q: tool %q is read-only: it belongs inline (runner.Activation.RunTool), never in an intent; nothing ran: fix the producer that staged it", in.ID, in.ToolName)), false, nil
 	case err != nil:
 		return e.rejected(in, err.Error()), false, nil
@@ -663,4 +662,12 @@ func (e *Effector) maxArgs(tool string) int {
 		return n
 	}
 	return e.cfg.maxArgs
+}
+
+// isReadOnly reports whether err is a *toolreg.ReadOnlyToolError: the table
+// knows the tool as one that runs inline. (A function of its own, so that the
+// target of errors.As is allocated only on this path.)
+func isReadOnly(err error) bool {
+	var ro *toolreg.ReadOnlyToolError
+	return errors.As(err, &ro)
 }
