@@ -85,7 +85,7 @@ func TestResultWriteFailing(t *testing.T) {
 			repeats bool // whether the failure outlasts a lease, so intents must run again
 		}{
 			{"briefly", 200 * time.Millisecond, false},
-			{"past the lease", 2500 * time.Millisecond, true},
+			{"past the lease", 3 * time.Second, true},
 		} {
 			scenario := fmt.Sprintf("result write failing %s (%s)", tc.name, kind)
 			t.Run(scenario, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestResultWriteFailing(t *testing.T) {
 				writeIntents(t, fs.in, ins)
 				prefix := scenario + ":"
 				p := start(t, fs.args(storeArg(kind, dir, srv), "-dedup", "-workers", "1", "-key-prefix", prefix,
-					"-lease", "1s", "-timeout", "500ms", "-fail-complete-after", "5", "-fail-complete-for", tc.failFor.String())...)
+					"-lease", "2s", "-timeout", "500ms", "-fail-complete-after", "5", "-fail-complete-for", tc.failFor.String())...)
 				if p.wait(t) {
 					t.Fatal("the effector was killed")
 				}

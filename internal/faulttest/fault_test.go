@@ -31,8 +31,9 @@ const (
 
 // A lease well above what a loaded machine can stall a process for, so that
 // every duplicate execution a test counts comes from a fault it caused; the
-// tool timeout stays below it, as effector.New demands.
-var leaseArgs = []string{"-lease", "1s", "-timeout", "500ms"}
+// tool timeout plus the store timeout (effectord's default: what the lease
+// leaves, 1.4s, room for a slow fsync) stays below it, as effector.New demands.
+var leaseArgs = []string{"-lease", "2s", "-timeout", "500ms"}
 
 // storeArg names the store of a scenario for effectord's -store flag.
 func storeArg(kind, dir string, srv *redistest.Server) string {
@@ -410,7 +411,7 @@ func TestStreams(t *testing.T) {
 	for i := range procs {
 		args := []string{"-store", "redis:" + srv.Addr, "-stream", srv.Addr, "-consumer", "c" + strconv.Itoa(i),
 			"-downstream", fs.downstream, "-kills", fs.kills, "-completes", fs.completes,
-			"-lease", "1s", "-timeout", "500ms", "-reclaim-idle", "1500ms"}
+			"-lease", "2s", "-timeout", "500ms", "-reclaim-idle", "2500ms"}
 		if i == 0 {
 			// One worker, so that the kill interrupts only the intent it names.
 			args = append(args, "-workers", "1", "-kill-at", inTool, "-kill-n", "8")
