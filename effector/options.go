@@ -156,10 +156,12 @@ func WithBackoff(min, max time.Duration) Option {
 }
 
 // WithStoreTimeout bounds each store call that records the outcome of a
-// claim (Complete, Release). Those calls run even after the caller's context
-// has ended, since the outcome of a function that ran must be recorded, so
-// this is their only bound besides the store's own I/O timeouts. The default,
-// 0, adds none: a durable store's client timeouts apply.
+// claim (each attempt of Complete, which is retried until the lease ends;
+// Release). Those calls run even after the caller's context has ended, since
+// the outcome of a function that ran must be recorded, so this is their only
+// bound besides the store's own I/O timeouts. New counts it in the lease
+// check (see WithLease). The default, 0, adds none: a durable store's client
+// timeouts apply.
 func WithStoreTimeout(d time.Duration) Option {
 	return func(c *config) { c.storeTimeout = d }
 }
