@@ -475,7 +475,7 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		return e.rejected(in, err.Error()), false, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return intent.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
+		return intent.Result{}, false, fmt.Errorf("effector: intent %q not executed, its claim released: the caller's context ended first: %w; redeliver it", in.ID, context.Cause(ctx))
 	}
 	res, err = e.execute(ctx, in, t, args, cl)
 	return res, true, err
