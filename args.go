@@ -57,15 +57,16 @@ func (t *Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
 func checkArgsReference(tool string, c *argcheck.Checker, args json.RawMessage) (json.RawMessage, error) {
 	m, err := c.Check(args)
 	if err != nil {
-		return nil, ArgumentErrorFrom(tool, err)
+		return nil, argumentErrorFrom(tool, err)
 	}
 	return CanonicalJSON(m)
 }
 
-// ArgumentErrorFrom turns an error of package internal/argcheck into a
+// argumentErrorFrom turns an error of package internal/argcheck into a
 // *ToolArgumentError of the named tool; any other error is returned as is.
-// Package bindings uses it so that every path reports bad arguments alike.
-func ArgumentErrorFrom(tool string, err error) error {
+// Package bindings reaches it through internal/toolbind, so that every path
+// reports bad arguments alike.
+func argumentErrorFrom(tool string, err error) error {
 	var ae *argcheck.Error
 	if !errors.As(err, &ae) {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/argcheck"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 )
 
 // newDecoder compiles, once, the function that turns a call's raw JSON
@@ -76,7 +77,7 @@ func (d *argDecoder[A]) reference(raw json.RawMessage) (A, error) {
 	var a A
 	m, err := d.check.Check(raw)
 	if err != nil {
-		return a, toolreg.ArgumentErrorFrom(d.tool, err)
+		return a, toolbind.ArgumentError(d.tool, err)
 	}
 	norm, err := toolreg.CanonicalJSON(m)
 	if err != nil {

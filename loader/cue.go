@@ -126,7 +126,7 @@ type cueTool struct {
 // The schema is parsed afresh: the CUE compiler annotates the syntax tree it
 // is given, so one tree cannot be shared by builds running in parallel.
 func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
-	sf, err := parser.ParseFile(schemaFile, toolreg.SchemaCUE)
+	sf, err := parser.ParseFile(schemaFile, toolreg.SchemaCUE())
 	if err != nil {
 		panic("loader: embedded schema.cue does not parse: " + err.Error())
 	}

@@ -1,5 +1,5 @@
 // Package loader reads tool manifests, YAML and CUE, validates each against
-// the module's schema.cue (embedded as toolreg.SchemaCUE) and returns their
+// the module's schema.cue (embedded as toolreg.SchemaCUE()) and returns their
 // contracts as []*toolreg.Spec.
 //
 // A YAML file holds one tool per document (--- separates several). A CUE file

@@ -25,7 +25,7 @@ const schemaFile = "schema.cue"
 // document's context, and all it retains, is garbage once the document is
 // checked, while this one stays the size of the schema.
 var toolDef = sync.OnceValue(func() cue.Value {
-	v := cuecontext.New().CompileString(toolreg.SchemaCUE, cue.Filename(schemaFile))
+	v := cuecontext.New().CompileString(toolreg.SchemaCUE(), cue.Filename(schemaFile))
 	if err := v.Err(); err != nil {
 		panic("loader: embedded schema.cue does not compile: " + err.Error())
 	}

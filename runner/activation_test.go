@@ -17,6 +17,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 	"github.com/beam-agents/toolreg/runner"
 )
@@ -139,11 +140,11 @@ func TestStagingDoesNotExecute(t *testing.T) {
 		// still only stage.
 		var calls atomic.Int64
 		count := func(context.Context, json.RawMessage) (any, error) { calls.Add(1); return true, nil }
-		tool := toolreg.NewBoundTool(issueRefundSpec(), &toolreg.Binding{
+		tool := toolbind.Attach(issueRefundSpec(), &toolbind.Binding{
 			Func:   count,
 			Decode: func(json.RawMessage) (any, error) { calls.Add(1); return nil, nil },
 			Call:   count,
-		})
+		}).(*toolreg.Tool)
 		table := registry.New()
 		if err := table.Register(tool); err != nil {
 			t.Fatal(err)
