@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
@@ -59,7 +60,7 @@ func checkArgsReference(tool string, c *argcheck.Checker, args json.RawMessage) 
 	if err != nil {
 		return nil, argumentErrorFrom(tool, err)
 	}
-	return CanonicalJSON(m)
+	return canonjson.Marshal(m)
 }
 
 // argumentErrorFrom turns an error of package internal/argcheck into a

@@ -50,7 +50,7 @@ func diffSpecs() []*Spec {
 // FuzzCheckArgsAgreesWithReference is the differential test of CheckArgs'
 // one-pass path: whenever argcheck's canonical plan takes a call, the
 // reference path (coercion, santhosh-tekuri/jsonschema validation,
-// CanonicalJSON) accepts it too and writes the same bytes.
+// canonjson.Marshal) accepts it too and writes the same bytes.
 func FuzzCheckArgsAgreesWithReference(f *testing.F) {
 	for _, s := range []string{
 		``, `null`, `{}`, `[]`, `{`, `{"query":"abc"}`, `{"query":"abc"} `, `{"query":"abc"}x`,

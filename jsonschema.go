@@ -1,6 +1,10 @@
 package toolreg
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/beam-agents/toolreg/canonjson"
+)
 
 // appendSchema renders s as a JSON Schema object with keys in one fixed order,
 // so a Spec always produces the same bytes. An object with properties, or with
@@ -17,7 +21,7 @@ func appendSchema(b []byte, s *Schema) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, p.Name)
+			b = canonjson.AppendString(b, p.Name)
 			b = append(b, ':')
 			if b, err = appendSchema(b, &p.Schema); err != nil {
 				return nil, err
@@ -30,7 +34,7 @@ func appendSchema(b []byte, s *Schema) ([]byte, error) {
 				if n > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, p.Name)
+				b = canonjson.AppendString(b, p.Name)
 				n++
 			}
 		}
@@ -51,10 +55,10 @@ func appendSchema(b []byte, s *Schema) ([]byte, error) {
 // (everything but the object members), without the surrounding braces.
 func appendCommon(b []byte, s *Schema) ([]byte, error) {
 	b = append(b, `"type":`...)
-	b = appendString(b, string(s.Type))
+	b = canonjson.AppendString(b, string(s.Type))
 	if s.Description != "" {
 		b = append(b, `,"description":`...)
-		b = appendString(b, s.Description)
+		b = canonjson.AppendString(b, s.Description)
 	}
 	var err error
 	if s.HasDefault {
@@ -78,11 +82,11 @@ func appendCommon(b []byte, s *Schema) ([]byte, error) {
 	b = appendInt(b, "maxLength", s.MaxLength)
 	if s.Pattern != "" {
 		b = append(b, `,"pattern":`...)
-		b = appendString(b, s.Pattern)
+		b = canonjson.AppendString(b, s.Pattern)
 	}
 	if s.Format != "" {
 		b = append(b, `,"format":`...)
-		b = appendString(b, s.Format)
+		b = canonjson.AppendString(b, s.Format)
 	}
 	b = appendInt(b, "minItems", s.MinItems)
 	b = appendInt(b, "maxItems", s.MaxItems)
@@ -118,13 +122,8 @@ func appendInt(b []byte, key string, v *int) []byte {
 	return strconv.AppendInt(b, int64(*v), 10)
 }
 
-func appendString(b []byte, s string) []byte {
-	q, _ := CanonicalJSON(s) // a string always encodes
-	return append(b, q...)
-}
-
 func appendValue(b []byte, v any) ([]byte, error) {
-	q, err := CanonicalJSON(v)
+	q, err := canonjson.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

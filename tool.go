@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/toolbind"
 )
 
@@ -46,9 +47,9 @@ func init() {
 func toolSchema(s *Spec) json.RawMessage {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"name":`...)
-	b = appendString(b, s.Name)
+	b = canonjson.AppendString(b, s.Name)
 	b = append(b, `,"description":`...)
-	b = appendString(b, s.Description)
+	b = canonjson.AppendString(b, s.Description)
 	b = append(b, `,"parameters":`...)
 	b = append(b, s.ParametersSchema()...)
 	return append(b, '}')

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/argcheck"
 	"github.com/beam-agents/toolreg/internal/toolbind"
 )
@@ -79,7 +80,7 @@ func (d *argDecoder[A]) reference(raw json.RawMessage) (A, error) {
 	if err != nil {
 		return a, toolbind.ArgumentError(d.tool, err)
 	}
-	norm, err := toolreg.CanonicalJSON(m)
+	norm, err := canonjson.Marshal(m)
 	if err != nil {
 		return a, &toolreg.ToolArgumentError{Tool: d.tool, Problems: []toolreg.ArgProblem{{Want: "arguments that encode as JSON", Got: err.Error()}}}
 	}

@@ -23,6 +23,7 @@ import (
 	"sort"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 // Class is how risky a change is.
@@ -355,8 +356,8 @@ func fmtf(p *float64) string {
 }
 
 func jsonEqual(a, b any) bool {
-	x, err1 := toolreg.CanonicalJSON(a)
-	y, err2 := toolreg.CanonicalJSON(b)
+	x, err1 := canonjson.Marshal(a)
+	y, err2 := canonjson.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
@@ -365,7 +366,7 @@ func containsJSON(list []any, v any) bool {
 }
 
 func show(v any) string {
-	b, err := toolreg.CanonicalJSON(v)
+	b, err := canonjson.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(fmt.Sprint(v))
 	}

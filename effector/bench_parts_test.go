@@ -2,6 +2,7 @@ package effector
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func BenchmarkProcessParts(b *testing.B) {
 		var v any = receipt{RefundID: "rf-o-1", Amount: 30, Note: "remboursé"}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := canonicalResult(v); err != nil {
+			if _, err := canonjson.Marshal(v); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"maps"
@@ -399,7 +400,7 @@ func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.To
 	if err != nil {
 		return x.ran(intent.StatusError, nil, err.Error()), false, nil
 	}
-	payload, err := canonicalResult(v)
+	payload, err := canonjson.Marshal(v)
 	if err != nil {
 		return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false, nil
 	}

@@ -31,6 +31,7 @@ import (
 	"unicode"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/goname"
 )
 
@@ -151,7 +152,7 @@ func fieldDoc(p *toolreg.Param) string {
 		parts = append(parts, p.Description)
 	}
 	if p.HasDefault {
-		b, _ := toolreg.CanonicalJSON(p.Default)
+		b, _ := canonjson.Marshal(p.Default)
 		parts = append(parts, "Default: "+string(b)+".")
 	} else if !p.Required() {
 		parts = append(parts, "Optional: nil when the call leaves it out.")

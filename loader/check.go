@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 // checkSpec applies the rules schema.cue cannot express to a tool that has
@@ -130,6 +131,6 @@ func (c *checker) defaultProblem(s *toolreg.Schema) string {
 	if len(reasons) == 0 {
 		reasons = append(reasons, err.Error())
 	}
-	v, _ := toolreg.CanonicalJSON(s.Default)
+	v, _ := canonjson.Marshal(s.Default)
 	return fmt.Sprintf("default %s does not satisfy its own param: %s; fix the default or the constraint", v, strings.Join(reasons, "; "))
 }

@@ -13,6 +13,7 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 // schemaFile is the file name the embedded schema is compiled under, so that
@@ -256,7 +257,7 @@ func mismatch(m []string, written *node) string {
 		if cueKinds[written.kind] != gotType {
 			got, gotType, wantType = m[2], m[4], m[3]
 		}
-		if b, err := toolreg.CanonicalJSON(written.value()); err == nil {
+		if b, err := canonjson.Marshal(written.value()); err == nil {
 			got = string(b)
 		}
 	} else if isType(m[1]) && !isType(m[2]) {

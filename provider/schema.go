@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 type wrapper int
@@ -70,7 +71,7 @@ type walker struct {
 }
 
 func (w *walker) str(s string) {
-	q, _ := toolreg.CanonicalJSON(s) // a string always encodes
+	q, _ := canonjson.Marshal(s) // a string always encodes
 	w.b = append(w.b, q...)
 }
 
@@ -201,7 +202,7 @@ type kw struct {
 func keywords(s *toolreg.Schema) []kw {
 	var ks []kw
 	val := func(key string, v any) {
-		b, err := toolreg.CanonicalJSON(v)
+		b, err := canonjson.Marshal(v)
 		if err != nil {
 			b = []byte(fmt.Sprintf("%q", fmt.Sprint(v)))
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"math"
 	"strings"
@@ -449,7 +450,7 @@ func TestActValidatesArgumentsExactlyAsTheRunnerDoes(t *testing.T) {
 				return
 			}
 			// The function saw what the intent carries.
-			want, err := toolreg.CanonicalJSON(res)
+			want, err := canonjson.Marshal(res)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -457,7 +458,7 @@ func TestActValidatesArgumentsExactlyAsTheRunnerDoes(t *testing.T) {
 			if err := json.Unmarshal(in.ArgsJSON, &got); err != nil {
 				t.Fatal(err)
 			}
-			gotJSON, _ := toolreg.CanonicalJSON(got)
+			gotJSON, _ := canonjson.Marshal(got)
 			if !bytes.Equal(want, gotJSON) {
 				t.Errorf("the intent's args decode to %s; the runner's function got %s", gotJSON, want)
 			}

@@ -61,11 +61,13 @@
 //     decoder that validates while it decodes straight into the struct (the
 //     runner's and the effector's path);
 //   - Checker.Canonical writes the normalized arguments as canonical JSON
-//     (toolreg's Tool.CheckArgs, hence Act).
+//     (toolreg's Tool.CheckArgs, hence Act), with the pieces package
+//     canonjson, the format's owner, gives it (AppendString, AppendNumber):
+//     it decides what to write, never how.
 //
 // Whatever they are not sure of (exponents in integers, escaped or repeated
 // keys, keywords toolreg does not render, any invalid call) they hand back,
-// and the caller takes the reference path: Check, then canonical JSON, then
-// encoding/json. Differential fuzz tests (in package bindings and in
+// and the caller takes the reference path: Check, then canonjson.Marshal,
+// then encoding/json. Differential fuzz tests (in package bindings and in
 // toolreg) hold each fast path to the reference's results.
 package argcheck

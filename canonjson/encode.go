@@ -1,4 +1,4 @@
-package effector
+package canonjson
 
 import (
 	"bytes"
@@ -12,23 +12,26 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
-// encodeFunc appends the canonical JSON of v (toolreg.CanonicalJSON's bytes)
-// to b. It reports !ok for a value it cannot write as encoding/json would
-// (NaN, a cycle, invalid UTF-8): the caller then takes the json.Marshal path,
-// which writes it or reports the error.
+// encodeFunc appends the canonical JSON of v (the reference's bytes) to b. It
+// reports !ok for a value it cannot write as encoding/json would (NaN, a
+// cycle, invalid UTF-8): the caller then takes the json.Marshal path, which
+// writes it or reports the error.
 type encodeFunc func(b []byte, v reflect.Value, depth int) (out []byte, ok bool)
 
 // encoders caches an encodeFunc per type: a tool returns the same type on
 // every call, so its fields are looked up, named and sorted once, and each
 // result is written in canonical order directly, without encoding/json's
-// text and its rewrite. A type whose encoding needs encoding/json's own
-// rules (a MarshalJSON or MarshalText method, an embedded field, a ",string"
-// or ",omitzero" option, []byte, json.Number, map keys that are not strings)
-// gets unsupported, and takes the json.Marshal path every time.
+// text and its rewrite (json.Marshal and rewrite take about three times as
+// long on a small result struct, most of the effector's cost of an intent).
+//
+// It writes only what needs none of encoding/json's finer rules: plain
+// fields named by their Go name or by a tag name of letters, digits and '_',
+// with or without omitempty. A type with anything else (a MarshalJSON or
+// MarshalText method, an embedded field, any other tag name or option,
+// []byte, json.Number, map keys that are not strings) gets unsupported, and
+// takes the json.Marshal path every time, where encoding/json decides.
 var encoders sync.Map // reflect.Type -> encodeFunc
 
 // maxDepth bounds the nesting the encoder follows; past it, a value may be
@@ -42,8 +45,8 @@ func unsupported([]byte, reflect.Value, int) ([]byte, bool) { return nil, false 
 // written: one allocation of the payload's size, whatever its size.
 func encodeDirect(v any) ([]byte, bool) {
 	rv := reflect.ValueOf(v)
-	buf := wireBufs.Get().(*[]byte)
-	defer putWireBuf(buf)
+	buf := bufs.Get().(*[]byte)
+	defer putBuf(buf)
 	out, ok := encoderOf(rv.Type(), nil)((*buf)[:0], rv, 0)
 	if !ok {
 		return nil, false
@@ -117,9 +120,20 @@ func newEncoder(t reflect.Type, building map[reflect.Type]*encodeFunc) encodeFun
 	return unsupported // chan, func, complex: json.Marshal refuses them
 }
 
+// bufs holds the buffers encodeDirect writes into.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// putBuf returns buf to bufs, unless a large value grew it: one huge result
+// must not pin its buffer.
+func putBuf(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		bufs.Put(buf)
+	}
+}
+
 // appendFloat writes f as encoding/json writes it (an integer stays integer
-// text, "10") and then as toolreg's canonicalization rewrites the text: a
-// non-integer in Python's float repr.
+// text, "10") and then as Canonicalize rewrites that text: a non-integer in
+// Python's float repr.
 func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, false
@@ -137,13 +151,16 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return argcheck.AppendCanonicalFloat(b, g), true
+	return AppendFloat(b, g), true
 }
 
 // appendString writes s; encoding/json replaces each invalid byte, which the
 // json.Marshal path does.
 func appendString(b []byte, s string) ([]byte, bool) {
-	return argcheck.AppendValidCanonicalString(b, s)
+	if !utf8.ValidString(s) {
+		return nil, false
+	}
+	return AppendString(b, s), true
 }
 
 func encodeInterface(b []byte, v reflect.Value, depth int) ([]byte, bool) {
@@ -242,26 +259,21 @@ func structEncoder(t reflect.Type, building map[reflect.Type]*encodeFunc) encode
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		if !isValidTag(name) {
+		if name == "" {
 			name = sf.Name
 		}
-		omitEmpty := false
-		for opt := range strings.SplitSeq(opts, ",") {
-			switch opt {
-			case "omitempty":
-				omitEmpty = true
-			case "string", "omitzero":
-				return unsupported
-			}
+		omitEmpty := opts == "omitempty"
+		if opts != "" && !omitEmpty || !isPlainName(name) {
+			return unsupported // a name or an option encoding/json has its own rules for
 		}
-		if names[name] || !utf8.ValidString(name) {
+		if names[name] {
 			return unsupported // encoding/json drops both of two same-named fields
 		}
 		names[name] = true
 		fields = append(fields, fieldEncoder{
 			index:     i,
 			name:      name,
-			key:       append(argcheck.AppendCanonicalString(nil, name), ':'),
+			key:       append(AppendString(nil, name), ':'),
 			omitEmpty: omitEmpty,
 			enc:       encoderOf(sf.Type, building),
 		})
@@ -295,22 +307,19 @@ func structEncoder(t reflect.Type, building map[reflect.Type]*encodeFunc) encode
 	}
 }
 
-// isValidTag and isEmptyValue are encoding/json's.
-
-func isValidTag(s string) bool {
-	if s == "" {
-		return false
-	}
+// isPlainName reports whether a field name is letters, digits and '_' only:
+// a name encoding/json takes as it stands and canonical JSON writes
+// unescaped.
+func isPlainName(s string) bool {
 	for _, c := range s {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+		if c != '_' && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
 			return false
 		}
 	}
-	return true
+	return s != ""
 }
 
+// isEmptyValue is omitempty's test, as encoding/json states it.
 func isEmptyValue(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
