@@ -38,6 +38,8 @@ var commands = []*command{
 	schemaCommand,
 	genCommand,
 	diffCommand,
+	initCommand,
+	versionCommand,
 }
 
 func lookup(name string) *command {
