@@ -239,6 +239,12 @@ func TestBindRefuses(t *testing.T) {
 			want: []string{`param "order_ids" has no field in bindings_test.NoFieldArg`, "add OrderIDs string `json:\"order_ids\"`"},
 		},
 		{
+			// As gen writes send_sms's callback_url (gen/testdata/manifests/send_sms.yaml).
+			name: "a param with no field suggests gen's initialisms",
+			bind: bindOne(&toolreg.Param{Name: "callback_url", Schema: str()}, func(context.Context, NoFieldArg) (int, error) { return 0, nil }),
+			want: []string{`param "callback_url" has no field in bindings_test.NoFieldArg`, "add CallbackURL string `json:\"callback_url\"`"},
+		},
+		{
 			name: "an exported field that is no param",
 			bind: bindOne(&toolreg.Param{Name: "v", Schema: str()}, func(context.Context, ExtraFieldArg) (int, error) { return 0, nil }),
 			want: []string{"tools.yaml:30:3", "field bindings_test.ExtraFieldArg.Extra (json \"extra\") is no param", `declare param "extra" in the manifest, or remove the field`},
