@@ -12,14 +12,17 @@
 // written "10.0"; a float field of a struct is written as encoding/json
 // writes it, and an integral one ("10") then reads as an integer.
 //
-// Marshal and Canonicalize are the two entry points. Each has one reference
-// path, decode into Go's generic values and write them out, and a fast path
-// beside it that rewrites encoding/json's text in one pass and leaves to the
-// reference anything it is not sure of; fuzz tests hold the two to the same
-// bytes. Go values are always encoded by encoding/json itself, so struct tags,
-// MarshalJSON methods and embedded fields mean what encoding/json says.
-// AppendString, AppendFloat and AppendNumber are the pieces a one-pass writer
-// elsewhere (the argument checker's) builds the same bytes from.
+// Marshal and Canonicalize are the two entry points. The reference path is
+// one: decode into Go's generic values and write them out. Beside it are two
+// fast paths, each leaving to the reference whatever it is not sure of, and
+// each held to the reference's bytes by fuzz tests: a one-pass rewrite of
+// JSON text (Canonicalize's, and Marshal's after encoding/json), and an
+// encoder cached per Go type for structs of plain fields (names of letters,
+// digits and '_', at most omitempty), the results tool functions return,
+// which skips encoding/json's text. Every other tag rule, MarshalJSON method
+// and embedded field is left to encoding/json itself. AppendString,
+// AppendFloat and AppendNumber are the pieces a one-pass writer elsewhere
+// (the argument checker's) builds the same bytes from.
 //
 // It refuses what JSON cannot hold (NaN, an infinity, a cycle), text that is
 // not exactly one JSON value, and it does not validate against any schema:

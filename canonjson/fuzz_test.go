@@ -246,7 +246,7 @@ func FuzzAppendString(f *testing.F) {
 // FuzzAppendFloat holds AppendFloat to Python's repr rule, restated: the
 // shortest round-trip digits, fixed notation for exponents in [-4, 16).
 func FuzzAppendFloat(f *testing.F) {
-	for _, x := range []float64{0, -0.0, 1, 10, 0.1, 1e-5, 1e-4, 1e15, 1e16, 123456789.125, -2.5e-300, math.MaxFloat64} {
+	for _, x := range []float64{0, math.Copysign(0, -1), 1, 10, 0.1, 1e-5, 1e-4, 1e15, 1e16, 123456789.125, -2.5e-300, math.MaxFloat64} {
 		f.Add(x)
 	}
 	f.Fuzz(func(t *testing.T, x float64) {
