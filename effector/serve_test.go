@@ -311,7 +311,7 @@ func TestServeShutdown(t *testing.T) {
 		// redelivery would wait out the lease) nor release it (the redelivery
 		// would run it again): its ERROR is recorded, and the redelivery is
 		// answered with it.
-		c, err := store.Claim(context.Background(), effectortest.Intent("e", 3, 0).ID, time.Minute)
+		c, err := store.Claim(context.Background(), effectortest.Intent("e", 3, 0).ID, effector.CallOf(effectortest.Intent("e", 3, 0)), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -238,8 +238,8 @@ type killStore struct {
 	reclaims  *appendLog
 }
 
-func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
-	c, err := s.DedupStore.Claim(ctx, id, lease)
+func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
+	c, err := s.DedupStore.Claim(ctx, id, call, lease)
 	if err == nil && c.State == effector.Claimed {
 		if c.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", id, os.Getpid()))
