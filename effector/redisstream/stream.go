@@ -46,8 +46,8 @@ type Source struct {
 
 	buf         []redis.XMessage
 	counts      map[string]int64 // delivery counts of buf's entries, when redelivered
-	ownCursor   string // where the read of our own pending entries is; "" when done
-	claimCursor string // XAUTOCLAIM's cursor through the group's pending list
+	ownCursor   string           // where the read of our own pending entries is; "" when done
+	claimCursor string           // XAUTOCLAIM's cursor through the group's pending list
 	nextClaim   time.Time
 }
 
