@@ -160,4 +160,3 @@ func TestALineThatDoesNotDecodeGoesToTheDeadLetterSinkWithItsBytesAndOffset(t *t
 		t.Fatalf("executions = %d, want 2: the good lines around it run", calls.Total())
 	}
 }
-
