@@ -196,3 +196,13 @@ func TestANonPositiveMaxAttemptsIsRefused(t *testing.T) {
 		t.Fatalf("New with WithMaxAttempts(0): err = %v, want a *ConfigError naming it", err)
 	}
 }
+
+// BenchmarkNewCall measures the digest Process adds before every claim, on
+// arguments the size of a typical tool call; compare with BenchmarkProcess.
+func BenchmarkNewCall(b *testing.B) {
+	args := []byte(`{"order_id":"o-12345","amount":30,"reason":"customer request","notify":true}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		effector.NewCall("refund", args)
+	}
+}

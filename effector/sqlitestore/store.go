@@ -1,7 +1,6 @@
 package sqlitestore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -96,8 +95,7 @@ const schema = `CREATE TABLE IF NOT EXISTS effector_dedup (
 	done       INTEGER NOT NULL, -- 0: claimed, 1: terminal result stored
 	result     BLOB,             -- the terminal result, exactly as completed
 	expires_at INTEGER NOT NULL, -- unix ns: lease deadline if claimed, result expiry if done
-	tool       TEXT,             -- the call's tool name, cut to effector.MaxCallToolBytes
-	digest     BLOB,             -- the call's SHA-256 digest; NULL in rows of older versions
+	call       BLOB,             -- the call: its 32-byte digest, then its tool name; NULL in rows of older versions
 	attempts   INTEGER NOT NULL DEFAULT 1 -- claims not released (effector.Claim.Attempts)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS effector_dedup_expires_at ON effector_dedup (expires_at);`
@@ -105,8 +103,7 @@ CREATE INDEX IF NOT EXISTS effector_dedup_expires_at ON effector_dedup (expires_
 // addedColumns are the columns later versions added, for files an older
 // version made: ALTER TABLE adds each one missing.
 var addedColumns = []struct{ name, def string }{
-	{"tool", "TEXT"},
-	{"digest", "BLOB"},
+	{"call", "BLOB"},
 	{"attempts", "INTEGER NOT NULL DEFAULT 1"},
 }
 
@@ -233,83 +230,94 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		return effector.Claim{}, err
 	}
 	var claim effector.Claim
+	var recorded bool // the id is known for another call
 	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
 		// Under the write lock the row cannot change between this read and the
-		// write below.
-		var r row
-		err := tx.QueryRowContext(ctx, `SELECT done, result, expires_at, token IS NOT NULL, tool, digest, attempts FROM effector_dedup WHERE intent_id = ?1`,
-			intentID).Scan(&r.done, &r.result, &r.expiresAt, &r.owned, &r.tool, &r.digest, &r.attempts)
+		// write below. The flags pack three facts in one column (every column
+		// costs the driver allocations on the hot path): bit 0, the row's call
+		// matches (or it has none: an older version's row); bit 1, a token is
+		// set (claimed, live or lapsed; not released); the rest, the attempts.
+		var done bool
+		var result []byte
+		var expiresAt, flags int64
+		err := tx.QueryRowContext(ctx, `SELECT done, result, expires_at,
+			(call IS NULL OR substr(call, 1, 32) = ?2) + 2 * (token IS NOT NULL) + 4 * attempts
+			FROM effector_dedup WHERE intent_id = ?1`,
+			intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		live := exists && r.expiresAt > now
-		if exists && (live || !r.done) && !r.matches(call) {
-			claim = effector.Claim{State: effector.Mismatch, Recorded: r.call()}
+		live := exists && expiresAt > now
+		if exists && (live || !done) && flags&1 == 0 {
+			recorded = true
 			return nil
 		}
 		if live {
-			claim = liveClaim(r.done, r.result)
+			claim = liveClaim(done, result)
 			return nil
 		}
 		// Missing, or expired: an expired claim's owner is presumed dead (and
 		// may have run the tool: Reclaimed), an expired result has lived its
 		// ttl, a released row keeps only the attempts of earlier owners.
-		attempts := 1
-		if exists && !r.done {
-			attempts = r.attempts + 1
+		attempts := int64(1)
+		if exists && !done {
+			attempts = flags>>2 + 1
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at, tool, digest, attempts)
-			VALUES (?1, ?2, 0, NULL, ?3, ?4, ?5, ?6)`, intentID, token, now+int64(lease), call.Tool, call.Digest[:], attempts); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at, call, attempts)
+			VALUES (?1, ?2, 0, NULL, ?3, ?4, ?5)`, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
 			return err
 		}
-		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !r.done && r.owned, Attempts: attempts}
+		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
 		return nil
 	})
+	if err == nil && recorded {
+		claim, err = s.mismatch(ctx, intentID)
+	}
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	}
 	return claim, nil
 }
 
-// row is what Claim reads of an intent's row.
-type row struct {
-	done      bool
-	result    []byte
-	expiresAt int64
-	owned     bool // a token is set: claimed (live or lapsed), not released
-	tool      sql.NullString
-	digest    []byte
-	attempts  int
+// callBlob is the call column's value: the digest, then the tool name.
+func callBlob(c effector.Call) []byte {
+	b := make([]byte, 0, len(c.Digest)+len(c.Tool))
+	return append(append(b, c.Digest[:]...), c.Tool...)
 }
 
-// matches reports whether the row was claimed for call; a row without a
-// digest (an older version's) matches every call.
-func (r *row) matches(call effector.Call) bool {
-	return r.digest == nil || bytes.Equal(r.digest, call.Digest[:])
-}
-
-func (r *row) call() effector.Call {
-	c := effector.Call{Tool: r.tool.String}
-	copy(c.Digest[:], r.digest)
-	return c
+// mismatch reads the call intentID is recorded for, for a claim by another
+// call. It runs on the rare path only, so the hot path scans no call.
+func (s *Store) mismatch(ctx context.Context, intentID string) (effector.Claim, error) {
+	var blob []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT call FROM effector_dedup WHERE intent_id = ?1`, intentID).Scan(&blob); err != nil {
+		return effector.Claim{}, err
+	}
+	var c effector.Call
+	if len(blob) >= len(c.Digest) {
+		copy(c.Digest[:], blob)
+		c.Tool = string(blob[len(c.Digest):])
+	}
+	return effector.Claim{State: effector.Mismatch, Recorded: c}, nil
 }
 
 // peek reads intentID's live record, if it has one, without a transaction.
 func (s *Store) peek(ctx context.Context, intentID string, call effector.Call) (effector.Claim, bool, error) {
-	var r row
-	err := s.db.QueryRowContext(ctx, `SELECT done, result, tool, digest FROM effector_dedup WHERE intent_id = ?1 AND expires_at > ?2`,
-		intentID, s.now().UnixNano()).Scan(&r.done, &r.result, &r.tool, &r.digest)
+	var done, matches bool
+	var result []byte
+	err := s.db.QueryRowContext(ctx, `SELECT done, result, call IS NULL OR substr(call, 1, 32) = ?3 FROM effector_dedup WHERE intent_id = ?1 AND expires_at > ?2`,
+		intentID, s.now().UnixNano(), call.Digest[:]).Scan(&done, &result, &matches)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return effector.Claim{}, false, nil
 	case err != nil:
 		return effector.Claim{}, false, err
 	}
-	if !r.matches(call) {
-		return effector.Claim{State: effector.Mismatch, Recorded: r.call()}, true, nil
+	if !matches {
+		c, err := s.mismatch(ctx, intentID)
+		return c, err == nil, err
 	}
-	return liveClaim(r.done, r.result), true, nil
+	return liveClaim(done, result), true, nil
 }
 
 // liveClaim is what a claim finds in a live row: a result (Done) or another
