@@ -223,6 +223,9 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 				s.readErr = fmt.Errorf("effector: reading %s after line %d: %w", s.name, line, err)
 				return
 			}
+			if !tooLong && len(bytes.TrimSpace(text)) == 0 && (s.ckpt == nil || waited >= s.tornWait) {
+				return // trailing space: no line, and nothing to checkpoint past
+			}
 			te := &TornLineError{Name: s.name, Line: line + 1, Offset: offset, Len: n}
 			if s.ckpt == nil {
 				// A stream's end is for good: dead-letter the fragment.
