@@ -33,7 +33,7 @@ func BenchmarkProcessParts(b *testing.B) {
 		for b.Loop() {
 			id := ids[i%len(ids)]
 			i++
-			c, err := s.Claim(ctx, id, time.Minute)
+			c, err := s.Claim(ctx, id, Call{}, time.Minute)
 			if err != nil || c.State != Claimed {
 				b.Fatalf("Claim = %v, %v", c.State, err)
 			}

@@ -69,6 +69,9 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if cfg.storeTimeout < 0 {
 		add("WithStoreTimeout is %v: it must be positive, or 0 for none", cfg.storeTimeout)
 	}
+	if cfg.maxAttempts < 1 {
+		add("WithMaxAttempts(%d): want at least 1 attempt", cfg.maxAttempts)
+	}
 	positive("WithBackoff minimum", cfg.minBackoff)
 	if cfg.maxBackoff < cfg.minBackoff {
 		add("WithBackoff maximum %v is below its minimum %v", cfg.maxBackoff, cfg.minBackoff)
@@ -125,7 +128,11 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     result proves it ran: the function sees IntentInfo.Reclaimed, and the
 //     result's error_message starts "effect unknown", because the earlier
 //     owner may have applied the effect. Pass IntentInfo.ID downstream as an
-//     idempotency key and the effect still happens once.
+//     idempotency key and the effect still happens once. If the id is known
+//     for another call (another tool or other arguments: a non-deterministic
+//     replay), the intent is REJECTED without the stored result, with a
+//     *NonDeterministicError. Past WithMaxAttempts attempts, the intent is
+//     given up: ERROR, and the dead-letter sink.
 //  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
 //     function, malformed JSON or arguments that break the tool's contract
 //     give REJECTED; the function is not invoked. An APPROVAL intent goes to
@@ -161,12 +168,18 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 		return e.expiredResult(in, now), nil
 	}
 	backoff := e.cfg.minBackoff
+	call := CallOf(in)
 	for waited := false; ; waited = true {
-		c, err := e.store.Claim(ctx, in.ID, e.cfg.lease)
+		c, err := e.store.Claim(ctx, in.ID, call, e.cfg.lease)
 		if err != nil {
+			if n := deliveryCount(ctx); n > e.cfg.maxAttempts {
+				return e.giveUpUnclaimed(ctx, in, n, err)
+			}
 			return intent.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)
 		}
 		switch c.State {
+		case Mismatch:
+			return e.mismatch(ctx, in, call, c.Recorded)
 		case Done:
 			res, err := storedResult(in, c.Result)
 			if err == nil && e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
@@ -174,6 +187,9 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 			}
 			return res, err
 		case Claimed:
+			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
+				return e.giveUp(ctx, in, c.Token, n)
+			}
 			return e.executeClaimed(ctx, in, c.Token, waited, c.Reclaimed)
 		case InFlight:
 			t := time.NewTimer(backoff)
@@ -322,7 +338,7 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
 	sctx, cancel := e.storeContext(ctx)
 	defer cancel()
-	c, err := e.store.Claim(sctx, in.ID, e.cfg.lease)
+	c, err := e.store.Claim(sctx, in.ID, CallOf(in), e.cfg.lease)
 	if err != nil {
 		return intent.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w", in.ID, err)
 	}

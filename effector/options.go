@@ -56,7 +56,9 @@ func (m VerifyMode) String() string {
 
 // DeadLetterFunc receives an intent refused before it reached the store
 // (its signature did not verify, or it is malformed), with the reason. No
-// Result exists for such an intent. An error from it is reported by Process in
+// Result exists for such an intent. It also receives a poison intent, given
+// up after WithMaxAttempts attempts, with a *PoisonError: that one has an
+// ERROR result. An error from it is reported by Process in
 // RefusedError.SinkErr, so the caller can keep the intent rather than drop it.
 type DeadLetterFunc func(ctx context.Context, in *intent.Intent, reason error) error
 
@@ -83,6 +85,7 @@ type config struct {
 	deadLetter   DeadLetterFunc
 	approval     ApprovalFunc
 	logger       *slog.Logger
+	maxAttempts  int
 }
 
 func defaultConfig() config {
@@ -94,6 +97,8 @@ func defaultConfig() config {
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
 		logger:     slog.Default(),
+
+		maxAttempts: DefaultMaxAttempts,
 	}
 }
 

@@ -311,7 +311,7 @@ func TestServeShutdown(t *testing.T) {
 		// redelivery would wait out the lease) nor release it (the redelivery
 		// would run it again): its ERROR is recorded, and the redelivery is
 		// answered with it.
-		c, err := store.Claim(context.Background(), effectortest.Intent("e", 3, 0).ID, time.Minute)
+		c, err := store.Claim(context.Background(), effectortest.Intent("e", 3, 0).ID, effector.CallOf(effectortest.Intent("e", 3, 0)), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,6 +470,16 @@ func FuzzJSONLSource(f *testing.F) {
 			}
 			if (d.Intent == nil) == (d.Err == nil) {
 				t.Fatalf("delivery at %s has intent %v and error %v: want exactly one", d.Pos, d.Intent != nil, d.Err)
+			}
+			if d.Err != nil && (d.Offset < 0 || d.Offset > int64(len(data)) || !bytes.HasPrefix(data[d.Offset:], d.Bytes)) {
+				t.Fatalf("delivery at %s: bytes %q at offset %d are not the input's", d.Pos, d.Bytes, d.Offset)
+			}
+			var te *effector.TornLineError
+			if errors.As(d.Err, &te) && bytes.HasSuffix(data, []byte("\n")) {
+				t.Fatalf("delivery at %s reports a torn line, but the input ends with a newline", d.Pos)
+			}
+			if d.Intent != nil && !bytes.Contains(data, []byte("\n")) {
+				t.Fatalf("delivery at %s is an intent read from input with no newline at all", d.Pos)
 			}
 			var line int
 			if _, err := fmt.Sscanf(d.Pos, "f:%d", &line); err != nil || line <= prev {

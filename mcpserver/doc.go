@@ -35,7 +35,13 @@
 //     crashes and retries on a new connection still gets the first result.
 //     This is the identity to use: only the client knows which calls are
 //     retries of one another. Use a fresh random key per logical call; reusing
-//     a key with other arguments returns the first call's result.
+//     a key with other arguments is refused with an isError result (the
+//     effector records a digest of each call's tool and arguments). Where the
+//     transport authenticates the caller (streamable HTTP behind the SDK's
+//     auth.RequireBearerToken: the token's user id; or WithPrincipal), the
+//     entity key also holds the caller's identity, so one caller's key never
+//     reads another's result; where it does not (stdio, HTTP without auth),
+//     keys are shared by every client of the server.
 //  2. otherwise, the JSON-RPC request id, within the session: the entity key
 //     is the server's key plus the session id (the Mcp-Session-Id of
 //     streamable HTTP; for stdio and other session-less transports, an id Run

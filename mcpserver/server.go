@@ -25,7 +25,9 @@ const (
 	// MetaIdempotencyKey is the _meta key under which a client names a call,
 	// so that a retry of it, on any connection, is answered with the first
 	// call's result instead of executing the effect again. The value must be
-	// a non-empty string of at most 256 bytes.
+	// a non-empty string of at most 256 bytes. A key is the caller's (see
+	// WithPrincipal) and names one call: the same key with other arguments
+	// is refused with an isError result.
 	MetaIdempotencyKey = "toolreg/idempotency-key"
 	// MetaIntentID is the result _meta key carrying the id of the intent a
 	// side-effecting call was executed as.
@@ -45,7 +47,19 @@ type config struct {
 	logger    *slog.Logger
 	// act configures each side-effecting call's activation (clock, TTL,
 	// signing key), in the order the options came: a later one wins.
-	act []runner.ActivationOption
+	act       []runner.ActivationOption
+	principal func(*mcp.CallToolRequest) string
+}
+
+// WithPrincipal sets how the server finds who calls, to scope idempotency
+// keys to their caller: principal returns the caller's identity for a
+// request, or "" for none. The default reads the user id of the request's
+// verified bearer token (req.Extra.TokenInfo.UserID), which the streamable
+// HTTP handler has when it is wrapped in the SDK's auth.RequireBearerToken;
+// over stdio, and over HTTP without authentication, there is none, and a
+// key is shared by every client of the server.
+func WithPrincipal(principal func(req *mcp.CallToolRequest) string) Option {
+	return func(c *config) { c.principal = principal }
 }
 
 // WithImplementation sets the name and version the server reports in
@@ -248,6 +262,14 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 		msg := fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err)
 		if refused := (*effector.RefusedError)(nil); errors.As(err, &refused) {
 			msg = fmt.Sprintf("%s was not executed: the effector refused it: %v", t.Name(), err)
+		}
+		if nd := (*effector.NonDeterministicError)(nil); errors.As(err, &nd) {
+			msg = fmt.Sprintf("%s was not executed: this call's identity (intent %s) was already used for a call with other arguments (%s, now %s); nothing ran, and the first call's result is not returned for this one",
+				t.Name(), in.ID, nd.Recorded, nd.Asked)
+			if key, ok := req.Params.Meta[MetaIdempotencyKey].(string); ok {
+				msg = fmt.Sprintf("%s was not executed: _meta %q %q was already used for a call to %s with other arguments; a key names one call: send a fresh key for a new call, or the first call's arguments to read its result",
+					t.Name(), MetaIdempotencyKey, key, t.Name())
+			}
 		}
 		r := errorResult(msg)
 		r.Meta = mcp.Meta{MetaIntentID: in.ID}

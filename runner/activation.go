@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,7 @@ type Activation struct {
 	runner    *Runner
 	clock     func() time.Time
 	ttl       time.Duration
+	ttlErr    error // a bad WithIntentTTL, which Act returns
 	sign      bool
 	keyID     string
 	key       []byte
@@ -75,12 +77,15 @@ func WithClock(now func() time.Time) ActivationOption {
 }
 
 // WithIntentTTL sets how long after its creation an intent may still be
-// executed; the effector refuses it as EXPIRED after that. The default, and
-// any d <= 0, is DefaultIntentTTL (1h).
+// executed; the effector refuses it as EXPIRED after that. The default is
+// DefaultIntentTTL (1h). A d <= 0 would stage intents that expire as they
+// are made: Act refuses to stage with it.
 func WithIntentTTL(d time.Duration) ActivationOption {
 	return func(a *Activation) {
-		if d > 0 {
-			a.ttl = d
+		a.ttl = d
+		a.ttlErr = nil
+		if d <= 0 {
+			a.ttlErr = fmt.Errorf("runner: WithIntentTTL(%v): an intent must live a positive time, or the effector refuses it as EXPIRED; pass a positive duration, or leave the option out for the default of %v", d, DefaultIntentTTL)
 		}
 	}
 }
@@ -167,7 +172,9 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // name (*toolreg.ToolNotFoundError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
 // contract (*toolreg.ToolArgumentError), an activation with no clock
-// (ErrNoClock), and one already drained (ErrDrained).
+// (ErrNoClock) or a non-positive WithIntentTTL, and one already drained
+// (ErrDrained). The intent it returns is the caller's copy: changing it
+// changes nothing staged.
 func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -176,6 +183,8 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		return nil, ErrDrained
 	case a.clock == nil:
 		return nil, ErrNoClock
+	case a.ttlErr != nil:
+		return nil, a.ttlErr
 	case a.full:
 		return nil, fmt.Errorf("runner: activation %x/%d has used every step index (the last was %d): no more intents fit in it; stage the rest in the next activation (seq %d)", a.entityKey, a.seq, uint32(math.MaxUint32), a.seq+1)
 	}
@@ -193,7 +202,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	created := a.clock().UnixMilli()
 	in := &intent.Intent{
 		ID:          intent.IntentID(a.entityKey, a.seq, a.step),
-		EntityKey:   a.entityKey,
+		EntityKey:   bytes.Clone(a.entityKey), // each intent its own
 		Seq:         a.seq,
 		StepIndex:   a.step,
 		ToolName:    t.Name(),
@@ -213,7 +222,19 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	} else {
 		a.step++
 	}
-	return in, nil
+	// The caller gets its own copy: an edit of it must not change what Drain
+	// hands over, nor break the staged intent's signature.
+	return cloneIntent(in), nil
+}
+
+// cloneIntent returns a copy of in that shares no memory with it.
+func cloneIntent(in *intent.Intent) *intent.Intent {
+	c := *in
+	c.EntityKey = bytes.Clone(in.EntityKey)
+	c.ArgsJSON = bytes.Clone(in.ArgsJSON)
+	c.TraceID = bytes.Clone(in.TraceID)
+	c.Signature = bytes.Clone(in.Signature)
+	return &c
 }
 
 // Drain hands over the staged intents, in the order they were staged, and

@@ -176,9 +176,11 @@ func checkHits(b *testing.B) {
 }
 
 // TestValidCallAllocations holds the runner's per-call allocations on the
-// benchmark's call to the 4 it makes today, all for the strings and the slice
-// the function receives: the argument struct itself stays on the stack. More
-// means something on the per-call path started escaping or copying.
+// benchmark's call to the 5 it makes today: 4 for the strings and the slice
+// the function receives, and 1 for the argument struct, which escapes since
+// the fast path stores slices and maps into it with reflect.NewAt rather
+// than through hand-made header layouts (issue 13). More means something on
+// the per-call path started escaping or copying.
 func TestValidCallAllocations(t *testing.T) {
 	tool := benchTool(t)
 	r, ctx := runner.New(), context.Background()
@@ -187,7 +189,7 @@ func TestValidCallAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if got > 4 {
-		t.Errorf("Run allocates %v times per valid call; want at most 4", got)
+	if got > 5 {
+		t.Errorf("Run allocates %v times per valid call; want at most 5", got)
 	}
 }

@@ -56,11 +56,15 @@ func Compile(schema []byte, strict bool) (*Checker, error) {
 // *Error listing every problem.
 //
 // Empty args (nothing but whitespace) and a bare null mean no arguments, {}:
-// a model calling a tool that takes none often sends one of them.
+// a model calling a tool that takes none often sends one of them. A key given
+// twice in one object, at any depth, is refused.
 func (c *Checker) Check(args []byte) (map[string]any, error) {
 	v, p := parseArgs(args)
 	if p != nil {
 		return nil, &Error{Problems: []Problem{*p}}
+	}
+	if ps := duplicateKeys(args); len(ps) > 0 {
+		return nil, &Error{Problems: ps}
 	}
 	var ps []Problem
 	guardNumbers(v, "", &ps)

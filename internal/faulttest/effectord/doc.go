@@ -28,6 +28,14 @@
 //	after-tool-before-complete  the tool returned; its result is not recorded
 //	after-complete              the result is recorded; not yet published nor acknowledged
 //
+// -poison=ID makes the process SIGKILL itself inside the tool, before the
+// downstream call, every time it runs intent ID: a poison intent, which the
+// effector must give up after -max-attempts (effector.WithMaxAttempts) and
+// hand to the dead-letter sink. Dead letters (poison intents, and entries
+// that are no intent, with their offset and bytes) are appended to -dead.
+// -torn-wait is effector.WithTornLineWait: a last line without its newline
+// ends the run with an error once it has passed.
+//
 // -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, before
 // the downstream call, for intent ID (a paused owner: a GC pause, a VM
 // migration); continued, it makes the call late. Every Complete's outcome is appended to -completes as

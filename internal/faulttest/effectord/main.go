@@ -24,6 +24,7 @@ import (
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -56,6 +57,10 @@ type flags struct {
 	consumer   string
 	reclaim    time.Duration
 	toolDelay  time.Duration
+	tornWait   time.Duration
+	maxAtt     int
+	poison     string
+	dead       string
 }
 
 func main() {
@@ -79,6 +84,10 @@ func main() {
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
 	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
+	flag.DurationVar(&f.tornWait, "torn-wait", effector.DefaultTornLineWait, "how long to wait for the rest of a torn last line")
+	flag.IntVar(&f.maxAtt, "max-attempts", effector.DefaultMaxAttempts, "the effector's attempt limit")
+	flag.StringVar(&f.poison, "poison", "", "SIGKILL self inside the tool every time it runs this intent id")
+	flag.StringVar(&f.dead, "dead", "", "file to append dead letters to")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -137,18 +146,28 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	table, err := applyTable(ds, k, f.stopInTool, f.toolDelay)
+	table, err := applyTable(ds, k, f.stopInTool, f.poison, f.toolDelay)
+	if err != nil {
+		return err
+	}
+	dead, err := openLog(f.dead)
 	if err != nil {
 		return err
 	}
 	e, err := effector.New(table, store, effector.WithLease(f.lease), effector.WithTimeout(f.timeout),
 		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(5*time.Second),
-		effector.WithLogger(log))
+		effector.WithLogger(log), effector.WithMaxAttempts(f.maxAtt),
+		effector.WithDeadLetter(func(ctx context.Context, in *intent.Intent, reason error) error {
+			return dead.line(fmt.Sprintf("intent %s %q", in.ID, reason.Error()))
+		}))
 	if err != nil {
 		return err
 	}
 	opts := []effector.ServeOption{effector.WithWorkers(f.workers),
-		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log)}
+		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log),
+		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
+			return dead.line(fmt.Sprintf("entry %s %d %q %q", d.Pos, d.Offset, d.Bytes, d.Err.Error()))
+		})}
 	if f.stream != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: f.stream, MaxRetries: -1, DialTimeout: time.Second})
 		defer rdb.Close()
@@ -159,7 +178,7 @@ func run(f flags, log *slog.Logger) error {
 		}
 		return effector.Serve(ctx, src, redisstream.NewSink(rdb, "results"), e, opts...)
 	}
-	src, err := effector.OpenJSONLFile(f.in)
+	src, err := effector.OpenJSONLFile(f.in, effector.WithTornLineWait(f.tornWait))
 	if err != nil {
 		return err
 	}
@@ -202,8 +221,8 @@ type killStore struct {
 	reclaims  *appendLog
 }
 
-func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
-	c, err := s.DedupStore.Claim(ctx, id, lease)
+func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
+	c, err := s.DedupStore.Claim(ctx, id, call, lease)
 	if err == nil && c.State == effector.Claimed {
 		if c.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", id, os.Getpid()))
@@ -316,7 +335,7 @@ type applyResult struct {
 	PID     int    `json:"pid"`     // which process executed it
 }
 
-func applyTable(ds *downstream, k *killer, stopFor string, delay time.Duration) (*registry.Registry, error) {
+func applyTable(ds *downstream, k *killer, stopFor, poison string, delay time.Duration) (*registry.Registry, error) {
 	spec := &toolreg.Spec{
 		Name: "apply", Description: "Apply an effect downstream.", SideEffect: true,
 		Params: []*toolreg.Param{{Name: "key", Schema: toolreg.Schema{Type: toolreg.TypeString}}},
@@ -338,6 +357,10 @@ func applyTable(ds *downstream, k *killer, stopFor string, delay time.Duration) 
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 			<-cont
 			signal.Stop(cont)
+		}
+		if info.ID == poison {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
 		}
 		applied, err := ds.call(info.ID)
 		if err != nil {
