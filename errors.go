@@ -207,3 +207,24 @@ func (e *ToolPanicError) Error() string {
 }
 
 func (e *ToolPanicError) Is(target error) bool { return target == ErrTool }
+
+// DefaultMaxArgsBytes is the largest tool arguments, in bytes of JSON, that
+// the runner (Run, Act, RunTool) and the effector accept unless configured
+// otherwise (runner.WithMaxArgsBytes, effector.WithMaxArgsBytes): 1 MiB. A
+// model's tool call is kilobytes; a larger one is a bug or an attack, and
+// checking or executing it would cost memory and time first.
+const DefaultMaxArgsBytes = 1 << 20
+
+// ArgumentsTooLargeError reports tool arguments above the size limit. They
+// were not checked, and no function was invoked.
+type ArgumentsTooLargeError struct {
+	Tool  string
+	Size  int // bytes of JSON
+	Limit int
+}
+
+func (e *ArgumentsTooLargeError) Error() string {
+	return fmt.Sprintf("toolreg: the arguments of tool %q are %d bytes, above the limit of %d: pass a reference to large data (an id, a URL), not the data, or raise the limit (runner.WithMaxArgsBytes, effector.WithMaxArgsBytes)", e.Tool, e.Size, e.Limit)
+}
+
+func (e *ArgumentsTooLargeError) Is(target error) bool { return target == ErrTool }

@@ -152,7 +152,9 @@ type Bound struct {
 	// tools only. Side-effecting tools are in it as contracts, so the model is
 	// shown them and Act can check their arguments, but their functions are not.
 	Pipeline *registry.Registry
-	// Effector holds the side-effecting tools with their functions, and nothing else.
+	// Effector holds the side-effecting tools with their functions, and
+	// nothing else; it knows the names of the read-only tools only to refuse
+	// them as such (registry.Registry.MarkInline).
 	Effector *registry.Registry
 }
 
@@ -239,6 +241,8 @@ func (b *Binder) Bind() (*Bound, error) {
 		} else {
 			mustRegister(out.Pipeline, toolreg.NewTool(s))
 		}
+		// So that an intent naming it is refused as read-only, not unknown.
+		out.Effector.MarkInline(s.Name)
 	}
 	return out, nil
 }

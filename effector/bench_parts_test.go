@@ -72,7 +72,7 @@ func BenchmarkProcessParts(b *testing.B) {
 	b.Run("part=execution", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			x := e.start(ctx, in, time.Minute, "t", false)
+			x := e.start(ctx, in, time.Minute, claim{token: "t"})
 			if !x.stop() {
 				b.Fatal("an execution that returned at once was interrupted")
 			}

@@ -71,6 +71,19 @@ func BenchmarkProcess(b *testing.B) {
 			b.Fatalf("%d Process calls executed the tool %d times: some took the done path", i, n)
 		}
 	})
+	b.Run("path=process-cancelable", func(b *testing.B) {
+		// A caller whose context can end, as Serve's and an MCP request's
+		// can: the function runs on a goroutine of its own, so Process can
+		// return when the caller gives up.
+		tl.calls.Store(0)
+		e := newEffector(b, tl, effector.NewMemoryStore())
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		i := processRingCtx(ctx, b, e, benchIntents(benchRing))
+		if n := tl.calls.Load(); n != int32(i) {
+			b.Fatalf("%d Process calls executed the tool %d times: some took the done path", i, n)
+		}
+	})
 	b.Run("path=process-signed", func(b *testing.B) {
 		e := newEffector(b, tl, effector.NewMemoryStore(), effector.WithVerify(effector.VerifyRequire, signingKeys))
 		ring := benchIntents(benchRing)
@@ -110,7 +123,11 @@ func BenchmarkProcess(b *testing.B) {
 // processRing processes the ring's intents in turn, b.N of them, each of
 // which must come out OK, and returns how many it processed.
 func processRing(b *testing.B, e *effector.Effector, ring []*intent.Intent) int {
-	ctx := context.Background()
+	return processRingCtx(context.Background(), b, e, ring)
+}
+
+// processRingCtx is processRing under ctx.
+func processRingCtx(ctx context.Context, b *testing.B, e *effector.Effector, ring []*intent.Intent) int {
 	b.ReportAllocs()
 	done := reportCPU(b)
 	i := 0

@@ -31,8 +31,13 @@ type intentKey struct{}
 // deadline, as context.WithTimeout's would, but the effector's watchdog timer
 // cancels it: one timer for all executions instead of one per execution.
 //
-// Its cancelation is a context.WithCancelCause of the caller's context, made
-// when the function first asks for Done (directly, or by deriving a context
+// The caller's context gives it its values, never its cancelation nor its
+// deadline: a caller that gives up (an MCP request cancelled, a shutdown)
+// must not stop a function that may be applying its effect; only the tool's
+// timeout ends it early (see Effector.Process).
+//
+// Its cancelation is a context.WithCancelCause of context.WithoutCancel of the
+// caller's context, made when the function first asks for Done (directly, or by deriving a context
 // or handing ctx to something that selects on it) or when the timeout
 // cancels it, so a function that never waits on ctx costs no allocation for
 // it. Until then Err and Value answer from the caller's context and this
@@ -41,7 +46,7 @@ type intentKey struct{}
 // would say DeadlineExceeded, and context.Cause gives the *TimeoutError
 // either way.
 type execContext struct {
-	parent    context.Context // the caller's
+	parent    context.Context // the caller's: only its values are used
 	in        *intent.Intent  // whose identity IntentFrom gives
 	timeoutAt int64           // the monoNow reading at which the tool's timeout passes
 	flags     atomic.Uint32   // ctxMade, ctxCanceled, ctxExpired
@@ -68,7 +73,7 @@ func (c *execContext) init(ctx context.Context, in *intent.Intent, timeout time.
 // live returns c's cancelable context, making it on first use. c.mu is held.
 func (c *execContext) live() context.Context {
 	if c.inner == nil {
-		c.inner, c.innerCancel = context.WithCancelCause(c.parent)
+		c.inner, c.innerCancel = context.WithCancelCause(context.WithoutCancel(c.parent))
 		if c.flags.Or(ctxMade)&ctxCanceled != 0 {
 			c.innerCancel(nil)
 		}
@@ -96,13 +101,10 @@ func (c *execContext) cancel(cause error) {
 	}
 }
 
-// Deadline is the earlier of the tool's timeout and the caller's deadline.
+// Deadline is the tool's timeout: the caller's deadline does not bound the
+// function.
 func (c *execContext) Deadline() (time.Time, bool) {
-	d := monoTime(c.timeoutAt)
-	if pd, ok := c.parent.Deadline(); ok && pd.Before(d) {
-		return pd, true
-	}
-	return d, true
+	return monoTime(c.timeoutAt), true
 }
 
 func (c *execContext) Done() <-chan struct{} {
@@ -118,7 +120,7 @@ func (c *execContext) Err() error {
 	var err error
 	if f := c.flags.Load(); f&ctxMade != 0 {
 		err = c.inner.Err()
-	} else if err = c.parent.Err(); err == nil && f&ctxCanceled != 0 {
+	} else if f&ctxCanceled != 0 {
 		err = context.Canceled
 	}
 	if err != nil && c.flags.Load()&ctxExpired != 0 {

@@ -131,35 +131,46 @@ func TestTheFunctionsContextBehavesAsAContextWithTimeout(t *testing.T) {
 		}
 	})
 
-	t.Run("the caller's values and cancelation reach a function that only polls Err", func(t *testing.T) {
+	t.Run("the caller's values reach the function, its cancelation and deadline do not", func(t *testing.T) {
 		t.Parallel()
 		stop := errors.New("the caller is shutting down")
-		caller, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "trace-1"))
+		base, cancelBase := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "trace-1"), 30*time.Second)
+		defer cancelBase()
+		caller, cancel := context.WithCancelCause(base)
 		defer cancel(nil)
 		var value any
-		var err, cause error
-		running := make(chan struct{})
+		var errAfter error
+		var deadline time.Time
+		running, polled := make(chan struct{}), make(chan struct{})
 		e := ctxEffector(t, time.Minute, func(ctx context.Context) error {
 			value = ctx.Value(ctxKey{})
+			deadline, _ = ctx.Deadline()
 			close(running)
-			for ctx.Err() == nil {
-				time.Sleep(time.Millisecond)
-			}
-			err, cause = ctx.Err(), context.Cause(ctx)
-			return err
+			<-polled
+			errAfter = ctx.Err()
+			return nil
 		})
 		go func() {
 			<-running
 			cancel(stop)
 		}()
-		if res := process(t, caller, e); res.Status != intent.StatusError {
-			t.Fatalf("Process = %s %q, want ERROR for the cancelation", res.Status, res.ErrorMessage)
+		_, err := e.Process(caller, intentFor("probe", `{}`, 1))
+		if !errors.Is(err, stop) {
+			t.Fatalf("Process after the caller canceled = %v, want an error with the caller's cause", err)
+		}
+		close(polled)
+		res, err := e.Process(testCtx(t), intentFor("probe", `{}`, 1))
+		if err != nil || res.Status != intent.StatusOK {
+			t.Fatalf("redelivered Process = %s %q, %v; want the function's real outcome, OK", res.Status, res.ErrorMessage, err)
 		}
 		if value != "trace-1" {
 			t.Errorf("ctx.Value of the caller's key = %v, want trace-1", value)
 		}
-		if err != context.Canceled || cause != stop {
-			t.Errorf("ctx.Err(), context.Cause(ctx) after the caller canceled = %v, %v; want context.Canceled, %v", err, cause, stop)
+		if errAfter != nil {
+			t.Errorf("ctx.Err() after the caller canceled = %v, want nil: only the tool timeout ends a function", errAfter)
+		}
+		if until := time.Until(deadline); until < 50*time.Second {
+			t.Errorf("ctx.Deadline() is %v away, want the tool's timeout (1m), not the caller's", until)
 		}
 	})
 

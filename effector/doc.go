@@ -10,17 +10,34 @@
 //		effector.WithVerify(effector.VerifyRequire, keys))
 //	...
 //	res, err := eff.Process(ctx, intent)
+//	if err != nil {
+//		// No result to publish: leave the intent for redelivery.
+//	}
+//	if res.Status != intent.StatusOK {
+//		// EXPIRED or REJECTED: nothing ran. ERROR: it ran and failed, or its
+//		// effect is unknown. res.ErrorMessage says which.
+//	}
 //
 // Process refuses, in this order and before anything runs: an intent whose
-// signature does not verify (dead-lettered, no result), an expired intent
-// (EXPIRED, without touching the store), and, once it holds the intent's
-// claim, an unknown or read-only tool or arguments that break the tool's
-// contract (REJECTED). It runs the function through the ToolRunner under a
-// timeout and records the outcome, OK or ERROR, in a DedupStore, from which
-// every later delivery of the same intent is answered, byte-identical,
-// without running anything again. A function that ran and failed is ERROR,
-// never retried: its effect is unknown. It refuses to start with a lease that
-// does not exceed a tool's timeout, the one setting under which two workers
+// signature does not verify or whose id is not intent.IntentID of its entity
+// key, seq and step (dead-lettered, nothing stored), an expired intent
+// (EXPIRED, without touching the store, logged at level Warn: staged intents
+// live runner.DefaultIntentTTL, 1h, unless runner.WithIntentTTL says
+// otherwise), and, once it holds the intent's claim, an unknown or read-only
+// tool, arguments above the size limit or that break the tool's contract
+// (REJECTED). It runs the function through the ToolRunner under a timeout and
+// records the outcome, OK or ERROR, in a DedupStore, from which every later
+// delivery of the same intent is answered, byte-identical, without running
+// anything again. A function that ran and failed is ERROR, never retried: its
+// effect is unknown.
+//
+// Only the tool's timeout ends a function early: a caller whose context ends
+// gets a *DetachedError at once while the function runs on and its real
+// outcome is recorded. A result the store cannot record (Complete is retried
+// until the lease ends) is never reported: Process returns an
+// *UnrecordedError, the intent is not acknowledged, and its next owner runs
+// it as reclaimed. New refuses a lease that does not exceed the longest tool
+// timeout plus the store timeout plus LeaseMargin, under which two workers
 // could run one intent.
 //
 // Every claim records the call (tool and a digest of the canonical

@@ -1,6 +1,7 @@
 package effector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ type Effector struct {
 	cfg    config
 
 	timeouts timeouts
+	stats    stats
 }
 
 // New returns an Effector that executes the tools of effectTable (the
@@ -36,8 +38,9 @@ type Effector struct {
 //
 // It refuses, with a *ConfigError listing every problem, a configuration
 // under which an intent could execute twice or never: a lease that does not
-// exceed every tool's timeout (the claim could end while the function still
-// runs, and another worker would run it again), a timeout for a tool the table
+// exceed every tool's timeout plus the store timeout plus LeaseMargin (the
+// claim could end before a timed-out function's result is recorded, and
+// another worker would run it again), a timeout for a tool the table
 // does not hold, signature checking with no keys, and non-positive durations.
 func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Effector, error) {
 	cfg := defaultConfig()
@@ -76,8 +79,14 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if cfg.maxBackoff < cfg.minBackoff {
 		add("WithBackoff maximum %v is below its minimum %v", cfg.maxBackoff, cfg.minBackoff)
 	}
-	if cfg.timeout > 0 && cfg.lease <= cfg.timeout {
-		add("lease %v does not exceed the tool timeout %v: a claim could end while a tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, cfg.timeout)
+	// After a tool's timeout the watchdog records ERROR with a store call
+	// bounded by the store timeout; all of it must end before the lease does.
+	leaseCovers := func(timeout time.Duration) (time.Duration, bool) {
+		need := timeout + max(cfg.storeTimeout, 0) + LeaseMargin
+		return need, cfg.lease > need
+	}
+	if need, ok := leaseCovers(cfg.timeout); cfg.timeout > 0 && !ok {
+		add("lease %v does not exceed the tool timeout %v plus the store timeout %v plus the margin %v (%v): a claim could end before a timed-out tool's result is recorded, and another worker would run it again; set WithLease above %v, or lower the timeouts", cfg.lease, cfg.timeout, cfg.storeTimeout, LeaseMargin, need, need)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.toolTimeouts)) {
 		d := cfg.toolTimeouts[name]
@@ -87,8 +96,21 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 				add("WithToolTimeout(%q): %v", name, err)
 			}
 		}
-		if d > 0 && cfg.lease <= d {
-			add("lease %v does not exceed the timeout %v of tool %q: a claim could end while the tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, d, name)
+		if need, ok := leaseCovers(d); d > 0 && !ok {
+			add("lease %v does not exceed the timeout %v of tool %q plus the store timeout %v plus the margin %v (%v): a claim could end before the tool's result is recorded, and another worker would run it again; set WithLease above %v, or lower the timeouts", cfg.lease, d, name, cfg.storeTimeout, LeaseMargin, need, need)
+		}
+	}
+	if cfg.maxArgs <= 0 {
+		add("WithMaxArgsBytes is %d: it must be positive (the default is toolreg.DefaultMaxArgsBytes)", cfg.maxArgs)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.toolMaxArgs)) {
+		if n := cfg.toolMaxArgs[name]; n <= 0 {
+			add("WithToolMaxArgsBytes(%q) is %d: it must be positive", name, n)
+		}
+		if effectTable != nil {
+			if _, err := effectTable.Get(name); err != nil {
+				add("WithToolMaxArgsBytes(%q): %v", name, err)
+			}
 		}
 	}
 	switch cfg.mode {
@@ -114,9 +136,12 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 // Process executes the intent at most once and returns its terminal result.
 // Its phases, in order:
 //
-//  1. Verify the signature (see VerifyMode). An intent that fails, or has no
-//     intent id, is refused: it goes to the dead-letter sink, no Result exists
-//     for it, and Process returns a *RefusedError.
+//  1. Verify the signature (see VerifyMode), then that the intent id is
+//     intent.IntentID(EntityKey, Seq, StepIndex). An intent that fails, or
+//     has no intent id, is refused: it goes to the dead-letter sink, nothing
+//     is stored for it, and Process returns a *RefusedError. For an id that
+//     does not match (*IntentIDError) Process also returns a REJECTED result
+//     saying why, which is not stored; for the others no Result exists.
 //  2. Refuse an intent whose expires_at_ms is not positive or not after now as
 //     EXPIRED, without touching the store.
 //  3. Claim its id in the store. If another worker holds it, wait (backoff
@@ -134,42 +159,64 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     *NonDeterministicError. Past WithMaxAttempts attempts, the intent is
 //     given up: ERROR, and the dead-letter sink.
 //  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
-//     function, malformed JSON or arguments that break the tool's contract
-//     give REJECTED; the function is not invoked. An APPROVAL intent goes to
+//     function, arguments above the size limit (WithMaxArgsBytes), malformed
+//     JSON or arguments that break the tool's contract give REJECTED; the function is not invoked. An APPROVAL intent goes to
 //     the approval sink instead, and is done (OK, payload
 //     {"approval":"requested"}).
-//  5. Execute through the ToolRunner, on the caller's goroutine, under the
-//     tool's timeout. The function finds the intent's identity with
-//     IntentFrom. If the timeout passes (or ctx ends) first, ERROR is
-//     recorded at once, before the lease can end, even if the function
-//     ignores its context; Process returns it when the function returns.
+//  5. Execute through the ToolRunner under the tool's timeout. The function
+//     finds the intent's identity with IntentFrom. Its context carries ctx's
+//     values but not its cancelation nor its deadline: only the tool's
+//     timeout (WithTimeout, WithToolTimeout) ends a call early. If the
+//     timeout passes first, ERROR (effect unknown) is recorded at once,
+//     before the lease can end, even if the function ignores its context;
+//     Process returns it when the function returns.
 //  6. Complete the claim with the terminal result: OK with the canonical JSON
 //     of what the function returned; ERROR when it returned an error,
-//     panicked, timed out, was canceled, or returned something JSON cannot
-//     encode (it ran: its effect is unknown, so it is never run again).
+//     panicked, timed out, or returned something JSON cannot encode (it ran:
+//     its effect is unknown, so it is never run again). A Complete that fails
+//     is retried with backoff until the lease ends.
 //
 // Every result carries the intent's id, entity key and seq, and the clock's
 // time as completed_at_ms. Results of phases 3 to 6 are stored, so a
-// redelivered intent gets the same result.
+// redelivered intent gets the same result. An EXPIRED result (phase 2) is
+// returned with a nil error and logged at level Warn with the intent's age
+// and time-to-live: check res.Status, not only err.
+//
+// When ctx ends while the function runs, Process returns a *DetachedError
+// (errors.Is(err, context.Canceled) holds) at once, and nothing is recorded
+// yet: the function runs on, detached, and its real result is recorded when
+// it returns. Process the intent again (a redelivery) for that result: it
+// waits for the running execution and returns what really happened, and the
+// function runs once. If the process exits before the function returns, the
+// claim lapses and the next owner runs the intent as reclaimed.
 //
 // An error means there is no result to publish. A *RefusedError means the
 // intent was dead-lettered: acknowledge it, do not redeliver it. Any other
-// error (ctx ended while waiting for another worker, the store failed, the
-// approval sink failed) leaves the intent to be redelivered and processed
-// again; nothing ran, or the store will answer with what did.
+// error (ctx ended while waiting for another worker or while the function
+// ran, the store failed, the store could not record a result in time
+// (*UnrecordedError), the approval sink failed) leaves the intent to be
+// redelivered and processed again: never acknowledge it. Nothing ran, or the
+// store will answer with what did, or the next owner runs it as reclaimed.
 func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Result, error) {
 	if in == nil {
 		return intent.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
 	}
 	if err := e.verify(in); err != nil {
+		var ie *IntentIDError
+		if errors.As(err, &ie) {
+			// Its id names it, so it can be answered; it is never stored, since
+			// the id may be another step's.
+			return e.rejected(in, ie.Error()), e.refuse(ctx, in, err)
+		}
 		return intent.Result{}, e.refuse(ctx, in, err)
 	}
 	if now := e.cfg.now(); expired(in, now) {
-		return e.expiredResult(in, now), nil
+		return e.expiredResult(ctx, in, now), nil
 	}
 	backoff := e.cfg.minBackoff
 	call := CallOf(in)
 	for waited := false; ; waited = true {
+		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
 		c, err := e.store.Claim(ctx, in.ID, call, e.cfg.lease)
 		if err != nil {
 			if n := deliveryCount(ctx); n > e.cfg.maxAttempts {
@@ -187,10 +234,11 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 			}
 			return res, err
 		case Claimed:
+			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed}
 			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
-				return e.giveUp(ctx, in, c.Token, n)
+				return e.giveUp(ctx, in, cl, n)
 			}
-			return e.executeClaimed(ctx, in, c.Token, waited, c.Reclaimed)
+			return e.executeClaimed(ctx, in, cl, waited)
 		case InFlight:
 			t := time.NewTimer(backoff)
 			select {
@@ -214,14 +262,19 @@ func (e *Effector) verify(in *intent.Intent) error {
 	if !utf8.ValidString(in.ID) {
 		return fmt.Errorf("%w: its intent_id %q is not valid UTF-8", ErrMalformedIntent, in.ID)
 	}
-	if e.cfg.mode == VerifyOff {
+	if e.cfg.mode != VerifyOff {
+		err := in.VerifyHMAC(e.cfg.keys)
+		if err != nil && (e.cfg.mode != VerifyPermissive || !errors.Is(err, intent.ErrUnsigned)) {
+			return err
+		}
+	}
+	if e.cfg.underivedIDs {
 		return nil
 	}
-	err := in.VerifyHMAC(e.cfg.keys)
-	if e.cfg.mode == VerifyPermissive && errors.Is(err, intent.ErrUnsigned) {
-		return nil
+	if !intent.IsIntentID(in.ID, in.EntityKey, in.Seq, in.StepIndex) {
+		return &IntentIDError{ID: in.ID, Want: intent.IntentID(in.EntityKey, in.Seq, in.StepIndex), EntityKey: bytes.Clone(in.EntityKey), Seq: in.Seq, Step: in.StepIndex}
 	}
-	return err
+	return nil
 }
 
 func (e *Effector) refuse(ctx context.Context, in *intent.Intent, reason error) error {
@@ -238,32 +291,44 @@ func expired(in *intent.Intent, now time.Time) bool {
 	return in.ExpiresAtMs <= 0 || in.ExpiresAtMs <= now.UnixMilli()
 }
 
-func (e *Effector) expiredResult(in *intent.Intent, now time.Time) intent.Result {
-	msg := fmt.Sprintf("effector: intent %q expired at %d ms (now %d ms); nothing ran", in.ID, in.ExpiresAtMs, now.UnixMilli())
+// expiredResult is the EXPIRED result of in, which is logged at level Warn
+// with its age and time-to-live: nothing ran, and a caller that checks only
+// Process's error would not notice.
+func (e *Effector) expiredResult(ctx context.Context, in *intent.Intent, now time.Time) intent.Result {
+	age := time.Duration(now.UnixMilli()-in.CreatedAtMs) * time.Millisecond
+	ttl := time.Duration(in.ExpiresAtMs-in.CreatedAtMs) * time.Millisecond
+	msg := fmt.Sprintf("effector: intent %q expired at %d ms (now %d ms; it was staged %v ago with a time-to-live of %v); nothing ran: process intents within their time-to-live, or stage them with a longer one (runner.WithIntentTTL; the default is 1h)", in.ID, in.ExpiresAtMs, now.UnixMilli(), age, ttl)
 	if in.ExpiresAtMs <= 0 {
 		msg = fmt.Sprintf("effector: intent %q has no expiry (expires_at_ms %d); nothing ran: stage intents with a time-to-live", in.ID, in.ExpiresAtMs)
 	}
+	e.cfg.logger.WarnContext(ctx, "effector: intent expired; nothing ran", "intent_id", in.ID, "tool", in.ToolName,
+		"age", age, "ttl", ttl, "created_at_ms", in.CreatedAtMs, "expires_at_ms", in.ExpiresAtMs, "now_ms", now.UnixMilli())
 	return e.result(in, intent.StatusExpired, nil, msg)
 }
 
-// executeClaimed runs phases 4 to 6 for the owner of the claim token.
-func (e *Effector) executeClaimed(ctx context.Context, in *intent.Intent, token string, waited, reclaimed bool) (intent.Result, error) {
-	res, recorded, err := e.outcome(ctx, in, token, waited, reclaimed)
+// claim is this owner's hold on an intent.
+type claim struct {
+	token     string
+	leaseEnd  int64 // the monoNow reading by which the store's lease has ended
+	reclaimed bool  // Claim.Reclaimed
+}
+
+// executeClaimed runs phases 4 to 6 for the owner of the claim.
+func (e *Effector) executeClaimed(ctx context.Context, in *intent.Intent, cl claim, waited bool) (intent.Result, error) {
+	res, done, err := e.outcome(ctx, in, cl, waited)
+	if done {
+		return res, err // executed: recorded, or left to lapse
+	}
 	if err != nil {
-		if !recorded {
-			// Nothing ran: let the next delivery try again at once.
-			sctx, cancel := e.storeContext(ctx)
-			defer cancel()
-			if rerr := e.store.Release(sctx, in.ID, token); rerr != nil {
-				e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
-			}
+		// Nothing ran: let the next delivery try again at once.
+		sctx, cancel := e.storeContext(ctx)
+		defer cancel()
+		if rerr := e.store.Release(sctx, in.ID, cl.token); rerr != nil {
+			e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
 		}
 		return intent.Result{}, err
 	}
-	if !recorded {
-		return e.record(ctx, in, token, res)
-	}
-	return res, nil
+	return e.record(ctx, in, cl, res)
 }
 
 // storeContext is the context of a store call that records the outcome of a
@@ -284,30 +349,62 @@ func (e *Effector) storeContext(ctx context.Context) (context.Context, context.C
 // owner's result is stored: then it is the stored one, so that an intent
 // never has two different results. If another owner holds the intent now,
 // there is no result yet: the error asks for a redelivery, which the store
-// will answer. If the store cannot record res at all, res is still the truth
-// about this execution and is returned, but a redelivery may execute the
-// intent again, so it is logged as an error.
-func (e *Effector) record(ctx context.Context, in *intent.Intent, token string, res intent.Result) (intent.Result, error) {
+// will answer.
+//
+// A Complete that fails is retried, with backoff, until the lease ends (the
+// caller's context does not bound it: the outcome of a function that ran must
+// be recorded). If it never succeeds, record returns an *UnrecordedError and
+// no result, so the intent is not acknowledged: its claim lapses and the next
+// owner runs it as reclaimed. A result the store does not hold is never
+// reported as the intent's.
+func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res intent.Result) (intent.Result, error) {
 	buf := wireBufs.Get().(*[]byte)
 	defer putWireBuf(buf)
 	b, err := res.AppendBinary((*buf)[:0])
 	*buf = b
-	if err == nil {
-		sctx, cancel := e.storeContext(ctx)
-		err = e.store.Complete(sctx, in.ID, token, b, e.cfg.resultTTL)
-		cancel()
+	if err != nil {
+		return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
 	}
+	attempts, err := e.complete(ctx, in.ID, cl.token, b, cl.leaseEnd)
 	if errors.Is(err, ErrNotOwner) {
 		return e.recordLate(ctx, in, b, res)
 	}
 	if err != nil {
-		e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", err.Error())
-		return res, nil
+		return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
 	}
 	if e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
 		e.cfg.logger.DebugContext(ctx, "effector: intent processed", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", res.ErrorMessage)
 	}
 	return res, nil
+}
+
+// complete calls Complete until it succeeds, the store says the token no
+// longer owns the claim (ErrNotOwner), or the next attempt would start after
+// leaseEnd; it returns the attempts made and the last error.
+func (e *Effector) complete(ctx context.Context, id, token string, b []byte, leaseEnd int64) (int, error) {
+	backoff := e.cfg.minBackoff
+	for attempt := 1; ; attempt++ {
+		sctx, cancel := e.storeContext(ctx)
+		err := e.store.Complete(sctx, id, token, b, e.cfg.resultTTL)
+		cancel()
+		if err == nil || errors.Is(err, ErrNotOwner) {
+			return attempt, err
+		}
+		wait := min(backoff, time.Duration(leaseEnd-monoNow()))
+		if wait <= 0 {
+			return attempt, err
+		}
+		time.Sleep(wait)
+		backoff = min(2*backoff, e.cfg.maxBackoff)
+	}
+}
+
+// unrecorded counts, logs once and returns the failure to record res.
+func (e *Effector) unrecorded(ctx context.Context, in *intent.Intent, res intent.Result, attempts int, err error) error {
+	e.stats.unrecorded.Add(1)
+	e.cfg.logger.ErrorContext(ctx, "effector: result not recorded; the intent is left unacknowledged and its next owner runs it as reclaimed",
+		"intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "attempts", attempts, "error", err.Error())
+	return &UnrecordedError{IntentID: in.ID, Tool: in.ToolName, Result: res, Attempts: attempts, Err: err}
 }
 
 // wireBufs holds the buffers results are marshaled into for the store,
@@ -337,18 +434,20 @@ func storedResult(in *intent.Intent, b []byte) (intent.Result, error) {
 func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, res intent.Result) (intent.Result, error) {
 	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
 	sctx, cancel := e.storeContext(ctx)
-	defer cancel()
+	leaseEnd := monoNow() + int64(e.cfg.lease)
 	c, err := e.store.Claim(sctx, in.ID, CallOf(in), e.cfg.lease)
+	cancel()
 	if err != nil {
-		return intent.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w", in.ID, err)
+		return intent.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w; redeliver it", in.ID, err)
 	}
 	switch c.State {
 	case Done:
 		return storedResult(in, c.Result)
 	case Claimed:
 		// No one else finished it: this execution's result is the one.
-		if err := e.store.Complete(sctx, in.ID, c.Token, b, e.cfg.resultTTL); err != nil {
-			e.cfg.logger.ErrorContext(ctx, "effector: result not recorded", "intent_id", in.ID, "tool", in.ToolName, "status", res.Status.String(), "error", err.Error())
+		attempts, err := e.complete(ctx, in.ID, c.Token, b, leaseEnd)
+		if err != nil {
+			return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
 		}
 		return res, nil
 	default:
@@ -356,15 +455,16 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 	}
 }
 
-// outcome runs phases 4 and 5 and returns the terminal result, and whether it
-// is already recorded. An error means nothing ran and nothing is terminal:
-// the claim is released.
-func (e *Effector) outcome(ctx context.Context, in *intent.Intent, token string, waited, reclaimed bool) (res intent.Result, recorded bool, err error) {
+// outcome runs phases 4 and 5 and returns the terminal result, and whether
+// the function was executed (then execute recorded the result, or err says
+// why it is not recorded, and the claim must not be released). An error when
+// nothing was executed means nothing is terminal: the claim is released.
+func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, waited bool) (res intent.Result, executed bool, err error) {
 	// After waiting for another worker, the intent may have expired; it must
 	// not run late.
 	if waited {
 		if now := e.cfg.now(); expired(in, now) {
-			return e.expiredResult(in, now), false, nil
+			return e.expiredResult(ctx, in, now), false, nil
 		}
 	}
 	switch in.Kind {
@@ -377,12 +477,16 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, token string,
 	}
 	t, err := e.table.Get(in.ToolName)
 	switch {
+	case err == nil && !t.SideEffect() || err != nil && isReadOnly(err):
+		return e.rejected(in, fmt.Sprintf("effector: intent %q: tool %q is read-only: it belongs inline (runner.Activation.RunTool), never in an intent; nothing ran: fix the producer that staged it", in.ID, in.ToolName)), false, nil
 	case err != nil:
 		return e.rejected(in, err.Error()), false, nil
-	case !t.SideEffect():
-		return e.rejected(in, (&toolreg.ReadOnlyToolError{Name: t.Name()}).Error()), false, nil
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
+	}
+	if limit := e.maxArgs(t.Name()); len(in.ArgsJSON) > limit {
+		te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
+		return e.rejected(in, fmt.Sprintf("effector: intent %q: %v; nothing ran", in.ID, te)), false, nil
 	}
 	args, err := t.DecodeArgs(in.ArgsJSON)
 	if err != nil {
@@ -391,63 +495,103 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, token string,
 	if err := ctx.Err(); err != nil {
 		return intent.Result{}, false, fmt.Errorf("effector: intent %q not executed: %w", in.ID, context.Cause(ctx))
 	}
-	return e.execute(ctx, in, t, args, token, reclaimed)
+	res, err = e.execute(ctx, in, t, args, cl)
+	return res, true, err
 }
 
 // execute runs the tool's function through the ToolRunner under the tool's
-// timeout, with args as phase 4 decoded them, and returns its terminal result.
+// timeout, with args as phase 4 decoded them, records its terminal result
+// and returns it.
 //
-// If the timeout passes or ctx ends while the function runs, a watchdog
-// records ERROR at once, so the outcome is in the store before the lease
-// ends even when the function ignores its context, and no other worker can
-// run the intent again. The call still waits for the function to return, and
-// then returns the recorded result (recorded is true). The function runs on
-// the caller's goroutine, so a worker pool bounds how many run at once.
+// The caller's ctx does not reach the function's cancellation: only the
+// tool's timeout ends it early. If the timeout passes while the function
+// runs, a watchdog records ERROR (effect unknown) at once, so the outcome is
+// in the store before the lease ends even when the function ignores its
+// context; the call still waits for the function to return.
 //
-// reclaimed says an earlier owner's claim ran out without a result: it may
-// have run the function, so this run may repeat the effect. The function sees
-// it in IntentInfo.Reclaimed, and the result says the effect is unknown.
-func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.Tool, args any, token string, reclaimed bool) (res intent.Result, recorded bool, err error) {
-	x := e.start(ctx, in, e.timeout(t.Name()), token, reclaimed)
-	v, err := e.runner.runDecoded(&x.execContext, t, args)
-	if !x.stop() {
-		return x.interrupted.res, true, x.interrupted.err
+// When ctx can end, the function runs on a goroutine of its own and execute
+// waits for it or for ctx: if ctx ends first, execute returns a
+// *DetachedError at once, and the goroutine records the function's real
+// outcome when it returns. Otherwise the function runs on the caller's
+// goroutine, so a worker pool bounds how many run at once.
+//
+// A reclaimed claim says an earlier owner's claim ran out without a result:
+// it may have run the function, so this run may repeat the effect. The
+// function sees it in IntentInfo.Reclaimed, and the result says the effect
+// is unknown.
+func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.Tool, args any, cl claim) (intent.Result, error) {
+	x := e.start(ctx, in, e.timeout(t.Name()), cl)
+	if ctx.Done() == nil {
+		return x.run(t, args)
 	}
+	o := &detachable{done: make(chan struct{})}
+	go func() {
+		o.res, o.err = x.run(t, args)
+		close(o.done)
+	}()
+	select {
+	case <-o.done:
+		return o.res, o.err
+	case <-ctx.Done():
+	}
+	select {
+	case <-o.done: // it returned as ctx ended: its result is ready
+		return o.res, o.err
+	default:
+	}
+	e.stats.detached.Add(1)
+	cause := context.Cause(ctx)
+	e.cfg.logger.WarnContext(ctx, "effector: the caller's context ended while the tool runs; it runs on and its result will be recorded",
+		"intent_id", in.ID, "tool", in.ToolName, "cause", cause.Error())
+	return intent.Result{}, &DetachedError{IntentID: in.ID, Tool: in.ToolName, Cause: cause}
+}
+
+// detachable is the outcome of an execution on a goroutine of its own.
+type detachable struct {
+	done chan struct{} // closed once res and err are set
+	res  intent.Result
+	err  error
+}
+
+// run calls the function, records its outcome and returns it.
+func (x *execution) run(t *toolreg.Tool, args any) (intent.Result, error) {
+	v, err := x.e.runner.runDecoded(&x.execContext, t, args)
+	if !x.stop() {
+		return x.interrupted.res, x.interrupted.err
+	}
+	return x.e.record(x.parent, x.in, x.claim, x.result(t, v, err))
+}
+
+// result is the terminal result of a function that returned v and err.
+func (x *execution) result(t *toolreg.Tool, v any, err error) intent.Result {
 	if err != nil {
-		return x.ran(intent.StatusError, nil, err.Error()), false, nil
+		return x.ran(intent.StatusError, nil, err.Error())
 	}
 	payload, err := canonjson.Marshal(v)
 	if err != nil {
-		return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err)), false, nil
+		return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err))
 	}
-	return x.ran(intent.StatusOK, payload, ""), false, nil
+	return x.ran(intent.StatusOK, payload, "")
 }
 
 // start sets up the execution of in under the caller's ctx: the context its
-// function gets, and the watchdog that interrupts it after timeout or when
-// ctx ends.
-func (e *Effector) start(ctx context.Context, in *intent.Intent, timeout time.Duration, token string, reclaimed bool) *execution {
-	x := &execution{e: e, timeout: timeout, token: token}
+// function gets, and the watchdog that interrupts it after timeout.
+func (e *Effector) start(ctx context.Context, in *intent.Intent, timeout time.Duration, cl claim) *execution {
+	x := &execution{e: e, timeout: timeout, claim: cl}
 	x.execContext.init(ctx, in, timeout)
-	x.reclaimed = reclaimed
+	x.reclaimed = cl.reclaimed
 	x.watchdog.exec = x
 	x.wg.Add(1)
 	e.timeouts.add(&x.watchdog, timeout)
-	if ctx.Done() != nil {
-		x.stopHook = context.AfterFunc(ctx, x.canceled)
-	}
 	return x
 }
 
 // stop ends the execution once its function has returned, and cancels its
-// context. It reports whether the return decides the result; if an
-// interruption won, it returns once that ERROR is recorded, in x.interrupted.
+// context. It reports whether the return decides the result; if the
+// timeout won, it returns once that ERROR is recorded, in x.interrupted.
 func (x *execution) stop() bool {
 	defer x.cancel(nil)
 	x.e.timeouts.remove(&x.watchdog)
-	if x.stopHook != nil {
-		x.stopHook()
-	}
 	if !x.state.CompareAndSwap(running, returned) {
 		x.wg.Wait()
 		return false
@@ -476,32 +620,22 @@ type execution struct {
 	execContext
 	watchdog
 
-	e        *Effector
-	timeout  time.Duration
-	token    string
-	stopHook func() bool // stops the hook on the caller's ctx, if it can end
+	e       *Effector
+	timeout time.Duration
+	claim   claim
 }
 
-func (x *execution) timedOut() { x.interrupt(true) }
-func (x *execution) canceled() { x.interrupt(false) }
-
-// interrupt records ERROR for a function that has not returned, unless it
-// returned first.
-func (x *execution) interrupt(timedOut bool) {
+// timedOut records ERROR for a function that has not returned by its
+// timeout, unless it returned first.
+func (x *execution) timedOut() {
 	if !x.state.CompareAndSwap(running, interrupted) {
 		return
 	}
 	defer x.wg.Done()
-	var msg string
-	if timedOut {
-		te := &TimeoutError{Tool: x.in.ToolName, Timeout: x.timeout}
-		x.flags.Or(ctxExpired)
-		x.cancel(te) // tell the function; it may not listen
-		msg = te.Error()
-	} else {
-		msg = fmt.Sprintf("effector: tool %q was canceled while running; its effect is unknown: %v", x.in.ToolName, context.Cause(x.parent))
-	}
-	res, err := x.e.record(x.parent, x.in, x.token, x.ran(intent.StatusError, nil, msg))
+	te := &TimeoutError{Tool: x.in.ToolName, Timeout: x.timeout}
+	x.flags.Or(ctxExpired)
+	x.cancel(te) // tell the function; it may not listen
+	res, err := x.e.record(x.parent, x.in, x.claim, x.ran(intent.StatusError, nil, te.Error()))
 	x.interrupted = &interruption{res: res, err: err}
 }
 
@@ -539,4 +673,19 @@ func (e *Effector) timeout(tool string) time.Duration {
 		return d
 	}
 	return e.cfg.timeout
+}
+
+func (e *Effector) maxArgs(tool string) int {
+	if n, ok := e.cfg.toolMaxArgs[tool]; ok {
+		return n
+	}
+	return e.cfg.maxArgs
+}
+
+// isReadOnly reports whether err is a *toolreg.ReadOnlyToolError: the table
+// knows the tool as one that runs inline. (A function of its own, so that the
+// target of errors.As is allocated only on this path.)
+func isReadOnly(err error) bool {
+	var ro *toolreg.ReadOnlyToolError
+	return errors.As(err, &ro)
 }

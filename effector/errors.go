@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // ErrMalformedIntent is the reason an intent with no usable intent_id is
@@ -63,3 +65,61 @@ func (e *ConfigError) Error() string {
 	}
 	return fmt.Sprintf("effector: %d configuration problems:\n\t%s", len(e.Problems), strings.Join(e.Problems, "\n\t"))
 }
+
+// DetachedError is what Process returns when its caller's context ends while
+// the intent's tool function runs. The function is not interrupted: only its
+// tool timeout may end it early. It runs on, detached from the caller, and
+// its real outcome is recorded in the store when it returns; processing the
+// intent again (a redelivery) waits for it and returns that result. If the
+// process exits first, the claim lapses and the next owner runs the intent
+// as Reclaimed (effect unknown). errors.Is(err, context.Canceled) (or
+// DeadlineExceeded) holds, per the caller's context.
+type DetachedError struct {
+	IntentID string
+	Tool     string
+	Cause    error // the caller's context's cause
+}
+
+func (e *DetachedError) Error() string {
+	return fmt.Sprintf("effector: intent %q: the caller's context ended (%v) while tool %q runs; it runs on, and its result will be recorded: process it again (redeliver it) for that result", e.IntentID, e.Cause, e.Tool)
+}
+
+func (e *DetachedError) Unwrap() error { return e.Cause }
+
+// UnrecordedError is what Process returns when a tool ran but the store
+// could not record its result, though Complete was retried until the
+// claim's lease ended. The intent must not be acknowledged: its claim lapses,
+// and the next owner runs it as Reclaimed (effect unknown). Result is what
+// this execution gave, for logs only: nothing holds it.
+type UnrecordedError struct {
+	IntentID string
+	Tool     string
+	Result   intent.Result
+	Attempts int
+	Err      error // the store's last error
+}
+
+func (e *UnrecordedError) Error() string {
+	return fmt.Sprintf("effector: intent %q: tool %q ran (%s), but the store could not record its result in %d attempts until the lease's end: %v; the intent is left unacknowledged, and its next owner runs it as reclaimed (effect unknown): fix the store (disk space, connectivity)", e.IntentID, e.Tool, e.Result.Status, e.Attempts, e.Err)
+}
+
+func (e *UnrecordedError) Unwrap() error { return e.Err }
+
+// IntentIDError is the reason an intent whose id is not
+// intent.IntentID(EntityKey, Seq, StepIndex) is refused, signed or not: its
+// id is how the effector runs each step once, so an id that does not follow
+// from the step (a producer bug, an edit) could run one step twice under two
+// ids. errors.Is(err, ErrMalformedIntent) holds.
+type IntentIDError struct {
+	ID        string // the intent's id
+	Want      string // the id its entity key, seq and step give
+	EntityKey []byte
+	Seq       int64
+	Step      uint32
+}
+
+func (e *IntentIDError) Error() string {
+	return fmt.Sprintf("effector: intent %q: its id is not the one its position gives, intent.IntentID(entity key %q, seq %d, step %d) = %q; nothing ran: stage intents with runner.Activation.Act, which derives the id, or fix the producer", e.ID, e.EntityKey, e.Seq, e.Step, e.Want)
+}
+
+func (e *IntentIDError) Is(target error) bool { return target == ErrMalformedIntent }

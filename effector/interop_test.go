@@ -99,7 +99,8 @@ func TestTheEffectorProcessesBeamAgentsIntents(t *testing.T) {
 			t.Parallel()
 			var calls atomic.Int32
 			store := &countingStore{DedupStore: effector.NewMemoryStore()}
-			e, err := effector.New(httpPostTable(t, &calls), store,
+			// The fixtures' intent ids are fixed strings, not derived ids.
+			e, err := effector.New(httpPostTable(t, &calls), store, effector.WithUnderivedIDs(),
 				effector.WithVerify(tt.mode, keys), effector.WithClock(fixtureNow), effector.WithLogger(quietLogger()))
 			if err != nil {
 				t.Fatal(err)
@@ -126,12 +127,24 @@ func TestTheEffectorProcessesBeamAgentsIntents(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a fixture's fixed, underived id is refused by default", func(t *testing.T) {
+		t.Parallel()
+		var calls atomic.Int32
+		e, err := effector.New(httpPostTable(t, &calls), effector.NewMemoryStore(), effector.WithClock(fixtureNow), effector.WithLogger(quietLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ie *effector.IntentIDError
+		if _, err := e.Process(testCtx(t), readFixture(t, "tool_intent.bin")); !errors.As(err, &ie) || calls.Load() != 0 {
+			t.Fatalf("Process = %v (tool ran %d times), want an *IntentIDError and no run", err, calls.Load())
+		}
+	})
 	t.Run("the approval intent goes to the approval sink", func(t *testing.T) {
 		t.Parallel()
 		var calls atomic.Int32
 		var asked []string
 		e, err := effector.New(httpPostTable(t, &calls), effector.NewMemoryStore(), effector.WithClock(fixtureNow), effector.WithLogger(quietLogger()),
-			effector.WithApproval(func(_ context.Context, in *intent.Intent) error {
+			effector.WithUnderivedIDs(), effector.WithApproval(func(_ context.Context, in *intent.Intent) error {
 				asked = append(asked, in.ID+" "+string(in.ArgsJSON))
 				return nil
 			}))

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // Defaults of the options below.
@@ -13,9 +15,16 @@ const (
 	// DefaultTimeout bounds one execution of a tool function.
 	DefaultTimeout = 30 * time.Second
 	// DefaultLease is how long a claim keeps other workers off an intent. It
-	// must exceed every tool's timeout, so that the effector records the
-	// outcome (ERROR on timeout) before anyone else may claim the intent.
+	// must exceed every tool's timeout plus the store timeout plus
+	// LeaseMargin, so that the effector records the outcome (ERROR on
+	// timeout) before anyone else may claim the intent.
 	DefaultLease = 2 * time.Minute
+	// LeaseMargin is what New demands a lease hold beyond the longest tool
+	// timeout plus the store timeout: the time between the store starting
+	// the lease and the tool starting (the claim's reply, argument checks),
+	// and the watchdog's scheduling. A store timeout of 0 (none) counts as
+	// 0: give durable stores a WithStoreTimeout so the sum means something.
+	LeaseMargin = 100 * time.Millisecond
 	// DefaultResultTTL is how long a terminal result is kept in the store.
 	// A redelivered intent is answered from the store within it, so keep it
 	// longer than intents live (Activation's default time-to-live is 1h).
@@ -86,6 +95,9 @@ type config struct {
 	approval     ApprovalFunc
 	logger       *slog.Logger
 	maxAttempts  int
+	underivedIDs bool
+	maxArgs      int
+	toolMaxArgs  map[string]int
 }
 
 func defaultConfig() config {
@@ -97,6 +109,7 @@ func defaultConfig() config {
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
 		logger:     slog.Default(),
+		maxArgs:    toolreg.DefaultMaxArgsBytes,
 
 		maxAttempts: DefaultMaxAttempts,
 	}
@@ -110,7 +123,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithLease sets how long a claim holds an intent. The default is
-// DefaultLease. New refuses a lease that does not exceed every tool timeout.
+// DefaultLease. New refuses a lease that does not exceed the longest tool
+// timeout plus the store timeout plus LeaseMargin.
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.lease = d }
 }
@@ -185,4 +199,34 @@ func WithApproval(f ApprovalFunc) Option {
 // which may hold personal data.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// WithUnderivedIDs accepts intents whose id is not
+// intent.IntentID(EntityKey, Seq, StepIndex): a producer with an id scheme of
+// its own, which must then give each step exactly one id. The default
+// refuses them (*IntentIDError): an id that does not follow from the step
+// could run one step twice under two ids.
+func WithUnderivedIDs() Option {
+	return func(c *config) { c.underivedIDs = true }
+}
+
+// WithMaxArgsBytes sets the largest arguments, in bytes of JSON, of an intent
+// for a tool without its own limit (WithToolMaxArgsBytes). Larger ones are
+// REJECTED with a *toolreg.ArgumentsTooLargeError's message before they are
+// decoded, and the function never runs. The default is
+// toolreg.DefaultMaxArgsBytes (1 MiB); New refuses n <= 0.
+func WithMaxArgsBytes(n int) Option {
+	return func(c *config) { c.maxArgs = n }
+}
+
+// WithToolMaxArgsBytes sets the argument size limit of the tool called name,
+// overriding WithMaxArgsBytes. New refuses a name the effect table does not
+// hold, and n <= 0.
+func WithToolMaxArgsBytes(name string, n int) Option {
+	return func(c *config) {
+		if c.toolMaxArgs == nil {
+			c.toolMaxArgs = make(map[string]int)
+		}
+		c.toolMaxArgs[name] = n
+	}
 }

@@ -89,17 +89,17 @@ func (e *Effector) mismatch(ctx context.Context, in *intent.Intent, asked, recor
 
 // giveUp completes a poison intent's claim with ERROR, without running it,
 // once the dead-letter sink has it.
-func (e *Effector) giveUp(ctx context.Context, in *intent.Intent, token string, attempts int) (intent.Result, error) {
+func (e *Effector) giveUp(ctx context.Context, in *intent.Intent, cl claim, attempts int) (intent.Result, error) {
 	reason := &PoisonError{IntentID: in.ID, Tool: in.ToolName, Attempts: attempts, Max: e.cfg.maxAttempts}
 	if err := e.deadLetterPoison(ctx, in, reason); err != nil {
 		sctx, cancel := e.storeContext(ctx)
 		defer cancel()
-		if rerr := e.store.Release(sctx, in.ID, token); rerr != nil {
+		if rerr := e.store.Release(sctx, in.ID, cl.token); rerr != nil {
 			e.cfg.logger.WarnContext(ctx, "effector: releasing claim", "intent_id", in.ID, "error", rerr.Error())
 		}
 		return intent.Result{}, err
 	}
-	return e.record(ctx, in, token, e.result(in, intent.StatusError, nil, reason.Error()))
+	return e.record(ctx, in, cl, e.result(in, intent.StatusError, nil, reason.Error()))
 }
 
 // giveUpUnclaimed gives a poison intent up when the store cannot be reached

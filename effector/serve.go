@@ -85,10 +85,13 @@ func WithWorkers(n int) ServeOption {
 }
 
 // WithDrainTimeout sets how long, once ctx ends, Serve lets the intents in
-// flight finish (run, record, publish, acknowledge) before it cancels them. A
-// canceled intent either never ran (its claim is released) or is recorded as
-// ERROR; either way it is left unacknowledged, for redelivery. Keep it above
-// the tools' timeouts. Default: 30s.
+// flight finish (run, record, publish, acknowledge) before it stops waiting
+// for them. An intent whose tool has not started by then is released; one
+// whose tool still runs is left to it (see DetachedError): its result is
+// recorded if it returns before the process exits, and otherwise its claim
+// lapses and the next owner runs it as reclaimed. Either way it is left
+// unacknowledged, for redelivery. Keep it above the tools' timeouts.
+// Default: 30s.
 func WithDrainTimeout(d time.Duration) ServeOption {
 	return func(c *serveConfig) { c.drain = d }
 }

@@ -17,6 +17,19 @@ var intentNamespace = [16]byte{0x6f, 0x3e, 0x9d, 0x2a, 0x1c, 0x47, 0x5b, 0x8e, 0
 // its arguments, so a retried activation stages the same ids and the effector
 // executes each at most once.
 func IntentID(entityKey []byte, seq int64, step uint32) string {
+	var out [36]byte
+	return string(appendIntentID(out[:0], entityKey, seq, step))
+}
+
+// IsIntentID reports whether id is IntentID(entityKey, seq, step), without
+// allocating: the effector checks every intent it is given.
+func IsIntentID(id string, entityKey []byte, seq int64, step uint32) bool {
+	var out [36]byte
+	return string(appendIntentID(out[:0], entityKey, seq, step)) == id
+}
+
+// appendIntentID appends IntentID(entityKey, seq, step) to dst.
+func appendIntentID(dst []byte, entityKey []byte, seq int64, step uint32) []byte {
 	// namespace || name, on the stack for the usual short keys.
 	var buf [128]byte
 	b := append(buf[:0], intentNamespace[:]...)
@@ -41,5 +54,5 @@ func IntentID(entityKey []byte, seq int64, step uint32) string {
 	hex.Encode(out[19:23], u[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], u[10:16])
-	return string(out[:])
+	return append(dst, out[:]...)
 }

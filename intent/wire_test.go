@@ -767,3 +767,28 @@ func TestJSONInteroperatesWithProtojson(t *testing.T) {
 		})
 	}
 }
+
+func TestIsIntentIDAcceptsOnlyTheIDOfItsPosition(t *testing.T) {
+	key := []byte("entity-1")
+	id := intent.IntentID(key, 7, 2)
+	if !intent.IsIntentID(id, key, 7, 2) {
+		t.Errorf("intent.IsIntentID(IntentID(k, 7, 2), k, 7, 2) = false")
+	}
+	for _, c := range []struct {
+		id        string
+		key       []byte
+		seq       int64
+		step      uint32
+		different string
+	}{
+		{id, key, 7, 3, "step"}, {id, key, 8, 2, "seq"}, {id, []byte("entity-2"), 7, 2, "entity key"},
+		{strings.ToUpper(id), key, 7, 2, "case"}, {id + " ", key, 7, 2, "trailing byte"}, {"", key, 7, 2, "empty id"},
+	} {
+		if intent.IsIntentID(c.id, c.key, c.seq, c.step) {
+			t.Errorf("IsIntentID with a different %s = true", c.different)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { intent.IsIntentID(id, key, 7, 2) }); n != 0 {
+		t.Errorf("IsIntentID allocates %v times, want 0", n)
+	}
+}

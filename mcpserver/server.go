@@ -271,6 +271,9 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 					t.Name(), MetaIdempotencyKey, key, t.Name())
 			}
 		}
+		if detached := (*effector.DetachedError)(nil); errors.As(err, &detached) {
+			msg = fmt.Sprintf("%s is still running: the request ended before it returned, and its result will be recorded. Retry the same call (same idempotency key) to read it.", t.Name())
+		}
 		r := errorResult(msg)
 		r.Meta = mcp.Meta{MetaIntentID: in.ID}
 		return r

@@ -13,6 +13,7 @@ import (
 type Registry struct {
 	byName map[string]*toolreg.Tool
 	tools  []*toolreg.Tool
+	inline map[string]bool // read-only tools another table holds; see MarkInline
 	// renders caches each provider form's rendering; see ProviderSchema.
 	renders renderCache
 }
@@ -34,12 +35,28 @@ func (r *Registry) Register(t *toolreg.Tool) error {
 }
 
 // Get returns the tool called name, or a *toolreg.ToolNotFoundError naming it,
-// with the registered names close to it.
+// with the registered names close to it; for a name marked with MarkInline,
+// a *toolreg.ReadOnlyToolError.
 func (r *Registry) Get(name string) (*toolreg.Tool, error) {
 	if t, ok := r.byName[name]; ok {
 		return t, nil
 	}
+	if r.inline[name] {
+		return nil, &toolreg.ReadOnlyToolError{Name: name}
+	}
 	return nil, &toolreg.ToolNotFoundError{Name: name, DidYouMean: r.near(name)}
+}
+
+// MarkInline records that the read-only tool called name exists but runs
+// inline, from another table (the pipeline's), so that Get answers for it
+// with a *toolreg.ReadOnlyToolError rather than calling it unknown. The table
+// still does not hold it: Len, Tools and ToolsSchema leave it out. The binder
+// marks every read-only tool in bindings.Bound.Effector.
+func (r *Registry) MarkInline(name string) {
+	if r.inline == nil {
+		r.inline = make(map[string]bool)
+	}
+	r.inline[name] = true
 }
 
 // Len returns the number of registered tools.

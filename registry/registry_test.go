@@ -305,3 +305,20 @@ func benchRegistry(b *testing.B) *registry.Registry {
 	}
 	return r
 }
+
+func TestANameMarkedInlineIsReadOnlyNotUnknownAndNotHeld(t *testing.T) {
+	r := registry.New()
+	r.MarkInline("lookup")
+	_, err := r.Get("lookup")
+	var ro *toolreg.ReadOnlyToolError
+	if !errors.As(err, &ro) || ro.Name != "lookup" {
+		t.Fatalf("Get of a name marked inline = %v, want a *toolreg.ReadOnlyToolError", err)
+	}
+	var nf *toolreg.ToolNotFoundError
+	if _, err := r.Get("other"); !errors.As(err, &nf) {
+		t.Errorf("Get of an unmarked name = %v, want a *toolreg.ToolNotFoundError", err)
+	}
+	if r.Len() != 0 || len(r.Tools()) != 0 || len(r.ToolsSchema()) != 0 {
+		t.Errorf("a name marked inline is listed as held: Len %d", r.Len())
+	}
+}

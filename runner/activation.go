@@ -171,10 +171,11 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // Act refuses, staging nothing and leaving the step where it was: an unknown
 // name (*toolreg.ToolNotFoundError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
-// contract (*toolreg.ToolArgumentError), an activation with no clock
-// (ErrNoClock) or a non-positive WithIntentTTL, and one already drained
-// (ErrDrained). The intent it returns is the caller's copy: changing it
-// changes nothing staged.
+// contract (*toolreg.ToolArgumentError), arguments above the runner's size
+// limit (*toolreg.ArgumentsTooLargeError; see WithMaxArgsBytes), an activation
+// with no clock (ErrNoClock) or a non-positive WithIntentTTL, and one already
+// drained (ErrDrained). The intent it returns is the caller's copy: changing
+// it changes nothing staged.
 func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -194,6 +195,9 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	}
 	if !t.SideEffect() {
 		return nil, &toolreg.ReadOnlyToolError{Name: name}
+	}
+	if err := a.runner.checkSize(t, args); err != nil {
+		return nil, err
 	}
 	canonical, err := t.CheckArgs(args)
 	if err != nil {

@@ -708,3 +708,65 @@ func BenchmarkAct(b *testing.B) {
 		}
 	})
 }
+
+// TestActAndRunToolRefuseArgumentsAboveTheSizeLimit is part of item 10 of
+// issue 13: arguments above the runner's limit (toolreg.DefaultMaxArgsBytes
+// unless runner.WithMaxArgsBytes says otherwise) are refused before they are
+// checked, and nothing is staged.
+func TestActAndRunToolRefuseArgumentsAboveTheSizeLimit(t *testing.T) {
+	t.Parallel()
+	reg := sizeRegistry(t)
+	big := func(n int) json.RawMessage {
+		return json.RawMessage(`{"q":"` + strings.Repeat("x", n-len(`{"q":""}`)) + `"}`)
+	}
+	clock := runner.WithClock(func() time.Time { return time.UnixMilli(1700000000000) })
+	t.Run("Act above the default limit", func(t *testing.T) {
+		a := runner.NewActivation(reg, []byte("e"), 1, clock)
+		_, err := a.Act("send", big(toolreg.DefaultMaxArgsBytes+1))
+		var te *toolreg.ArgumentsTooLargeError
+		if !errors.As(err, &te) || te.Tool != "send" || te.Size != toolreg.DefaultMaxArgsBytes+1 || te.Limit != toolreg.DefaultMaxArgsBytes || !errors.Is(err, toolreg.ErrTool) {
+			t.Fatalf("Act = %v, want a *toolreg.ArgumentsTooLargeError", err)
+		}
+		if a.Step() != 0 {
+			t.Errorf("step after a refused Act = %d, want 0", a.Step())
+		}
+		if ins, _ := a.Drain(); len(ins) != 0 {
+			t.Errorf("a refused Act staged %d intents", len(ins))
+		}
+	})
+	t.Run("Act and RunTool above a runner's own limit", func(t *testing.T) {
+		a := runner.NewActivation(reg, []byte("e"), 1, clock, runner.WithRunner(runner.New(runner.WithMaxArgsBytes(20))))
+		var te *toolreg.ArgumentsTooLargeError
+		if _, err := a.Act("send", big(21)); !errors.As(err, &te) || te.Limit != 20 {
+			t.Errorf("Act = %v, want the limit 20 named", err)
+		}
+		if _, err := a.Act("send", big(20)); err != nil {
+			t.Errorf("Act at the limit = %v, want it staged", err)
+		}
+		if _, err := a.RunTool(context.Background(), "find", big(21)); !errors.As(err, &te) || te.Tool != "find" {
+			t.Errorf("RunTool = %v, want a *toolreg.ArgumentsTooLargeError", err)
+		}
+		if _, err := a.RunTool(context.Background(), "find", big(20)); err != nil {
+			t.Errorf("RunTool at the limit = %v", err)
+		}
+	})
+}
+
+func sizeRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	mk := func(name string, side bool) *toolreg.Spec {
+		return &toolreg.Spec{Name: name, Description: "The " + name + " tool.", SideEffect: side,
+			Params: []*toolreg.Param{{Name: "q", Schema: toolreg.Schema{Type: toolreg.TypeString}}}}
+	}
+	b := bindings.New([]*toolreg.Spec{mk("send", true), mk("find", false)}, bindings.PipelineOnly())
+	bindings.ReadOnly(b, "find", func(_ context.Context, a struct {
+		Q string `json:"q"`
+	}) (int, error) {
+		return len(a.Q), nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bound.Pipeline
+}

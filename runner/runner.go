@@ -13,6 +13,7 @@ import (
 // a registry resolves. A Runner is safe for concurrent use.
 type Runner struct {
 	maxConcurrent int
+	maxArgs       int
 }
 
 // Option configures a Runner.
@@ -23,6 +24,15 @@ type Option func(*Runner)
 // as asyncio.gather would start a model's parallel tool calls.
 func WithMaxConcurrency(n int) Option {
 	return func(r *Runner) { r.maxConcurrent = max(n, 0) }
+}
+
+// WithMaxArgsBytes sets the largest arguments, in bytes of JSON, that Run,
+// RunAll, and the Act and RunTool of an Activation using this Runner accept;
+// larger ones are refused with a *toolreg.ArgumentsTooLargeError before they
+// are checked. The default, and any n <= 0, is toolreg.DefaultMaxArgsBytes
+// (1 MiB).
+func WithMaxArgsBytes(n int) Option {
+	return func(r *Runner) { r.maxArgs = n }
 }
 
 // New returns a Runner.
@@ -44,7 +54,9 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // A side-effecting t is refused with *toolreg.SideEffectToolError before args
 // are looked at, and its function is never invoked: request it with an
 // Activation's Act instead. Bad args give a *toolreg.ToolArgumentError and the
-// function is not invoked; neither is it when ctx is already done (ctx's
+// function is not invoked; so do arguments above the size limit
+// (*toolreg.ArgumentsTooLargeError, see WithMaxArgsBytes), before they are
+// checked. Nor is it invoked when ctx is already done (ctx's
 // error is returned). A panic in the function comes back as a
 // *toolreg.ToolPanicError naming the tool. An error the function returns is
 // returned as is, with a nil result.
@@ -53,7 +65,22 @@ func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage)
 		return nil, errNilTool
 	}
 	// Tool.Call holds the side-effect guard, before it looks at args.
+	if err := r.checkSize(t, args); err != nil && !t.SideEffect() {
+		return nil, err
+	}
 	return t.Call(ctx, args)
+}
+
+// checkSize refuses args above the size limit.
+func (r *Runner) checkSize(t *toolreg.Tool, args json.RawMessage) error {
+	limit := r.maxArgs
+	if limit <= 0 {
+		limit = toolreg.DefaultMaxArgsBytes // a zero Runner
+	}
+	if len(args) > limit {
+		return &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(args), Limit: limit}
+	}
+	return nil
 }
 
 // Call is one tool call for RunAll.

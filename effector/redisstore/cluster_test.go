@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/beam-agents/toolreg/intent"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 
@@ -30,6 +32,17 @@ func TestOnACluster(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) effector.DedupStore {
 			return New(rdb, WithKeyPrefix(fmt.Sprintf("conformance-%d:", n.Add(1))))
 		})
+	})
+
+	t.Run("Open checks every master and refuses the cluster's unpersisted nodes", func(t *testing.T) {
+		t.Parallel()
+		var pe *PersistenceError
+		if _, err := Open(ctx, rdb, WithKeyPrefix("open:")); !errors.As(err, &pe) {
+			t.Fatalf("Open on a cluster that persists nothing = %v, want a *PersistenceError", err)
+		}
+		if _, err := Open(ctx, rdb, WithKeyPrefix("open:"), WithUnpersistedServer(), WithLogger(slog.New(slog.DiscardHandler))); err != nil {
+			t.Fatalf("Open with WithUnpersistedServer = %v", err)
+		}
 	})
 
 	t.Run("claims from two cluster clients give each intent one owner", func(t *testing.T) {

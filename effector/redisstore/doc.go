@@ -45,7 +45,10 @@
 // Durability is Redis's: a result or claim survives a redis-server crash only
 // if the server persists writes before acknowledging them (appendonly yes with
 // appendfsync always). With weaker settings a crash can forget a completed
-// intent, and it will be executed again. The tests prove both halves.
+// intent, and it will be executed again. The tests prove both halves. Open
+// checks the server's settings and refuses one that persists nothing (no
+// append-only file, no snapshots) unless WithUnpersistedServer accepts it,
+// with a warning; New checks nothing.
 //
 // The store refuses non-positive leases and result lifetimes, and a key
 // prefix whose first hash tag is empty ("{}"), which would part an intent's

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,9 @@ type Store struct {
 	prefix        string
 	newToken      func() (string, error)
 	attemptMemory time.Duration
-	err           error // a prefix the store refuses, returned by every call
+	err           error        // a prefix the store refuses, returned by every call
+	unpersistedOK bool         // WithUnpersistedServer
+	logger        *slog.Logger // WithLogger
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -60,7 +63,8 @@ func WithAttemptMemory(d time.Duration) Option {
 	return func(s *Store) { s.attemptMemory = d }
 }
 
-// New returns a store using rdb, which the caller owns and closes.
+// New returns a store using rdb, which the caller owns and closes. It does not
+// check that the server persists writes: Open does.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	s := &Store{rdb: rdb, prefix: "toolreg:effector:dedup:", newToken: randomToken, attemptMemory: 24 * time.Hour}
 	for _, o := range opts {

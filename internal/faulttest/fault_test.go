@@ -188,7 +188,7 @@ func TestPausedOwner(t *testing.T) {
 			store := storeArg(kind, dir, srv)
 			prefix := "paused:" + kind + ":"
 
-			pa := start(t, a.args(store, "-key-prefix", prefix, "-lease", "300ms", "-timeout", "200ms", "-stop-in-tool", id)...)
+			pa := start(t, a.args(store, "-key-prefix", prefix, "-lease", "300ms", "-timeout", "150ms", "-stop-in-tool", id)...)
 			pid := pa.cmd.Process.Pid
 			waitFor(t, 30*time.Second, "the first effector to stop itself in the tool", func() bool { return stopped(pid) })
 			time.Sleep(600 * time.Millisecond) // twice its lease

@@ -363,3 +363,29 @@ func stopped(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'T' || s[i+2] == 't')
 }
+
+// exitUnanswered is effectord's exit status for a shutdown that left
+// deliveries unanswered (its ExitUnanswered).
+const exitUnanswered = 3
+
+// waitStopped waits for p, stopped by SIGTERM, to exit, and reports whether
+// it left deliveries unanswered (exit status 3); any other failure fails t.
+func (p *proc) waitStopped(t *testing.T) (unanswered bool) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(procTimeout):
+		p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("effectord %d did not finish within %v; stderr:\n%s", p.cmd.Process.Pid, procTimeout, p.stderr)
+	}
+	var ee *exec.ExitError
+	switch {
+	case p.err == nil:
+		return false
+	case errors.As(p.err, &ee) && ee.ExitCode() == exitUnanswered:
+		return true
+	}
+	t.Fatalf("effectord %d failed: %v; stderr:\n%s", p.cmd.Process.Pid, p.err, p.stderr)
+	return false
+}

@@ -42,4 +42,9 @@
 // "<intent id> <pid> ok|not-owner|error", and every claim the store reports
 // as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
 // Release) to -reclaims as "<intent id> <pid>".
+//
+// With -fail-complete-after=N and -fail-complete-for=D, the N-th Complete and
+// every Complete in the D after it fail (a full disk freed D later), noted as
+// "injected" in -completes. On SIGTERM Serve drains for -drain; a shutdown
+// that leaves deliveries unanswered exits with status 3 (ExitUnanswered).
 package main

@@ -38,6 +38,10 @@ const (
 
 var killPoints = []string{AfterClaim, InTool, AfterToolBeforeComplete, AfterComplete}
 
+// ExitUnanswered is the exit status of a shutdown (SIGTERM) that left
+// deliveries unanswered, for redelivery (effector.UnansweredError).
+const ExitUnanswered = 3
+
 type flags struct {
 	store      string
 	in, out    string
@@ -61,6 +65,10 @@ type flags struct {
 	maxAtt     int
 	poison     string
 	dead       string
+	storeTO    time.Duration
+	drain      time.Duration
+	failAfter  int64
+	failFor    time.Duration
 }
 
 func main() {
@@ -83,6 +91,10 @@ func main() {
 	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
+	flag.DurationVar(&f.storeTO, "store-timeout", -1, "the effector's store timeout (default: what the lease leaves after the tool timeout and effector.LeaseMargin, at most 5s)")
+	flag.DurationVar(&f.drain, "drain", 30*time.Second, "Serve's drain timeout after SIGTERM")
+	flag.Int64Var(&f.failAfter, "fail-complete-after", 0, "after this many Completes, fail every Complete for -fail-complete-for (a full disk, a lost connection); 0: never")
+	flag.DurationVar(&f.failFor, "fail-complete-for", 0, "how long Completes fail after -fail-complete-after")
 	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
 	flag.DurationVar(&f.tornWait, "torn-wait", effector.DefaultTornLineWait, "how long to wait for the rest of a torn last line")
 	flag.IntVar(&f.maxAtt, "max-attempts", effector.DefaultMaxAttempts, "the effector's attempt limit")
@@ -92,6 +104,12 @@ func main() {
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := run(f, log); err != nil {
+		var ue *effector.UnansweredError
+		if errors.As(err, &ue) {
+			// A shutdown that left deliveries for redelivery: not a failure.
+			log.Warn("effectord stopped with deliveries unanswered", "error", err.Error())
+			os.Exit(ExitUnanswered)
+		}
 		log.Error("effectord failed", "error", err.Error())
 		os.Exit(1)
 	}
@@ -128,7 +146,13 @@ func run(f flags, log *slog.Logger) error {
 		if f.keyPrefix != "" {
 			opts = append(opts, redisstore.WithKeyPrefix(f.keyPrefix))
 		}
-		store = redisstore.New(rdb, opts...)
+		// The fault tests' servers persist nothing unless a test asks
+		// (redistest.WithDurability): accept them, with Open's warning.
+		s, err := redisstore.Open(ctx, rdb, append(opts, redisstore.WithUnpersistedServer(), redisstore.WithLogger(log))...)
+		if err != nil {
+			return err
+		}
+		store = s
 	default:
 		return fmt.Errorf("-store=%q: want sqlite:<path> or redis:<host:port>", f.store)
 	}
@@ -140,7 +164,7 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims}
+	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, failAfter: f.failAfter, failFor: f.failFor}
 
 	ds, err := openDownstream(f.downstream, f.dedup)
 	if err != nil {
@@ -154,8 +178,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if f.storeTO < 0 {
+		f.storeTO = min(f.lease-f.timeout-effector.LeaseMargin-time.Millisecond, 5*time.Second)
+	}
 	e, err := effector.New(table, store, effector.WithLease(f.lease), effector.WithTimeout(f.timeout),
-		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(5*time.Second),
+		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(f.storeTO),
 		effector.WithLogger(log), effector.WithMaxAttempts(f.maxAtt),
 		effector.WithDeadLetter(func(ctx context.Context, in *intent.Intent, reason error) error {
 			return dead.line(fmt.Sprintf("intent %s %q", in.ID, reason.Error()))
@@ -163,7 +190,7 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	opts := []effector.ServeOption{effector.WithWorkers(f.workers),
+	opts := []effector.ServeOption{effector.WithWorkers(f.workers), effector.WithDrainTimeout(f.drain),
 		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log),
 		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
 			return dead.line(fmt.Sprintf("entry %s %d %q %q", d.Pos, d.Offset, d.Bytes, d.Err.Error()))
@@ -219,6 +246,27 @@ type killStore struct {
 	k         *killer
 	completes *appendLog
 	reclaims  *appendLog
+
+	// Completes fail from the failAfter-th on, for failFor.
+	failAfter int64
+	failFor   time.Duration
+	calls     atomic.Int64
+	mu        sync.Mutex
+	failUntil time.Time
+}
+
+// injected reports whether this Complete is to fail.
+func (s *killStore) injected() bool {
+	if s.failAfter <= 0 {
+		return false
+	}
+	n := s.calls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n == s.failAfter {
+		s.failUntil = time.Now().Add(s.failFor)
+	}
+	return time.Now().Before(s.failUntil)
 }
 
 func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
@@ -234,12 +282,18 @@ func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, le
 
 func (s *killStore) Complete(ctx context.Context, id, token string, result []byte, ttl time.Duration) error {
 	s.k.at(AfterToolBeforeComplete, id)
-	err := s.DedupStore.Complete(ctx, id, token, result, ttl)
+	var err error
 	outcome := "ok"
+	if s.injected() {
+		err = errors.New("effectord: injected Complete failure: disk I/O error: database or disk is full")
+		outcome = "injected"
+	} else {
+		err = s.DedupStore.Complete(ctx, id, token, result, ttl)
+	}
 	switch {
 	case errors.Is(err, effector.ErrNotOwner):
 		outcome = "not-owner"
-	case err != nil:
+	case err != nil && outcome != "injected":
 		outcome = "error"
 	}
 	s.completes.line(fmt.Sprintf("%s %d %s", id, os.Getpid(), outcome))
