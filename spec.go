@@ -195,6 +195,9 @@ func checkSchema(s *Schema, pos Pos, path string, add func(Pos, string, string, 
 	case !s.Type.Valid():
 		add(pos, path+".type", "unknown type %q: use one of string, integer, number, boolean, array, object", s.Type)
 	}
+	if s.Type == TypeArray && s.Items == nil {
+		add(pos, path+".items", "missing items: declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)")
+	}
 	if s.Items != nil {
 		checkSchema(s.Items, pos, path+".items", add)
 	}

@@ -12,15 +12,16 @@ import (
 	"github.com/beam-agents/toolreg"
 )
 
-// checkSpec applies the rules schema.cue cannot express to a tool that has
-// passed it:
+// checkSpec applies the rules schema.cue cannot express to a tool:
 //   - an object declares properties or additionalProperties (else it is
 //     untyped: nothing says what its members are);
 //   - a pattern is a valid regular expression;
 //   - a default satisfies its own schema (type, enum, bounds, lengths, ...).
 //
-// tree is the tool as written, to find where each problem is.
-func (c *checker) checkSpec(s *toolreg.Spec, tree *node) []toolreg.Problem {
+// tree is the tool as written, to find where each problem is. known are the
+// problems already found in the tool (by the schema): a rule is not applied to
+// a part of the tool they are about, where it would only repeat them.
+func (c *checker) checkSpec(s *toolreg.Spec, tree *node, known []toolreg.Problem) []toolreg.Problem {
 	var ps []toolreg.Problem
 	add := func(pos toolreg.Pos, path []string, format string, args ...any) {
 		if _, p := tree.lookup(path); p.Line > 0 && len(path) > 0 {
@@ -28,10 +29,50 @@ func (c *checker) checkSpec(s *toolreg.Spec, tree *node) []toolreg.Problem {
 		}
 		ps = append(ps, toolreg.Problem{Pos: pos, Tool: s.Name, Path: strings.Join(path, "."), Message: fmt.Sprintf(format, args...)})
 	}
+	t := tainted(known)
 	for _, p := range s.Params {
-		c.checkSchema(&p.Schema, p.Pos, []string{"params", p.Name}, add)
+		c.checkSchema(&p.Schema, p.Pos, []string{"params", p.Name}, t, add)
 	}
 	return ps
+}
+
+// taint tells which parts of a tool problems are already known about.
+type taint struct {
+	at     map[string]bool // the paths problems are about
+	within map[string]bool // those paths and every path above them
+}
+
+func tainted(ps []toolreg.Problem) taint {
+	t := taint{at: map[string]bool{}, within: map[string]bool{}}
+	for _, p := range ps {
+		t.at[p.Path] = true
+		for path := p.Path; path != ""; {
+			t.within[path] = true
+			i := strings.LastIndexByte(path, '.')
+			if i < 0 {
+				break
+			}
+			path = path[:i]
+		}
+	}
+	return t
+}
+
+// touches reports whether a known problem is about path, a path inside it, or
+// a path above it.
+func (t taint) touches(path []string) bool {
+	if len(t.at) == 0 {
+		return false
+	}
+	if t.within[strings.Join(path, ".")] {
+		return true
+	}
+	for i := len(path) - 1; i > 0; i-- {
+		if t.at[strings.Join(path[:i], ".")] {
+			return true
+		}
+	}
+	return false
 }
 
 // at returns path extended by elems, in a slice of its own.
@@ -46,31 +87,32 @@ type checker struct {
 	schemas sync.Map // JSON Schema text (without default) -> *jsonschema.Schema or error
 }
 
-func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string, add func(toolreg.Pos, []string, string, ...any)) {
-	if s.Type == toolreg.TypeObject && s.Properties == nil && s.AdditionalProperties == nil {
+func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string, t taint, add func(toolreg.Pos, []string, string, ...any)) {
+	if s.Type == toolreg.TypeObject && s.Properties == nil && s.AdditionalProperties == nil &&
+		!t.touches(at(path, "properties")) && !t.touches(at(path, "additionalProperties")) && !t.touches(at(path, "type")) {
 		add(pos, path, "object has neither properties nor additionalProperties, so its members are untyped: declare properties (a closed object) or additionalProperties (a map)")
 	}
 	patternOK := true
-	if s.Pattern != "" {
+	if s.Pattern != "" && !t.touches(at(path, "pattern")) {
 		// Parsing finds every error compiling would, at a fraction of the cost.
 		if _, err := syntax.Parse(s.Pattern, syntax.Perl); err != nil {
 			patternOK = false
-			add(pos, at(path, "pattern"), "invalid pattern %q: %v: fix the regular expression (Go regexp syntax, RE2)", s.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			add(pos, at(path, "pattern"), "invalid pattern %s: %v: fix the regular expression (Go regexp syntax, RE2)", quoteShort(s.Pattern), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
-	if s.HasDefault && patternOK {
+	if s.HasDefault && patternOK && !t.touches(path) {
 		if msg := c.defaultProblem(s); msg != "" {
 			add(pos, at(path, "default"), "%s", msg)
 		}
 	}
 	if s.Items != nil {
-		c.checkSchema(s.Items, pos, at(path, "items"), add)
+		c.checkSchema(s.Items, pos, at(path, "items"), t, add)
 	}
 	if s.AdditionalProperties != nil {
-		c.checkSchema(s.AdditionalProperties, pos, at(path, "additionalProperties"), add)
+		c.checkSchema(s.AdditionalProperties, pos, at(path, "additionalProperties"), t, add)
 	}
 	for _, p := range s.Properties {
-		c.checkSchema(&p.Schema, p.Pos, at(path, "properties", p.Name), add)
+		c.checkSchema(&p.Schema, p.Pos, at(path, "properties", p.Name), t, add)
 	}
 }
 

@@ -122,7 +122,8 @@ type cueTool struct {
 }
 
 // evalCUE builds the files of one CUE package (one directory) together with
-// the schema, in a context of its own, and returns its tools or its problems.
+// the schema, in a context of its own, and returns its tools (those it can
+// find, even when the package has errors) and its problems.
 // The schema is parsed afresh: the CUE compiler annotates the syntax tree it
 // is given, so one tree cannot be shared by builds running in parallel.
 func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
@@ -149,24 +150,35 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 	again := redeclared(files)
 	first := toolreg.Pos{File: files[0].name}
 	v := cuecontext.New().BuildInstance(inst)
+	var ps []toolreg.Problem
+	var failed map[string]bool // tools with an error of CUE's
 	if err := v.Validate(cue.Concrete(true)); err != nil {
-		return nil, cueProblems(v, err, labels, first)
+		ps, failed = cueProblems(v, err, labels, first)
 	}
 	tv := v.LookupPath(cue.MakePath(cue.Str("tools")))
 	if !tv.Exists() {
-		return nil, nil
+		return nil, ps
 	}
 	it, err := tv.Fields()
 	if err != nil {
-		return nil, cueProblems(v, err, labels, first)
+		if ps == nil {
+			ps, _ = cueProblems(v, err, labels, first)
+		}
+		return nil, ps
 	}
 	var tools []cueTool
 	for it.Next() {
 		name := it.Selector().Unquoted()
 		path := "tools." + name
-		tools = append(tools, cueTool{name: name, root: cueNode(it.Value(), path, labels, labels[path]), again: again[name]})
+		t := cueTool{name: name, root: cueNode(it.Value(), path, labels, labels[path]), again: again[name]}
+		if !failed[name] {
+			// CUE reports a missing field only when nothing else in the
+			// package is wrong: each tool's are added here.
+			ps = append(ps, withMissing(nil, name, t.root, false)...)
+		}
+		tools = append(tools, t)
 	}
-	return tools, nil
+	return tools, ps
 }
 
 // redeclared finds the tools that two files of one package both declare, and
@@ -211,8 +223,9 @@ func redeclared(files []*cueFile) map[string]toolreg.Pos {
 }
 
 // cueProblems translates the errors of a CUE package v. An error inside
-// tools.<name> is that tool's; others are the package's.
-func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback toolreg.Pos) []toolreg.Problem {
+// tools.<name> is that tool's; others are the package's. failed names the
+// tools with an error.
+func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback toolreg.Pos) ([]toolreg.Problem, map[string]bool) {
 	var ps []toolreg.Problem
 	var order []string
 	byTool := map[string][]cueerrors.Error{}
@@ -226,6 +239,7 @@ func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback
 		}
 		byTool[tool] = append(byTool[tool], e)
 	}
+	failed := make(map[string]bool, len(order))
 	for _, tool := range order {
 		where := func(e cueerrors.Error) toolreg.Pos {
 			return manifestPos(e, e.Path(), labels, fallback)
@@ -234,11 +248,12 @@ func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback
 			ps = append(ps, translate(byTool[tool], 0, "", nil, where)...)
 			continue
 		}
+		failed[tool] = true
 		path := "tools." + tool
 		tree := cueNode(v.LookupPath(cue.MakePath(cue.Str("tools"), cue.Str(tool))), path, labels, labels[path])
 		ps = append(ps, withMissing(translate(byTool[tool], 2, tool, tree, where), tool, tree, false)...)
 	}
-	return ps
+	return ps, failed
 }
 
 // manifestPos finds where in the manifests (not in schema.cue) an error is:

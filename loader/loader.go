@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -57,8 +58,15 @@ type osSource struct{}
 func (osSource) stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 func (osSource) readDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 func (osSource) open(name string) (io.ReadCloser, error)    { return os.Open(name) }
-func (osSource) join(dir, name string) string               { return filepath.Join(dir, name) }
-func (osSource) valid(name string) bool                     { return name != "" }
+func (osSource) join(dir, name string) string {
+	// Not filepath.Join, which cleans: a file is named as its directory was
+	// given (./manifests/a.yaml stays so).
+	if strings.HasSuffix(dir, string(filepath.Separator)) || strings.HasSuffix(dir, "/") {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
+}
+func (osSource) valid(name string) bool { return name != "" }
 
 type fsSource struct{ fsys fs.FS }
 
@@ -124,8 +132,13 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 			files = append(files, p)
 		}
 	}
-	slices.Sort(files)
-	return slices.Compact(files), ps
+	// Sorted and without repeats, however each was spelt (manifests and
+	// ./manifests/a.yaml): a file named twice is read once.
+	slices.SortStableFunc(files, func(a, b string) int {
+		return cmp.Compare(filepath.ToSlash(filepath.Clean(a)), filepath.ToSlash(filepath.Clean(b)))
+	})
+	files = slices.CompactFunc(files, func(a, b string) bool { return filepath.Clean(a) == filepath.Clean(b) })
+	return files, ps
 }
 
 func unwrapPathError(err error) error {
@@ -153,17 +166,43 @@ func read(src source, name string) ([]byte, *toolreg.Problem) {
 	if len(b) > MaxFileSize {
 		return fail("file is over the %d-byte (1 MiB) limit for a manifest: split it, or check it is the file you meant", MaxFileSize)
 	}
-	if !utf8.Valid(b) || slices.Contains(b, 0) {
-		return fail("file is not UTF-8 text: a manifest is YAML or CUE text")
+	if off, bad := firstNonText(b); bad {
+		line, col := lineCol(b, off)
+		return nil, &toolreg.Problem{Pos: toolreg.Pos{File: name, Line: line, Col: col},
+			Message: fmt.Sprintf("file is not UTF-8 text (byte 0x%02x at offset %d): a manifest is YAML or CUE text; save it as UTF-8", b[off], off)}
 	}
 	return b, nil
+}
+
+// firstNonText returns the offset of the first byte of b that is not part of
+// UTF-8 text: an invalid sequence or a NUL.
+func firstNonText(b []byte) (int, bool) {
+	for off := 0; off < len(b); {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 || r == 0 {
+			return off, true
+		}
+		off += n
+	}
+	return 0, false
+}
+
+// lineCol returns the 1-based line and column of offset off in b; the column
+// counts characters, as YAML's positions do.
+func lineCol(b []byte, off int) (line, col int) {
+	start := bytes.LastIndexByte(b[:off], '\n') + 1
+	return bytes.Count(b[:off], []byte{'\n'}) + 1, utf8.RuneCount(b[start:off]) + 1
 }
 
 // found is one tool found by the loader, with what orders it.
 type found struct {
 	spec *toolreg.Spec
-	file int // index of the file in sorted order
-	doc  int // YAML document index; for CUE, 0
+	file int  // index of the file in sorted order
+	doc  int  // YAML document index; for CUE, 0
+	ok   bool // the tool has no problem
+	// named: the tool's name is valid, so it takes part in the check for
+	// duplicates even when the tool has problems of its own.
+	named bool
 }
 
 // unit is the work of one YAML file (read, parse, check) or one CUE package
@@ -258,6 +297,9 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	})
 
 	var errs []error
+	for i := range probs {
+		probs[i] = shorten(probs[i])
+	}
 	if len(probs) > 0 {
 		slices.SortStableFunc(probs, func(a, b toolreg.Problem) int {
 			return cmp.Or(cmp.Compare(fileOrder(index, a.Pos.File), fileOrder(index, b.Pos.File)),
@@ -269,12 +311,17 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	first := make(map[string]*toolreg.Spec, len(all))
 	specs := make([]*toolreg.Spec, 0, len(all))
 	for _, f := range all {
+		if !f.named {
+			continue
+		}
 		if prev, ok := first[f.spec.Name]; ok {
 			errs = append(errs, &toolreg.DuplicateToolError{Name: f.spec.Name, First: prev.Pos, Second: f.spec.Pos})
 			continue
 		}
 		first[f.spec.Name] = f.spec
-		specs = append(specs, f.spec)
+		if f.ok {
+			specs = append(specs, f.spec)
+		}
 	}
 	switch len(errs) {
 	case 0:
@@ -301,21 +348,34 @@ func (u *unit) loadYAML(c *checker, src source, name string) {
 		return
 	}
 	for _, d := range parseYAML(name, b) {
-		if d.prob != nil {
-			u.probs = append(u.probs, *d.prob)
+		u.probs = append(u.probs, d.probs...)
+		if d.root == nil {
 			continue
 		}
-		if ps := checkYAMLTool(d.root); ps != nil {
-			u.probs = append(u.probs, ps...)
-			continue
-		}
+		// The schema's problems and the loader's own rules, together: the
+		// rules are checked on every part of the tool the schema did not
+		// refuse, so that one run shows both.
+		ps := checkYAMLTool(d.root, d.probs)
 		s := decodeSpec(d.root)
-		if ps := c.checkSpec(s, d.root); ps != nil {
-			u.probs = append(u.probs, ps...)
-			continue
-		}
-		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index})
+		ps = append(ps, c.checkSpec(s, d.root, ps)...)
+		u.probs = append(u.probs, ps...)
+		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index,
+			ok: len(ps) == 0 && len(d.probs) == 0, named: named(s, ps)})
 	}
+}
+
+// named reports whether a tool's name is one to check for duplicates: a
+// valid name the schema did not refuse.
+func named(s *toolreg.Spec, ps []toolreg.Problem) bool {
+	if !toolreg.ValidName(s.Name) {
+		return false
+	}
+	for _, p := range ps {
+		if p.Path == "name" {
+			return false
+		}
+	}
+	return true
 }
 
 // cueTimeout bounds the evaluation of one CUE package. CUE has no loops, but
@@ -351,18 +411,22 @@ func (u *unit) loadCUE(c *checker, index map[string]int) {
 	}
 	tools, ps := r.tools, r.probs
 	u.probs = append(u.probs, ps...)
+	byTool := map[string][]toolreg.Problem{}
+	for _, p := range ps {
+		byTool[p.Tool] = append(byTool[p.Tool], p)
+	}
 	for _, t := range tools {
 		s := decodeSpec(t.root)
 		s.Name = t.name
 		if t.again.IsValid() {
-			u.dups = append(u.dups, &toolreg.DuplicateToolError{Name: t.name, First: s.Pos, Second: t.again})
+			u.dups = append(u.dups, &toolreg.DuplicateToolError{Name: shortName(t.name), First: s.Pos, Second: t.again})
 			continue
 		}
-		if ps := c.checkSpec(s, t.root); ps != nil {
-			u.probs = append(u.probs, ps...)
-			continue
-		}
-		u.tools = append(u.tools, found{spec: s, file: fileOrder(index, s.Pos.File)})
+		own := byTool[t.name]
+		more := c.checkSpec(s, t.root, own)
+		u.probs = append(u.probs, more...)
+		u.tools = append(u.tools, found{spec: s, file: fileOrder(index, s.Pos.File),
+			ok: len(own) == 0 && len(more) == 0, named: named(s, own)})
 	}
 	u.cue = nil
 }

@@ -33,24 +33,49 @@ var toolDef = sync.OnceValue(func() cue.Value {
 })
 
 // checkYAMLTool checks one YAML document against #Tool and returns its
-// problems.
-func checkYAMLTool(root *node) []toolreg.Problem {
+// problems. bad are the problems found decoding the document: the values they
+// are about are left out of the check, and so are CUE's errors about them.
+func checkYAMLTool(root *node, bad []toolreg.Problem) []toolreg.Problem {
 	// Encode, rather than building a syntax tree, skips the compiler: the
 	// document is data, with no references to resolve.
 	v := cuecontext.New().Encode(root.goValue())
 	err := v.Unify(toolDef()).Validate(cue.Concrete(true))
-	if err == nil {
-		return nil
-	}
 	tool := ""
 	if n, _, ok := root.get("name"); ok && n.kind == kindString {
 		tool = n.text
 	}
-	ps := translate(cueerrors.Errors(err), 0, tool, root, func(e cueerrors.Error) toolreg.Pos {
-		_, pos := root.lookup(e.Path())
-		return pos
-	})
-	return withMissing(ps, tool, root, true)
+	for i := range bad {
+		bad[i].Tool = tool
+	}
+	var ps []toolreg.Problem
+	if err != nil {
+		ps = translate(cueerrors.Errors(err), 0, tool, root, func(e cueerrors.Error) toolreg.Pos {
+			_, pos := root.lookup(e.Path())
+			return pos
+		})
+	}
+	ps = withMissing(ps, tool, root, true)
+	return slices.DeleteFunc(ps, func(p toolreg.Problem) bool { return onBadNode(root, p.Path) })
+}
+
+// onBadNode reports whether path leads to, or through, a value the YAML
+// decoder refused: its problem is already said.
+func onBadNode(root *node, path string) bool {
+	if path == "" {
+		return false
+	}
+	cur := root
+	for el := range strings.SplitSeq(path, ".") {
+		next, _ := cur.lookup([]string{el})
+		if next == nil {
+			return false
+		}
+		if next.bad {
+			return true
+		}
+		cur = next
+	}
+	return false
 }
 
 // withMissing adds to ps the missing required fields of the tool tree that ps
@@ -76,38 +101,58 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 			add(tree.pos, k, "missing "+k+requiredHint(k))
 		}
 	}
+	// Keys the schema does not allow: CUE leaves them out of its report when
+	// a param has an error of its own.
+	for i, k := range tree.keys {
+		if !slices.Contains(toolKeys, k) && (k != "name" || withName) {
+			add(tree.kpos[i], k, "field not allowed: "+notAllowedHint(tree, []string{k}))
+		}
+	}
 	if params, _, ok := tree.get("params"); ok {
-		missingTypes(params, "params", add)
+		missingTypes(tree, params, "params", add)
 	}
 	return ps
 }
 
 // missingTypes reports the params under a params or properties mapping that
-// have no type, and those nested in their items and additionalProperties.
-func missingTypes(params *node, path string, add func(toolreg.Pos, string, string)) {
+// have no type, or no items for an array, or a key their type does not take,
+// and those nested in their items and additionalProperties. tree is the tool.
+func missingTypes(tree, params *node, path string, add func(toolreg.Pos, string, string)) {
 	if params.kind != kindMap {
 		return
 	}
-	var schema func(n *node, pos toolreg.Pos, path string)
-	schema = func(n *node, pos toolreg.Pos, path string) {
+	var schema func(n *node, pos toolreg.Pos, path string, param bool)
+	schema = func(n *node, pos toolreg.Pos, path string, param bool) {
 		if n.kind != kindMap {
 			return
 		}
-		if _, _, ok := n.get("type"); !ok {
+		t, _, ok := n.get("type")
+		if !ok {
 			add(pos, path, missingType(n))
 		}
+		if ok && t.kind == kindString && toolreg.Type(t.text).Valid() {
+			if _, _, ok := n.get("items"); !ok && t.text == "array" {
+				add(pos, path+".items", "missing items"+requiredHint("items"))
+			}
+			allowed := keywords[t.text]
+			for i, k := range n.keys {
+				if !slices.Contains(keywords[""], k) && !slices.Contains(allowed, k) || k == "required" && !param {
+					add(n.kpos[i], path+"."+k, "field not allowed: "+notAllowedHint(tree, strings.Split(path+"."+k, ".")))
+				}
+			}
+		}
 		if it, kp, ok := n.get("items"); ok {
-			schema(it, kp, path+".items")
+			schema(it, kp, path+".items", false)
 		}
 		if ap, kp, ok := n.get("additionalProperties"); ok {
-			schema(ap, kp, path+".additionalProperties")
+			schema(ap, kp, path+".additionalProperties", false)
 		}
 		if props, _, ok := n.get("properties"); ok {
-			missingTypes(props, path+".properties", add)
+			missingTypes(tree, props, path+".properties", add)
 		}
 	}
 	for i, k := range params.keys {
-		schema(params.vals[i], params.kpos[i], path+"."+k)
+		schema(params.vals[i], params.kpos[i], path+"."+k, true)
 	}
 }
 
@@ -293,6 +338,8 @@ func requiredHint(field string) string {
 		return ": say what the tool does, for the model"
 	case "type":
 		return ": set type to one of " + typeNames
+	case "items":
+		return ": declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)"
 	}
 	return ""
 }

@@ -110,8 +110,14 @@ func (n *node) value() any {
 func (n *node) goValue() any {
 	return n.convert(func(n *node) any {
 		if n.kind == kindFloat {
-			f, _ := strconv.ParseFloat(n.text, 64)
-			return f
+			if f, err := strconv.ParseFloat(n.text, 64); err == nil {
+				return f
+			}
+			// Beyond float64 (1e400): CUE's numbers are decimals, and take it.
+			if f, ok := new(big.Float).SetString(n.text); ok {
+				return f
+			}
+			return 0.0
 		}
 		if i, err := strconv.ParseInt(n.text, 10, 64); err == nil {
 			return i
@@ -142,6 +148,9 @@ func (n *node) convert(number func(*node) any) any {
 	case kindMap:
 		m := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {
+			if n.vals[i].bad {
+				continue // refused when decoded; its problem is said
+			}
 			m[k] = n.vals[i].convert(number)
 		}
 		return m
