@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+
+	"github.com/beam-agents/toolreg/internal/pattern"
 )
 
 // Type is a parameter's JSON type, as a manifest names it.
@@ -194,6 +196,11 @@ func checkSchema(s *Schema, pos Pos, path string, add func(Pos, string, string, 
 		add(pos, path, "missing type: set type to one of string, integer, number, boolean, array, object")
 	case !s.Type.Valid():
 		add(pos, path+".type", "unknown type %q: use one of string, integer, number, boolean, array, object", s.Type)
+	}
+	if s.Pattern != "" {
+		if err := pattern.Check(s.Pattern); err != nil {
+			add(pos, path+".pattern", "%v", err)
+		}
 	}
 	if s.Type == TypeArray && s.Items == nil {
 		add(pos, path+".items", "missing items: declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)")

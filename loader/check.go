@@ -2,20 +2,22 @@ package loader
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"regexp/syntax"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/pattern"
 )
 
 // checkSpec applies the rules schema.cue cannot express to a tool:
 //   - an object declares properties or additionalProperties (else it is
 //     untyped: nothing says what its members are);
-//   - a pattern is a valid regular expression;
+//   - a pattern is a valid regular expression, and means the same in RE2
+//     and in ECMA-262 (package internal/pattern);
 //   - a default satisfies its own schema (type, enum, bounds, lengths, ...).
 //
 // tree is the tool as written, to find where each problem is. known are the
@@ -94,10 +96,9 @@ func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string,
 	}
 	patternOK := true
 	if s.Pattern != "" && !t.touches(at(path, "pattern")) {
-		// Parsing finds every error compiling would, at a fraction of the cost.
-		if _, err := syntax.Parse(s.Pattern, syntax.Perl); err != nil {
+		if msg := patternProblem(s.Pattern); msg != "" {
 			patternOK = false
-			add(pos, at(path, "pattern"), "invalid pattern %s: %v: fix the regular expression (Go regexp syntax, RE2)", quoteShort(s.Pattern), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			add(pos, at(path, "pattern"), "%s", msg)
 		}
 	}
 	if s.HasDefault && patternOK && !t.touches(path) {
@@ -174,4 +175,18 @@ func (c *checker) defaultProblem(s *toolreg.Schema) string {
 	}
 	v, _ := toolreg.CanonicalJSON(s.Default)
 	return fmt.Sprintf("default %s does not satisfy its own param: %s; fix the default or the constraint", v, strings.Join(reasons, "; "))
+}
+
+// patternProblem says what is wrong with a pattern, or returns "".
+func patternProblem(p string) string {
+	err := pattern.Check(p)
+	var pe *pattern.Error
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	if pe.Construct == p {
+		return fmt.Sprintf("invalid pattern %s: %s: fix the regular expression (Go regexp syntax, RE2)", quoteShort(p), strings.TrimSuffix(strings.TrimPrefix(pe.Why, "is not a valid regular expression ("), ")"))
+	}
+	return fmt.Sprintf("pattern %s is read differently by RE2 (toolreg) and ECMA-262 (JSON Schema consumers: JavaScript, ajv): %s at offset %d %s: %s",
+		code(p), code(pe.Construct), pe.Offset, pe.Why, pe.Portable)
 }

@@ -33,6 +33,7 @@ var loaderOnly = map[string]string{
 	"cue_default_below_minimum":   "a default satisfies its own param's constraints (minimum)",
 	"object_untyped.yaml":         "an object param declares properties or additionalProperties",
 	"invalid_pattern.yaml":        "a pattern is a valid regular expression",
+	"pattern_not_portable.yaml":   "a pattern means the same in RE2 and in ECMA-262 with the u flag",
 	"duplicate_across_files":      "a tool name is declared once across all manifests",
 	"cue_duplicate_across_files":  "a tool name is declared once across all manifests (cue merges the two)",
 	"duplicate_key_same.yaml":     "a YAML mapping writes each key once (cue accepts a repeat of the same value)",

@@ -75,3 +75,16 @@ func short(s string) string {
 	}
 	return s
 }
+
+// code shows a piece of syntax (a pattern) for a message: between backquotes
+// when it can be, so that its backslashes read as written; cut when long.
+func code(s string) string {
+	c, cutIt := cut(s)
+	if !strconv.CanBackquote(c) {
+		return quoteShort(s)
+	}
+	if cutIt {
+		return fmt.Sprintf("`%s`... (%d bytes)", c, len(s))
+	}
+	return "`" + c + "`"
+}
