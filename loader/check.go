@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -32,6 +34,7 @@ func (c *checker) checkSpec(s *toolreg.Spec, tree *node, known []toolreg.Problem
 		ps = append(ps, toolreg.Problem{Pos: pos, Tool: s.Name, Path: strings.Join(path, "."), Message: fmt.Sprintf(format, args...)})
 	}
 	t := tainted(known)
+	checkNumbers(tree, nil, t, add)
 	for _, p := range s.Params {
 		c.checkSchema(&p.Schema, p.Pos, []string{"params", p.Name}, t, add)
 	}
@@ -189,4 +192,34 @@ func patternProblem(p string) string {
 	}
 	return fmt.Sprintf("pattern %s is read differently by RE2 (toolreg) and ECMA-262 (JSON Schema consumers: JavaScript, ajv): %s at offset %d %s: %s",
 		code(p), code(pe.Construct), pe.Offset, pe.Why, pe.Portable)
+}
+
+// checkNumbers refuses a number beyond what a float64 holds (1e999999,
+// 1e-400): JSON Schema consumers hold numbers in one (JavaScript's Number),
+// and so does toolreg's check of an argument against a bound.
+func checkNumbers(n *node, path []string, t taint, add func(toolreg.Pos, []string, string, ...any)) {
+	switch n.kind {
+	case kindInt, kindFloat:
+		f, err := strconv.ParseFloat(n.text, 64)
+		if err == nil || t.touches(path) {
+			return
+		}
+		what := "beyond the largest number a float64 holds (about ±1.8e308)"
+		if !math.IsInf(f, 0) {
+			what = "too small for a float64 to tell from 0 (below about 4.9e-324)"
+		}
+		name := "value"
+		if len(path) > 0 {
+			name = path[len(path)-1]
+		}
+		add(n.pos, path, "%s %s is %s, which JSON Schema consumers (JavaScript) and toolreg's checks hold numbers in: use a number within float64's range", name, short(n.text), what)
+	case kindList:
+		for i, it := range n.items {
+			checkNumbers(it, at(path, strconv.Itoa(i)), t, add)
+		}
+	case kindMap:
+		for i, k := range n.keys {
+			checkNumbers(n.vals[i], at(path, k), t, add)
+		}
+	}
 }

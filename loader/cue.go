@@ -1,7 +1,9 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -50,6 +52,9 @@ func parseCUE(name string, src []byte) (*cueFile, []toolreg.Problem) {
 			msg = fmt.Sprintf("a CUE manifest must start with `package %s`, so that cue vet checks it against schema.cue", schemaPackage)
 		}
 		return nil, []toolreg.Problem{{Pos: toolreg.Pos{File: name, Line: 1, Col: 1}, Message: msg}}
+	}
+	if ps := hugeLiterals(name, f); ps != nil {
+		return nil, ps
 	}
 	for imp := range f.ImportSpecs() {
 		path := strings.Trim(imp.Path.Value, `"`)
@@ -378,4 +383,23 @@ func cueNode(v cue.Value, path string, labels map[string]toolreg.Pos, pos toolre
 		n.kind, n.bad = kindNull, true
 	}
 	return n
+}
+
+// hugeLiterals finds the number literals beyond float64's range: CUE itself
+// reads some of them wrong (-1e999999 as -1.0), so they are refused as
+// written, before CUE sees them.
+func hugeLiterals(name string, f *ast.File) []toolreg.Problem {
+	var ps []toolreg.Problem
+	ast.Walk(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || (lit.Kind != token.FLOAT && lit.Kind != token.INT) {
+			return true
+		}
+		if _, err := strconv.ParseFloat(lit.Value, 64); errors.Is(err, strconv.ErrRange) {
+			ps = append(ps, toolreg.Problem{Pos: cuePos(lit.Pos(), name),
+				Message: fmt.Sprintf("number %s is beyond the range of a float64 (about ±1.8e308 to 4.9e-324), which JSON Schema consumers (JavaScript) and toolreg's checks hold numbers in: use a number within it", short(lit.Value))})
+		}
+		return true
+	}, nil)
+	return ps
 }

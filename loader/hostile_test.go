@@ -125,3 +125,51 @@ func TestCUEEvaluationIsBoundedInTime(t *testing.T) {
 		t.Errorf("got %v, want the package refused for taking too long", err)
 	}
 }
+
+// A file that is no manifest, or a huge value, is shown by a short excerpt:
+// never reprinted in full, so that vet cannot leak a file into CI logs or
+// bury its findings.
+func TestLongValuesAreCutInMessages(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 500_000)
+	tests := []struct{ name, data string }{
+		{"a 500 KB tool name", "name: " + long + "\ndescription: d\n"},
+		{"a 500 KB param name", "name: t\ndescription: d\nparams:\n  " + long + ": {type: string}\n"},
+		{"a 500 KB type", "name: t\ndescription: d\nparams:\n  p: {type: " + long + "}\n"},
+		{"a 500 KB pattern", "name: t\ndescription: d\nparams:\n  p: {type: string, pattern: \"(" + long + "\"}\n"},
+		{"a 500 KB key twice", "name: t\ndescription: d\n" + long + ": 1\n" + long + ": 2\n"},
+		{"a 500 KB boolean", "name: t\ndescription: d\nside_effect: !!bool " + long + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name+" is cut", func(t *testing.T) {
+			t.Parallel()
+			_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(tc.data)}}, "m.yaml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if len(err.Error()) > 4096 {
+				t.Errorf("error is %d bytes: %.300s...", len(err.Error()), err)
+			}
+			if !strings.Contains(err.Error(), "500") {
+				t.Errorf("error does not say how long the value was: %v", err)
+			}
+		})
+	}
+}
+
+// A bound beyond what a float64 (and so JavaScript) can hold is named as such,
+// not as a string.
+func TestHugeNumbersAreReportedAsNumbers(t *testing.T) {
+	t.Parallel()
+	for _, n := range []string{"1e999999", "-1e400", "1" + strings.Repeat("0", 400)} {
+		data := "name: t\ndescription: d\nparams:\n  p:\n    type: number\n    maximum: " + n + "\n"
+		_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(data)}}, "m.yaml")
+		if err == nil {
+			t.Fatalf("maximum %s accepted", n)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "string") || !strings.Contains(msg, "m.yaml:6:5") || !strings.Contains(msg, "params.p.maximum") || !strings.Contains(msg, "1.8e308") {
+			t.Errorf("maximum %s: got %v, want it named as a number beyond float64's range at m.yaml:6:5", n, err)
+		}
+	}
+}

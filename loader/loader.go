@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -48,16 +49,70 @@ func LoadFS(fsys fs.FS, paths ...string) ([]*toolreg.Spec, error) {
 type source interface {
 	stat(name string) (fs.FileInfo, error)
 	readDir(name string) ([]fs.DirEntry, error)
+	// open opens a regular file, and refuses anything else (a FIFO, a
+	// device) with errNotRegular, without blocking on it.
 	open(name string) (io.ReadCloser, error)
 	join(dir, name string) string
 	valid(name string) bool
+	// within reports whether name, its symbolic links followed, is inside
+	// root (a directory, or for a file named alone, the file's directory).
+	within(name, root string) bool
 }
+
+// errNotRegular refuses a file that is not a regular file.
+var errNotRegular = errors.New("not a regular file")
 
 type osSource struct{}
 
 func (osSource) stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 func (osSource) readDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
-func (osSource) open(name string) (io.ReadCloser, error)    { return os.Open(name) }
+
+func (osSource) open(name string) (io.ReadCloser, error) {
+	// Non-blocking, so that opening a FIFO returns at once; the check that
+	// follows is on the file opened, so a file swapped in between cannot
+	// slip through.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (%s)", errNotRegular, fileKind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osSource) within(name, root string) bool {
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return true // open reports it
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// fileKind names the kind of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "mode " + m.String()
+}
 func (osSource) join(dir, name string) string {
 	// Not filepath.Join, which cleans: a file is named as its directory was
 	// given (./manifests/a.yaml stays so).
@@ -72,9 +127,44 @@ type fsSource struct{ fsys fs.FS }
 
 func (s fsSource) stat(name string) (fs.FileInfo, error)      { return fs.Stat(s.fsys, name) }
 func (s fsSource) readDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(s.fsys, name) }
-func (s fsSource) open(name string) (io.ReadCloser, error)    { return s.fsys.Open(name) }
 func (fsSource) join(dir, name string) string                 { return path.Join(dir, name) }
 func (fsSource) valid(name string) bool                       { return fs.ValidPath(name) }
+
+func (s fsSource) open(name string) (io.ReadCloser, error) {
+	fi, err := fs.Stat(s.fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, fileKind(fi.Mode()))
+	}
+	return s.fsys.Open(name)
+}
+
+// within follows name's links where the file system tells them
+// (fs.ReadLinkFS, which os.DirFS is): a link must stay inside root.
+func (s fsSource) within(name, root string) bool {
+	rl, ok := s.fsys.(fs.ReadLinkFS)
+	if !ok {
+		return true
+	}
+	cur := name
+	for range 40 {
+		fi, err := rl.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			break
+		}
+		target, err := rl.ReadLink(cur)
+		if err != nil || path.IsAbs(target) || filepath.IsAbs(target) {
+			return false
+		}
+		cur = path.Join(path.Dir(cur), target)
+		if !fs.ValidPath(cur) {
+			return false
+		}
+	}
+	return root == "." || cur == root || strings.HasPrefix(cur, root+"/")
+}
 
 func isManifest(name string) bool {
 	switch path.Ext(filepath.ToSlash(name)) {
@@ -86,11 +176,13 @@ func isManifest(name string) bool {
 
 // collect expands paths into the sorted, de-duplicated manifest files they
 // name. A path that does not exist, or a file that is no manifest, is a problem.
-func collect(src source, paths []string) ([]string, []toolreg.Problem) {
-	var files []string
-	var ps []toolreg.Problem
-	var walk func(dir string)
-	walk = func(dir string) {
+//
+// roots maps each file to the root it was found under: the directory given,
+// or for a file given alone, its own directory.
+func collect(src source, paths []string) (files []string, roots map[string]string, ps []toolreg.Problem) {
+	roots = map[string]string{}
+	var walk func(dir, root string)
+	walk = func(dir, root string) {
 		entries, err := src.readDir(dir)
 		if err != nil {
 			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: dir}, Message: fmt.Sprintf("cannot read directory: %v", unwrapPathError(err))})
@@ -102,7 +194,7 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 			case e.IsDir():
 				// Hidden directories (.git) and cue.mod hold no manifests.
 				if !strings.HasPrefix(e.Name(), ".") && e.Name() != "cue.mod" {
-					walk(name)
+					walk(name, root)
 				}
 			case isManifest(e.Name()) && !strings.HasPrefix(e.Name(), "."):
 				// A symlink to a directory is not followed: it could loop.
@@ -112,6 +204,7 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 					}
 				}
 				files = append(files, name)
+				roots[name] = root
 			}
 		}
 	}
@@ -125,11 +218,17 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 		case err != nil:
 			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: fmt.Sprintf("cannot read: %v", unwrapPathError(err))})
 		case fi.IsDir():
-			walk(p)
+			walk(p, p)
 		case !isManifest(p):
 			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: "not a manifest: a manifest file ends in .yaml, .yml or .cue"})
 		default:
 			files = append(files, p)
+			if _, ok := roots[p]; !ok {
+				roots[p] = filepath.Dir(p)
+				if _, isFS := src.(fsSource); isFS {
+					roots[p] = path.Dir(p)
+				}
+			}
 		}
 	}
 	// Sorted and without repeats, however each was spelt (manifests and
@@ -138,7 +237,7 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 		return cmp.Compare(filepath.ToSlash(filepath.Clean(a)), filepath.ToSlash(filepath.Clean(b)))
 	})
 	files = slices.CompactFunc(files, func(a, b string) bool { return filepath.Clean(a) == filepath.Clean(b) })
-	return files, ps
+	return files, roots, ps
 }
 
 func unwrapPathError(err error) error {
@@ -149,12 +248,19 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// read returns the file's bytes, refusing one over MaxFileSize or not text.
-func read(src source, name string) ([]byte, *toolreg.Problem) {
+// read returns the file's bytes, refusing one over MaxFileSize or not text,
+// one that is not a regular file, and a link that leads out of root.
+func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 	fail := func(format string, args ...any) ([]byte, *toolreg.Problem) {
 		return nil, &toolreg.Problem{Pos: toolreg.Pos{File: name}, Message: fmt.Sprintf(format, args...)}
 	}
+	if !src.within(name, root) {
+		return fail("symbolic link to a file outside %s: refused, so that a manifest cannot make the loader read, and print, a file elsewhere; put the manifest itself in the tree", root)
+	}
 	f, err := src.open(name)
+	if errors.Is(err, errNotRegular) {
+		return fail("%v: a manifest is a regular file; remove this one or rename it", unwrapPathError(err))
+	}
 	if err != nil {
 		return fail("cannot read: %v", unwrapPathError(err))
 	}
@@ -217,7 +323,7 @@ type unit struct {
 }
 
 func load(src source, paths []string) ([]*toolreg.Spec, error) {
-	files, probs := collect(src, paths)
+	files, roots, probs := collect(src, paths)
 	index := make(map[string]int, len(files))
 	for i, f := range files {
 		index[f] = i
@@ -233,7 +339,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 			units = append(units, &unit{files: []int{i}}) // read in parallel
 			continue
 		}
-		b, p := read(src, name)
+		b, p := read(src, name, roots[name])
 		if p != nil {
 			probs = append(probs, *p)
 			continue
@@ -280,7 +386,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		if u.cue != nil {
 			u.loadCUE(c, index)
 		} else {
-			u.loadYAML(c, src, files[u.files[0]])
+			u.loadYAML(c, src, files[u.files[0]], roots[files[u.files[0]]])
 		}
 	})
 
@@ -341,8 +447,8 @@ func fileOrder(index map[string]int, file string) int {
 	return -1
 }
 
-func (u *unit) loadYAML(c *checker, src source, name string) {
-	b, p := read(src, name)
+func (u *unit) loadYAML(c *checker, src source, name, root string) {
+	b, p := read(src, name, root)
 	if p != nil {
 		u.probs = append(u.probs, *p)
 		return

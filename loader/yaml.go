@@ -293,6 +293,11 @@ func (c *converter) scalar(n *yaml.Node) *node {
 	switch n.ShortTag() {
 	case "!!str", "!!timestamp":
 		out.kind, out.text = kindString, n.Value
+		if text, kind, ok := jsonNumber(n.Value); ok && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 {
+			// A plain number yaml.v3 could not hold in a float64 (1e999999)
+			// is still a number, not a string.
+			out.kind, out.text = kind, text
+		}
 	case "!!null":
 		out.kind = kindNull
 	case "!!bool":
