@@ -246,17 +246,17 @@ func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback
 	}
 	failed := make(map[string]bool, len(order))
 	for _, tool := range order {
-		where := func(e cueerrors.Error) toolreg.Pos {
+		where := func(e cueerrors.Error, _ []string) toolreg.Pos {
 			return manifestPos(e, e.Path(), labels, fallback)
 		}
 		if tool == "\x00" {
-			ps = append(ps, translate(byTool[tool], 0, "", nil, where)...)
+			ps = append(ps, translate(byTool[tool], 0, nil, "", nil, where)...)
 			continue
 		}
 		failed[tool] = true
 		path := "tools." + tool
 		tree := cueNode(v.LookupPath(cue.MakePath(cue.Str("tools"), cue.Str(tool))), path, labels, labels[path])
-		ps = append(ps, withMissing(translate(byTool[tool], 2, tool, tree, where), tool, tree, false)...)
+		ps = append(ps, withMissing(translate(byTool[tool], 2, nil, tool, tree, where), tool, tree, false)...)
 	}
 	return ps, failed
 }

@@ -461,7 +461,7 @@ func (u *unit) loadYAML(c *checker, src source, name, root string) {
 		// The schema's problems and the loader's own rules, together: the
 		// rules are checked on every part of the tool the schema did not
 		// refuse, so that one run shows both.
-		ps := checkYAMLTool(d.root, d.probs)
+		ps := checkYAMLTool(c, d.root, d.probs)
 		s := decodeSpec(d.root)
 		ps = append(ps, c.checkSpec(s, d.root, ps)...)
 		u.probs = append(u.probs, ps...)

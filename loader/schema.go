@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 
@@ -19,27 +20,33 @@ import (
 // positions inside it can be told from positions in manifests.
 const schemaFile = "schema.cue"
 
-// toolDef is #Tool of the embedded schema, compiled once per process. CUE
-// values may be unified with values of other contexts (cuelang.org/go v0.17),
-// so each document is built in a context of its own and unified with it: the
-// document's context, and all it retains, is garbage once the document is
-// checked, while this one stays the size of the schema.
-var toolDef = sync.OnceValue(func() cue.Value {
+// defs are #Tool and #Param of the embedded schema, compiled once per
+// process. CUE values may be unified with values of other contexts
+// (cuelang.org/go v0.17), so each document is built in a context of its own
+// and unified with them: the document's context, and all it retains, is
+// garbage once the document is checked, while this one stays the size of the
+// schema.
+var defs = sync.OnceValues(func() (tool, param cue.Value) {
 	v := cuecontext.New().CompileString(toolreg.SchemaCUE, cue.Filename(schemaFile))
 	if err := v.Err(); err != nil {
 		panic("loader: embedded schema.cue does not compile: " + err.Error())
 	}
-	return v.LookupPath(cue.MakePath(cue.Def("Tool")))
+	return v.LookupPath(cue.MakePath(cue.Def("Tool"))), v.LookupPath(cue.MakePath(cue.Def("Param")))
 })
+
+// paramNameRE is #ParamName of schema.cue.
+var paramNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
 // checkYAMLTool checks one YAML document against #Tool and returns its
 // problems. bad are the problems found decoding the document: the values they
 // are about are left out of the check, and so are CUE's errors about them.
-func checkYAMLTool(root *node, bad []toolreg.Problem) []toolreg.Problem {
-	// Encode, rather than building a syntax tree, skips the compiler: the
-	// document is data, with no references to resolve.
-	v := cuecontext.New().Encode(root.goValue())
-	err := v.Unify(toolDef()).Validate(cue.Concrete(true))
+//
+// The tool is checked without its params against #Tool, then each param on
+// its own against #Param: CUE finds a field of a struct by a linear search,
+// so one struct of n params costs n² to check, and n params checked one by
+// one cost n. A tool of 40,000 params (0.9 MiB) loads in time linear in them.
+func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Problem {
+	toolDef, paramDef := defs()
 	tool := ""
 	if n, _, ok := root.get("name"); ok && n.kind == kindString {
 		tool = n.text
@@ -47,12 +54,59 @@ func checkYAMLTool(root *node, bad []toolreg.Problem) []toolreg.Problem {
 	for i := range bad {
 		bad[i].Tool = tool
 	}
+	ctx := cuecontext.New()
+	where := func(_ cueerrors.Error, path []string) toolreg.Pos {
+		_, pos := root.lookup(path)
+		return pos
+	}
 	var ps []toolreg.Problem
-	if err != nil {
-		ps = translate(cueerrors.Errors(err), 0, tool, root, func(e cueerrors.Error) toolreg.Pos {
-			_, pos := root.lookup(e.Path())
-			return pos
-		})
+	check := func(n *node, def cue.Value, base []string) {
+		var key string
+		if base != nil {
+			// A registry repeats its params' shapes (customer_id, limit):
+			// a shape the schema accepted once is accepted again.
+			key = n.shape()
+			if _, ok := c.clean.Load(key); ok {
+				return
+			}
+		}
+		// Encode, rather than building a syntax tree, skips the compiler:
+		// the document is data, with no references to resolve.
+		if err := ctx.Encode(n.goValue()).Unify(def).Validate(cue.Concrete(true)); err != nil {
+			ps = append(ps, translate(cueerrors.Errors(err), 0, base, tool, root, where)...)
+		} else if base != nil {
+			c.clean.Store(key, true)
+		}
+	}
+	top := root
+	params, _, _ := root.get("params")
+	if params != nil && params.kind == kindMap {
+		cp := *root
+		cp.vals = slices.Clone(root.vals)
+		for i, k := range cp.keys {
+			if k == "params" {
+				cp.vals[i] = &node{kind: kindMap, pos: params.pos}
+			}
+		}
+		top = &cp
+	}
+	check(top, toolDef, nil)
+	if top != root {
+		for i, name := range params.keys {
+			// Named as CUE names it in a path: quoted when no identifier.
+			label := name
+			if !ast.IsValidIdent(name) {
+				label = strconv.Quote(name)
+			}
+			base := []string{"params", label}
+			if !paramNameRE.MatchString(name) {
+				ps = append(ps, toolreg.Problem{Pos: params.kpos[i], Tool: tool, Path: strings.Join(base, "."),
+					Message: "field not allowed: " + notAllowedHint(root, base)})
+			}
+			if !params.vals[i].bad {
+				check(params.vals[i], paramDef, base)
+			}
+		}
 	}
 	ps = withMissing(ps, tool, root, true)
 	return slices.DeleteFunc(ps, func(p toolreg.Problem) bool { return onBadNode(root, p.Path) })
@@ -185,13 +239,20 @@ var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismat
 //
 // errs are CUE's errors about the tool; their paths start with prefix elements
 // that lead to the tool (tools.<name> in a CUE package), which are dropped.
-func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, where func(e cueerrors.Error) toolreg.Pos) []toolreg.Problem {
+//
+// base, when not nil, is the path of the value the errors are about inside
+// the tool (params.<name> for a param checked alone); it is put before each
+// error's path.
+func translate(errs []cueerrors.Error, prefix int, base []string, tool string, tree *node, where func(e cueerrors.Error, path []string) toolreg.Pos) []toolreg.Problem {
 	var ps []toolreg.Problem
 	done := map[string]bool{} // paths that already have their problem
 	for _, e := range errs {
 		path := e.Path()
 		if len(path) >= prefix {
 			path = path[prefix:]
+		}
+		if base != nil {
+			path = append(base[:len(base):len(base)], path...)
 		}
 		key := strings.Join(path, ".")
 		format, args := e.Msg()
@@ -238,7 +299,7 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 			continue
 		}
 		done[key+"\x00"+msg] = true
-		ps = append(ps, toolreg.Problem{Pos: where(e), Tool: tool, Path: key, Message: msg})
+		ps = append(ps, toolreg.Problem{Pos: where(e, path), Tool: tool, Path: key, Message: msg})
 	}
 	return ps
 }

@@ -156,3 +156,38 @@ func (n *node) convert(number func(*node) any) any {
 	}
 	return nil
 }
+
+// shape returns a text that two nodes share exactly when they hold the same
+// keys, in the same order, with values of the same kinds and texts: when the
+// schema says the same of both. Positions are left out.
+func (n *node) shape() string {
+	var b strings.Builder
+	n.writeShape(&b)
+	return b.String()
+}
+
+func (n *node) writeShape(b *strings.Builder) {
+	b.WriteByte('0' + byte(n.kind))
+	if n.bad {
+		b.WriteByte('!')
+	}
+	switch n.kind {
+	case kindList:
+		b.WriteString(strconv.Itoa(len(n.items)))
+		b.WriteByte('[')
+		for _, it := range n.items {
+			it.writeShape(b)
+		}
+		b.WriteByte(']')
+	case kindMap:
+		b.WriteString(strconv.Itoa(len(n.keys)))
+		b.WriteByte('{')
+		for i, k := range n.keys {
+			b.WriteString(strconv.Quote(k))
+			n.vals[i].writeShape(b)
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(strconv.Quote(n.text))
+	}
+}
