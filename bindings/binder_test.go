@@ -265,7 +265,7 @@ func TestBindRefuses(t *testing.T) {
 		},
 		{
 			name: "an integer param wider than its int8 field",
-			bind: bindOne(&toolreg.Param{Name: "v", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(1000.0)}}, func(context.Context, Int8Arg) (int, error) { return 0, nil }),
+			bind: bindOne(&toolreg.Param{Name: "v", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("0"), Maximum: json.Number("1000")}}, func(context.Context, Int8Arg) (int, error) { return 0, nil }),
 			want: []string{"tools.yaml:33:3", "field bindings_test.Int8Arg.V has type int8, which holds -128..127, but the manifest allows 0..1000", "give the param minimum and maximum inside that range, or use int64"},
 		},
 		{
@@ -492,7 +492,7 @@ func TestBindAcceptsEveryFittingType(t *testing.T) {
 		{Name: "s", Schema: str()},
 		{Name: "email", Schema: toolreg.Schema{Type: toolreg.TypeString, Format: "email"}},
 		{Name: "i", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("1"), HasDefault: true}},
-		{Name: "u", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(100.0)}},
+		{Name: "u", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("0"), Maximum: json.Number("100")}},
 		{Name: "n", Schema: toolreg.Schema{Type: toolreg.TypeNumber}},
 		{Name: "b", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}},
 		{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString}}},

@@ -127,9 +127,8 @@ func processRing(b *testing.B, e *effector.Effector, ring []*toolreg.Intent) int
 // benchTools returns a table with one side-effecting tool, "refund", whose
 // function does nothing but count its calls.
 func benchTools(b *testing.B) *tools {
-	one := 1.0
 	amount := param("amount", toolreg.TypeInteger)
-	amount.Minimum = &one
+	amount.Minimum = "1"
 	bd := bindings.New([]*toolreg.Spec{spec("refund", true, param("order_id", toolreg.TypeString), amount)})
 	tl := &tools{}
 	bindings.Effect(bd, "refund", func(ctx context.Context, a refundArgs) (refundReceipt, error) {

@@ -2,9 +2,11 @@ package loader
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +105,21 @@ func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string,
 		if msg := patternProblem(s.Pattern); msg != "" {
 			patternOK = false
 			add(pos, at(path, "pattern"), "%s", msg)
+		}
+	}
+	if s.Type == toolreg.TypeInteger && !t.touches(path) {
+		wide := func(v any) bool {
+			n, ok := v.(json.Number)
+			i, isInt := new(big.Int).SetString(string(n), 10)
+			return ok && isInt && !i.IsInt64()
+		}
+		if s.HasDefault && wide(s.Default) {
+			add(pos, at(path, "default"), "default %s is beyond a 64-bit integer, which is what toolreg checks an integer param against (so that a tool bound to an int64 can decode every call): use a default from -9223372036854775808 to 9223372036854775807", short(fmt.Sprint(s.Default)))
+		}
+		for i, e := range s.Enum {
+			if wide(e) {
+				add(pos, at(path, "enum", strconv.Itoa(i)), "enum value %s is beyond a 64-bit integer, so no call can send it: use values from -9223372036854775808 to 9223372036854775807", short(fmt.Sprint(e)))
+			}
 		}
 	}
 	if s.HasDefault && patternOK && !t.touches(path) {

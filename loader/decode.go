@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/beam-agents/toolreg"
@@ -82,15 +83,15 @@ func decodeSchema(n *node, s *toolreg.Schema) {
 				s.Enum = v.value().([]any)
 			}
 		case "minimum":
-			s.Minimum = floatPtr(v)
+			s.Minimum = number(v)
 		case "maximum":
-			s.Maximum = floatPtr(v)
+			s.Maximum = number(v)
 		case "exclusiveMinimum":
-			s.ExclusiveMinimum = floatPtr(v)
+			s.ExclusiveMinimum = number(v)
 		case "exclusiveMaximum":
-			s.ExclusiveMaximum = floatPtr(v)
+			s.ExclusiveMaximum = number(v)
 		case "multipleOf":
-			s.MultipleOf = floatPtr(v)
+			s.MultipleOf = number(v)
 		case "minLength":
 			s.MinLength = intPtr(v)
 		case "maxLength":
@@ -128,12 +129,12 @@ func boolPtr(n *node) *bool {
 	return &b
 }
 
-func floatPtr(n *node) *float64 {
+// number is a numeric keyword as written: exact, never rounded to a float64.
+func number(n *node) json.Number {
 	if n.kind != kindInt && n.kind != kindFloat {
-		return nil // refused by the schema
+		return "" // refused by the schema
 	}
-	f, _ := strconv.ParseFloat(n.text, 64)
-	return &f
+	return json.Number(n.text)
 }
 
 func intPtr(n *node) *int {
