@@ -484,12 +484,19 @@ func named(s *toolreg.Spec, ps []toolreg.Problem) bool {
 	return true
 }
 
-// cueTimeout bounds the evaluation of one CUE package. CUE has no loops, but
-// nested comprehensions can still ask for more work than any manifest needs;
-// past the limit the package is refused, and its evaluation is abandoned.
-var cueTimeout = 20 * time.Second
+// cueTimeout bounds the evaluation of one CUE package, as a last resort:
+// the budget of work (cuebudget.go) refuses, unevaluated, the packages that
+// could run long, and a package within it evaluates in milliseconds. CUE's
+// evaluation cannot be interrupted, so a package past the limit is refused
+// and its evaluation abandoned, to end on its own.
+var cueTimeout = 5 * time.Second
 
 func (u *unit) loadCUE(c *checker, index map[string]int) {
+	if ps := checkCUEBudget(u.cue); ps != nil {
+		u.probs = append(u.probs, ps...)
+		u.cue = nil
+		return
+	}
 	type result struct {
 		tools []cueTool
 		probs []toolreg.Problem
