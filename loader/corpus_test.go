@@ -35,6 +35,7 @@ var loaderOnly = map[string]string{
 	"invalid_pattern.yaml":        "a pattern is a valid regular expression",
 	"pattern_not_portable.yaml":   "a pattern means the same in RE2 and in ECMA-262 with the u flag",
 	"integer_beyond_int64.yaml":   "an integer param's default and enum fit 64 bits (toolreg's integers are int64)",
+	"not_utf8.yaml":               "a manifest is UTF-8 text (cue vet reads Latin-1 bytes as they come)",
 	"cue_number_beyond_float64":   "a number is within float64's range (CUE reads -1e999999 as -1.0)",
 	"duplicate_across_files":      "a tool name is declared once across all manifests",
 	"cue_duplicate_across_files":  "a tool name is declared once across all manifests (cue merges the two)",
