@@ -409,7 +409,17 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	if len(probs) > 0 {
 		slices.SortStableFunc(probs, func(a, b toolreg.Problem) int {
 			return cmp.Or(cmp.Compare(fileOrder(index, a.Pos.File), fileOrder(index, b.Pos.File)),
-				cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
+				cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col),
+				cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Message, b.Message))
+		})
+		// Each once: two routes to one finding (CUE reporting a value
+		// through two paths of the schema) give one line.
+		said := make(map[string]bool, len(probs))
+		probs = slices.DeleteFunc(probs, func(p toolreg.Problem) bool {
+			s := p.String()
+			dup := said[s]
+			said[s] = true
+			return dup
 		})
 		errs = append(errs, &toolreg.ToolDefinitionError{Problems: probs})
 	}
