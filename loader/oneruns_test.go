@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/loader"
@@ -117,4 +119,39 @@ func posKey(s string) string {
 	}
 	pad := func(n string) string { return strings.Repeat("0", max(0, 8-len(n))) + n }
 	return parts[0] + "\x00" + pad(parts[1]) + "\x00" + pad(parts[2])
+}
+
+// A param whose shape the schema already accepted is not checked again, but
+// its name still is, and so is every param of a tool with many.
+func TestEveryParamOfAWideToolIsChecked(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("name: wide\ndescription: d\nparams:\n")
+	for i := range 300 {
+		switch i {
+		case 7:
+			b.WriteString("  \"bad name\": {type: string}\n")
+		case 150:
+			b.WriteString("  p150: {type: strng}\n")
+		case 299:
+			b.WriteString("  p299: {type: string, maxLength: -1}\n")
+		default:
+			b.WriteString("  p" + strconv.Itoa(i) + ": {type: string}\n")
+		}
+	}
+	_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(b.String())}}, "m.yaml")
+	got := problemsOf(t, err)
+	want := []string{
+		`m.yaml:11:3: wide: params."bad name": field not allowed: invalid param name "bad name"`,
+		`m.yaml:154:10: wide: params.p150.type: unknown type "strng"`,
+		`m.yaml:303:24: wide: params.p299.maxLength: `,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("problem %d = %s, want %s...", i, got[i], w)
+		}
+	}
 }

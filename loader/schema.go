@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 
@@ -26,27 +25,25 @@ const schemaFile = "schema.cue"
 // and unified with them: the document's context, and all it retains, is
 // garbage once the document is checked, while this one stays the size of the
 // schema.
-var defs = sync.OnceValues(func() (tool, param cue.Value) {
+var defs = sync.OnceValues(func() (tool, params cue.Value) {
 	v := cuecontext.New().CompileString(toolreg.SchemaCUE, cue.Filename(schemaFile))
 	if err := v.Err(); err != nil {
 		panic("loader: embedded schema.cue does not compile: " + err.Error())
 	}
-	return v.LookupPath(cue.MakePath(cue.Def("Tool"))), v.LookupPath(cue.MakePath(cue.Def("Param")))
+	return v.LookupPath(cue.MakePath(cue.Def("Tool"))), v.LookupPath(cue.MakePath(cue.Def("Tool"), cue.Str("params").Optional()))
 })
-
-// paramNameRE is #ParamName of schema.cue.
-var paramNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
 // checkYAMLTool checks one YAML document against #Tool and returns its
 // problems. bad are the problems found decoding the document: the values they
 // are about are left out of the check, and so are CUE's errors about them.
 //
-// The tool is checked without its params against #Tool, then each param on
-// its own against #Param: CUE finds a field of a struct by a linear search,
-// so one struct of n params costs n² to check, and n params checked one by
-// one cost n. A tool of 40,000 params (0.9 MiB) loads in time linear in them.
+// The tool is checked without its params against #Tool, then its params in
+// chunks of paramChunk against #Tool.params: CUE finds a field of a struct by
+// a linear search, so one struct of n params costs n² to check, and n params
+// in chunks cost n. A tool of 40,000 params (0.9 MiB) loads in time linear
+// in them.
 func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Problem {
-	toolDef, paramDef := defs()
+	toolDef, paramsDef := defs()
 	tool := ""
 	if n, _, ok := root.get("name"); ok && n.kind == kindString {
 		tool = n.text
@@ -60,23 +57,14 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 		return pos
 	}
 	var ps []toolreg.Problem
-	check := func(n *node, def cue.Value, base []string) {
-		var key string
-		if base != nil {
-			// A registry repeats its params' shapes (customer_id, limit):
-			// a shape the schema accepted once is accepted again.
-			key = n.shape()
-			if _, ok := c.clean.Load(key); ok {
-				return
-			}
-		}
+	check := func(n *node, def cue.Value, base []string) bool {
 		// Encode, rather than building a syntax tree, skips the compiler:
 		// the document is data, with no references to resolve.
 		if err := ctx.Encode(n.goValue()).Unify(def).Validate(cue.Concrete(true)); err != nil {
 			ps = append(ps, translate(cueerrors.Errors(err), 0, base, tool, root, where)...)
-		} else if base != nil {
-			c.clean.Store(key, true)
+			return false
 		}
+		return true
 	}
 	top := root
 	params, _, _ := root.get("params")
@@ -91,23 +79,55 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 		top = &cp
 	}
 	check(top, toolDef, nil)
-	if top != root {
-		for i, name := range params.keys {
-			// Named as CUE names it in a path: quoted when no identifier.
-			label := name
-			if !ast.IsValidIdent(name) {
-				label = strconv.Quote(name)
-			}
-			base := []string{"params", label}
-			if !paramNameRE.MatchString(name) {
-				ps = append(ps, toolreg.Problem{Pos: params.kpos[i], Tool: tool, Path: strings.Join(base, "."),
-					Message: "field not allowed: " + notAllowedHint(root, base)})
-			}
-			if !params.vals[i].bad {
-				check(params.vals[i], paramDef, base)
+	if top == root {
+		return finish(ps, tool, root)
+	}
+	// The params in chunks, each a struct of its own against #Tool.params.
+	// A registry repeats its params' shapes (customer_id, limit): a shape
+	// the schema accepted once is not checked again.
+	chunk := &node{kind: kindMap, pos: params.pos}
+	var shapes []string
+	flush := func() {
+		if len(chunk.keys) > 0 && check(chunk, paramsDef, []string{"params"}) {
+			for _, sh := range shapes {
+				c.clean.Store(sh, true)
 			}
 		}
+		chunk = &node{kind: kindMap, pos: params.pos}
+		shapes = shapes[:0]
 	}
+	for i, name := range params.keys {
+		v := params.vals[i]
+		if v.bad {
+			continue
+		}
+		sh := v.shape()
+		if _, ok := c.clean.Load(sh); ok && paramNameRE.MatchString(name) {
+			continue
+		}
+		chunk.keys = append(chunk.keys, name)
+		chunk.kpos = append(chunk.kpos, params.kpos[i])
+		chunk.vals = append(chunk.vals, v)
+		shapes = append(shapes, sh)
+		if len(chunk.keys) == paramChunk {
+			flush()
+		}
+	}
+	flush()
+	return finish(ps, tool, root)
+}
+
+// paramNameRE is #ParamName of schema.cue: a param skipped for its shape
+// must still have a name the schema takes.
+var paramNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// paramChunk is how many params are unified with the schema at a time: CUE
+// finds a struct's field by a linear search, so a chunk of k costs k², and n
+// params in chunks cost n·k.
+const paramChunk = 64
+
+// finish adds what CUE leaves out and drops what decoding already said.
+func finish(ps []toolreg.Problem, tool string, root *node) []toolreg.Problem {
 	ps = withMissing(ps, tool, root, true)
 	return slices.DeleteFunc(ps, func(p toolreg.Problem) bool { return onBadNode(root, p.Path) })
 }
