@@ -44,10 +44,12 @@
 // value, and comprehensions only over what the syntax can size. A package
 // within the budget whose evaluation still takes over 5 seconds is refused.
 //
-// A YAML tool is checked against the schema param by param, so time and
-// memory grow linearly with its params: a legal 1 MiB file of 40,000 params
-// loads in about a second of CPU and 90 MB (the params of one CUE package,
-// which CUE evaluates whole, grow faster).
+// A YAML tool's params are checked against the schema in chunks of 64, and a
+// param shape accepted once is not checked again, so time and memory grow
+// linearly with its params: a legal 1 MiB file of 40,000 params loads in
+// about 0.3 s of CPU and 100 MB (20,000 params of distinct shapes: 1.4 s,
+// 92 MB). The params of one CUE package, which CUE evaluates whole, grow
+// faster: the budget of work and the 1 MiB file limit bound them.
 //
 // Each YAML document is checked in a CUE context of its own against one
 // long-lived #Tool, and YAML files and CUE packages are checked in parallel,
