@@ -10,8 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func fptr(f float64) *float64 { return &f }
-func iptr(i int) *int         { return &i }
+func iptr(i int) *int { return &i }
 
 // searchArgs is the benchmark's shape: a string, an integer with a default, a
 // boolean and an array of strings.
