@@ -40,7 +40,11 @@ func (t *Tool) argChecker() (*argcheck.Checker, error) {
 // coercion"): values are coerced as Pydantic v2's lax mode does ("10" and 10.0
 // for an integer, "2.5" for a number, "yes" or 1 for a boolean) unless the
 // manifest sets strict; a null for a param that is not required means absent;
-// empty args or a bare null mean {}.
+// empty args or a bare null mean {}. Bounds (minimum, multipleOf, ...) are
+// checked exactly as the manifest writes them. An integer param takes 64-bit
+// integers only (-9223372036854775808 to 9223372036854775807), so that every
+// call CheckArgs accepts, and Act stages, a function bound to an int64 field
+// and the effector can decode; the binder asks bounds of narrower fields.
 func (t *Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
 	c, err := t.argChecker()
 	if err != nil {

@@ -1,6 +1,8 @@
 package toolreg
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/beam-agents/toolreg/canonjson"
@@ -73,11 +75,14 @@ func appendCommon(b []byte, s *Schema) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = appendNum(b, "minimum", s.Minimum)
-	b = appendNum(b, "maximum", s.Maximum)
-	b = appendNum(b, "exclusiveMinimum", s.ExclusiveMinimum)
-	b = appendNum(b, "exclusiveMaximum", s.ExclusiveMaximum)
-	b = appendNum(b, "multipleOf", s.MultipleOf)
+	for _, n := range []struct {
+		key string
+		v   json.Number
+	}{{"minimum", s.Minimum}, {"maximum", s.Maximum}, {"exclusiveMinimum", s.ExclusiveMinimum}, {"exclusiveMaximum", s.ExclusiveMaximum}, {"multipleOf", s.MultipleOf}} {
+		if b, err = appendNum(b, n.key, n.v); err != nil {
+			return nil, err
+		}
+	}
 	b = appendInt(b, "minLength", s.MinLength)
 	b = appendInt(b, "maxLength", s.MaxLength)
 	if s.Pattern != "" {
@@ -102,14 +107,17 @@ func appendCommon(b []byte, s *Schema) ([]byte, error) {
 	return b, nil
 }
 
-func appendNum(b []byte, key string, v *float64) []byte {
-	if v == nil {
-		return b
+func appendNum(b []byte, key string, v json.Number) ([]byte, error) {
+	if v == "" {
+		return b, nil
+	}
+	if !validNumber(v) {
+		return nil, fmt.Errorf("%s %q is not a JSON number", key, string(v))
 	}
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return strconv.AppendFloat(b, *v, 'g', -1, 64)
+	return append(b, v...), nil // as written: exact
 }
 
 func appendInt(b []byte, key string, v *int) []byte {

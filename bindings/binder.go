@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"runtime"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/modpath"
 	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -136,7 +136,7 @@ func callerPos(skip int) toolreg.Pos {
 	if !ok {
 		return toolreg.Pos{}
 	}
-	return toolreg.Pos{File: filepath.Base(file), Line: line}
+	return toolreg.Pos{File: modpath.Rel(file), Line: line}
 }
 
 func (bd *binding) kind() string {

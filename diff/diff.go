@@ -3,9 +3,12 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/canonjson"
@@ -235,7 +238,7 @@ func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Sch
 	d.bound(tool, path+".maxLength", op, np, intf(o.MaxLength), intf(n.MaxLength), false)
 	d.bound(tool, path+".minItems", op, np, intf(o.MinItems), intf(n.MinItems), true)
 	d.bound(tool, path+".maxItems", op, np, intf(o.MaxItems), intf(n.MaxItems), false)
-	d.exact(tool, path+".multipleOf", op, np, fmtf(o.MultipleOf), fmtf(n.MultipleOf))
+	d.exact(tool, path+".multipleOf", op, np, fmtn(o.MultipleOf), fmtn(n.MultipleOf))
 	d.exact(tool, path+".pattern", op, np, o.Pattern, n.Pattern)
 	d.exact(tool, path+".format", op, np, o.Format, n.Format)
 	switch {
@@ -296,19 +299,29 @@ func (d *differ) enum(tool, path string, op, np toolreg.Pos, o, n []any) {
 }
 
 // bound compares a lower (lower is true) or upper bound.
-func (d *differ) bound(tool, path string, op, np toolreg.Pos, o, n *float64, lower bool) {
+func (d *differ) bound(tool, path string, op, np toolreg.Pos, o, n json.Number, lower bool) {
 	switch {
-	case o == nil && n == nil:
-	case o == nil:
-		d.add(Breaking, tool, path, op, np, "constraint added: %s", fmtf(n))
-	case n == nil:
-		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", fmtf(o))
-	case *o == *n:
-	case (*n > *o) == lower:
-		d.add(Breaking, tool, path, op, np, "constraint tightened from %s to %s", fmtf(o), fmtf(n))
+	case o == "" && n == "":
+	case o == "":
+		d.add(Breaking, tool, path, op, np, "constraint added: %s", n)
+	case n == "":
+		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", o)
+	case compareNumbers(o, n) == 0:
+	case (compareNumbers(n, o) > 0) == lower:
+		d.add(Breaking, tool, path, op, np, "constraint tightened from %s to %s", o, n)
 	default:
-		d.add(Compatible, tool, path, op, np, "constraint loosened from %s to %s", fmtf(o), fmtf(n))
+		d.add(Compatible, tool, path, op, np, "constraint loosened from %s to %s", o, n)
 	}
+}
+
+// compareNumbers compares two JSON numbers exactly.
+func compareNumbers(a, b json.Number) int {
+	x, okx := new(big.Rat).SetString(string(a))
+	y, oky := new(big.Rat).SetString(string(b))
+	if !okx || !oky {
+		return strings.Compare(string(a), string(b))
+	}
+	return x.Cmp(y)
 }
 
 // exact compares a constraint whose change cannot be ordered: any new or
@@ -325,19 +338,20 @@ func (d *differ) exact(tool, path string, op, np toolreg.Pos, o, n string) {
 	}
 }
 
-func intf(p *int) *float64 {
-	if p == nil {
-		return nil
-	}
-	f := float64(*p)
-	return &f
-}
-
-func fmtf(p *float64) string {
+func intf(p *int) json.Number {
 	if p == nil {
 		return ""
 	}
-	return fmt.Sprint(*p)
+	return json.Number(strconv.Itoa(*p))
+}
+
+// fmtn is a multipleOf as the diff shows it: equal values written alike
+// (0.50 and 0.5) compare equal.
+func fmtn(n json.Number) string {
+	if r, ok := new(big.Rat).SetString(string(n)); ok && n != "" {
+		return r.RatString()
+	}
+	return string(n)
 }
 
 func jsonEqual(a, b any) bool {

@@ -115,9 +115,8 @@ func newTools(t testing.TB) *tools {
 			close(tl.release)
 		}
 	})
-	one := 1.0
 	amount := param("amount", toolreg.TypeInteger)
-	amount.Minimum = &one
+	amount.Minimum = "1"
 	specs := []*toolreg.Spec{
 		spec("refund", true, param("order_id", toolreg.TypeString), amount),
 		spec("notify", true, param("intent", toolreg.TypeString)),

@@ -20,7 +20,7 @@ func refundSpec() *toolreg.Spec {
 		Name: "refund", Description: "Refund an order.", SideEffect: true, Pos: toolreg.Pos{File: "refund.yaml", Line: 1},
 		Params: []*toolreg.Param{
 			{Name: "order_id", Schema: toolreg.Schema{Type: toolreg.TypeString}},
-			{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: new(1.0)}},
+			{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: "1"}},
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -208,9 +209,9 @@ func keywords(s *toolreg.Schema) []kw {
 		}
 		ks = append(ks, kw{key, string(b)})
 	}
-	num := func(key string, v *float64) {
-		if v != nil {
-			ks = append(ks, kw{key, strconv.FormatFloat(*v, 'g', -1, 64)})
+	num := func(key string, v json.Number) {
+		if v != "" {
+			ks = append(ks, kw{key, string(v)})
 		}
 	}
 	integer := func(key string, v *int) {

@@ -46,7 +46,7 @@ func lookupOrderSpec() *toolreg.Spec {
 func refundParams() []*toolreg.Param {
 	return []*toolreg.Param{
 		orderIDParam(),
-		{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: new(1.0), Maximum: new(10000.0)}},
+		{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: "1", Maximum: "10000"}},
 		{Name: "reason", Schema: toolreg.Schema{Type: toolreg.TypeString, Default: "customer request", HasDefault: true}},
 	}
 }

@@ -19,7 +19,7 @@ func benchSpec() *toolreg.Spec {
 		Name: "search", Description: "Search the catalogue.", Pos: toolreg.Pos{File: "search.yaml", Line: 1},
 		Params: []*toolreg.Param{
 			{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: ptr(1)}},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: ptr(1.0), Maximum: ptr(100.0)}},
+			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: json.Number("1"), Maximum: json.Number("100")}},
 			{Name: "exact", Schema: toolreg.Schema{Type: toolreg.TypeBoolean, Default: false, HasDefault: true}},
 			{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString}, MaxItems: ptr(5)}},
 		},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,7 @@ func (c *Checker) Check(args []byte) (map[string]any, error) {
 		return nil, &Error{Problems: []Problem{{Want: "a JSON object of arguments", Got: gotValue(v)}}}
 	}
 	c.normalize(c.root, m)
+	int64Range(c.root, m, "", &ps)
 	if err := c.schema.Validate(any(m)); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
@@ -84,7 +86,42 @@ func (c *Checker) Check(args []byte) (map[string]any, error) {
 		ps = sortProblems(c.problems(ve, m, ps))
 		return nil, &Error{Problems: ps}
 	}
+	if len(ps) > 0 {
+		return nil, &Error{Problems: sortProblems(ps)}
+	}
 	return m, nil
+}
+
+// int64Range refuses an integer beyond 64 bits wherever the schema n asks for
+// an integer in v. JSON Schema sets no such limit, but toolreg does, so that
+// what CheckArgs accepts (and Act stages) a tool bound to an int64 field, and
+// the effector, can decode: an integer is a 64-bit integer, as in OpenAPI's
+// int64 format.
+func int64Range(n *node, v any, path string, ps *[]Problem) {
+	if n == nil {
+		return
+	}
+	switch x := v.(type) {
+	case json.Number:
+		if n.typ != "integer" {
+			return
+		}
+		if i, ok := new(big.Int).SetString(string(x), 10); ok && !i.IsInt64() {
+			*ps = append(*ps, Problem{Path: path, Want: "a 64-bit integer (-9223372036854775808 to 9223372036854775807)", Got: gotValue(x)})
+		}
+	case []any:
+		for i, e := range x {
+			int64Range(n.items, e, path+"/"+strconv.Itoa(i), ps)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			child := n.props[k]
+			if child == nil {
+				child = n.addl
+			}
+			int64Range(child, x[k], path+"/"+escapeToken(k), ps)
+		}
+	}
 }
 
 // parseArgs decodes the arguments text, or says why it is not JSON.
