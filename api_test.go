@@ -23,9 +23,6 @@ var update = flag.Bool("update", false, "rewrite testdata/api.golden with the ex
 // and a package that binds through bindings must compile: without that
 // control, a broken harness would pass.
 func TestNoPackageOutsideTheModuleCanAttachAFunction(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module with the go command")
-	}
 	t.Parallel()
 	root, err := filepath.Abs(".")
 	if err != nil {

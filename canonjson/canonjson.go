@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -56,9 +55,9 @@ func canonicalizeReference(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("canonjson: %w", err)
 	}
 	// Anything after the value but space is refused, garbage as much as a
-	// second value: Token returns io.EOF only at the end of the text.
-	if _, err := d.Token(); err != io.EOF {
-		return nil, fmt.Errorf("canonjson: text after the value, at byte %d: pass exactly one JSON value", d.InputOffset())
+	// second value.
+	if rest := bytes.TrimLeft(raw[d.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("canonjson: text after the value, at byte %d: pass exactly one JSON value", len(raw)-len(rest))
 	}
 	return appendValue(make([]byte, 0, len(raw)), v)
 }

@@ -34,9 +34,9 @@ func TestCanonicalizeKeepsOneValueWithSpaceAround(t *testing.T) {
 
 func TestCanonicalizeSaysWhereTheExtraTextIs(t *testing.T) {
 	t.Parallel()
-	_, err := canonjson.Canonicalize([]byte(`{"a":1} x`))
-	if err == nil || !strings.Contains(err.Error(), "at byte") || !strings.HasPrefix(err.Error(), "canonjson: ") {
-		t.Errorf("error = %v; want one starting with canonjson: and naming the byte where the extra text starts", err)
+	_, err := canonjson.Canonicalize([]byte("{\"a\":1} \n x"))
+	if err == nil || !strings.Contains(err.Error(), "at byte 10:") || !strings.HasPrefix(err.Error(), "canonjson: ") {
+		t.Errorf("error = %v; want one starting with canonjson: and naming byte 10, where the extra text starts", err)
 	}
 }
 
