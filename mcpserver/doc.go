@@ -8,9 +8,14 @@
 // tools/list answers with every tool of the pipeline table in the registry's
 // "mcp" provider form (registry.ProviderSchema, the form `toolreg schema
 // --provider mcp` prints): inputSchema is the tool's parameters JSON Schema,
-// and annotations carry readOnlyHint (not side_effect) and, when the manifest
-// says, title, destructiveHint, idempotentHint and openWorldHint. The list is
-// rendered once, in New, never per request; the SDK lists it in name order.
+// and annotations carry readOnlyHint (not side_effect), idempotentHint (true
+// for a read-only tool, false for a side-effecting one, unless the manifest's
+// annotations say otherwise) and, when the manifest says, title,
+// destructiveHint and openWorldHint. The list is rendered once, in New, never
+// per request; the SDK lists it in name order. Because it never changes, the
+// server advertises the tools capability without listChanged and never sends
+// notifications/tools/list_changed (a tool added later through MCP() is not
+// announced either).
 //
 // tools/call routes by side effect, as the pipeline does:
 //

@@ -137,7 +137,13 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	s := &Server{cfg: cfg, bound: bound, effector: eff}
-	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
+	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{
+		Logger: cfg.logger,
+		// The tools are fixed here, in New, and the server never sends
+		// notifications/tools/list_changed: say so, rather than the SDK's
+		// default listChanged: true. Logging stays as the SDK's default.
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}},
+	})
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
 		return nil, err

@@ -20,8 +20,10 @@
 //     uniqueItems, format and non-string enums move into the description, and
 //     additionalProperties is left out;
 //   - "mcp": an MCP tools/list entry {"name","title","description",
-//     "inputSchema","annotations"}, with readOnlyHint = !side_effect and the
-//     other hints where the manifest gives them.
+//     "inputSchema","annotations"}, with readOnlyHint = !side_effect,
+//     idempotentHint = !side_effect unless the manifest's annotations say
+//     otherwise, and the other hints (title, destructiveHint, openWorldHint)
+//     where the manifest gives them.
 //
 // Rendering never changes what toolreg accepts: arguments are validated
 // against the manifest whatever form the model saw. A form that drops a

@@ -59,7 +59,7 @@ func ExampleRender_mcp() {
 	}
 	fmt.Println(tool.Name, tool.Title, tool.Annotations)
 	// Output:
-	// lookup_customer Look up customer map[idempotentHint:false openWorldHint:false readOnlyHint:true title:Look up customer]
+	// lookup_customer Look up customer map[idempotentHint:true openWorldHint:false readOnlyHint:true title:Look up customer]
 }
 
 // What "toolreg vet --provider gemini" reports: one finding a line, with

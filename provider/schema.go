@@ -161,6 +161,9 @@ func (w *walker) desc() {
 // annotations writes MCP's tool annotations. readOnlyHint and idempotentHint
 // are always written (the MCP SDK's ToolAnnotations always carries them, and
 // false is the protocol's default for both); the others only when set.
+// idempotentHint defaults to true for a read-only tool (calling it again
+// changes nothing, so a host may retry it) and to false for a side-effecting
+// one; the manifest's annotations.idempotentHint overrides either.
 func (w *walker) annotations() {
 	a := w.spec.Annotations
 	if a == nil {
@@ -176,7 +179,11 @@ func (w *walker) annotations() {
 	if a.DestructiveHint != nil {
 		w.b = strconv.AppendBool(append(w.b, `,"destructiveHint":`...), *a.DestructiveHint)
 	}
-	w.b = strconv.AppendBool(append(w.b, `,"idempotentHint":`...), a.IdempotentHint != nil && *a.IdempotentHint)
+	idempotent := !w.spec.SideEffect
+	if a.IdempotentHint != nil {
+		idempotent = *a.IdempotentHint
+	}
+	w.b = strconv.AppendBool(append(w.b, `,"idempotentHint":`...), idempotent)
 	if a.OpenWorldHint != nil {
 		w.b = strconv.AppendBool(append(w.b, `,"openWorldHint":`...), *a.OpenWorldHint)
 	}
