@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
 )
@@ -53,6 +54,13 @@ const (
 	strictMaxDepth      = 10   // levels of object nesting
 	strictMaxProperties = 5000 // object properties in the whole schema
 	strictMaxEnumValues = 1000 // enum values in the whole schema
+	// "Limitations on total string size": the property names, definition
+	// names, enum values and const values of a schema, in characters.
+	strictMaxStringTotal = 120000
+	// "Limitations on enum size": one string enum of more than
+	// strictBigEnum values may total at most strictMaxBigEnumChars characters.
+	strictBigEnum         = 250
+	strictMaxBigEnumChars = 15000
 )
 
 // strictFormats are the string formats strict mode accepts; any other format
@@ -67,6 +75,7 @@ type walker struct {
 	problems []toolreg.Problem
 
 	props, enums int // strict mode's whole-schema counters
+	chars        int // characters of property names and enum values
 }
 
 func (w *walker) str(s string) {
@@ -315,6 +324,7 @@ func (w *walker) schema(s *toolreg.Schema, path string, pos toolreg.Pos, optiona
 		w.key(k.key)
 		if k.key == "enum" && w.strict {
 			w.enums += len(s.Enum)
+			w.strictEnum(s, path, pos)
 			if nullable && !slices.Contains(s.Enum, nil) {
 				// A nullable enum must list null, or strict mode cannot send it.
 				w.b = append(w.b, k.value[:len(k.value)-1]...)
@@ -359,6 +369,9 @@ func (w *walker) object(s *toolreg.Schema, path string, pos toolreg.Pos, depth i
 			w.problem(pos, path, "nested %d objects deep: strict mode allows %d levels; flatten the param", depth, strictMaxDepth)
 		}
 		w.props += len(s.Properties)
+		for _, p := range s.Properties {
+			w.chars += utf8.RuneCountInString(p.Name)
+		}
 		if root {
 			defer w.strictTotals(pos)
 		}
@@ -429,5 +442,28 @@ func (w *walker) strictTotals(pos toolreg.Pos) {
 	}
 	if w.enums > strictMaxEnumValues {
 		w.problem(pos, "params", "%d enum values in all: strict mode allows %d", w.enums, strictMaxEnumValues)
+	}
+	if w.chars > strictMaxStringTotal {
+		w.problem(pos, "params", "%d characters of property names and enum values in all: strict mode allows %d; shorten them, or take a free string checked by pattern", w.chars, strictMaxStringTotal)
+	}
+}
+
+// strictEnum counts an enum's characters into the schema's total, and checks
+// the cap on one big string enum.
+func (w *walker) strictEnum(s *toolreg.Schema, path string, pos toolreg.Pos) {
+	n, strs := 0, true
+	for _, v := range s.Enum {
+		if str, ok := v.(string); ok {
+			n += utf8.RuneCountInString(str)
+			continue
+		}
+		strs = false
+		b, _ := toolreg.CanonicalJSON(v)
+		n += utf8.RuneCount(b)
+	}
+	w.chars += n
+	if strs && len(s.Enum) > strictBigEnum && n > strictMaxBigEnumChars {
+		w.problem(pos, path, "%d string enum values of %d characters in all: strict mode allows %d characters in an enum of more than %d values; shorten the values or split the param",
+			len(s.Enum), n, strictMaxBigEnumChars, strictBigEnum)
 	}
 }
