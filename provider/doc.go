@@ -15,10 +15,25 @@
 //     strict mode does not support (default, minLength, maxLength, uniqueItems,
 //     formats other than the nine it knows) move into the description;
 //   - "anthropic": {"name","description","input_schema"};
+//   - "anthropic-strict": the same with "strict": true (Claude's strict tool
+//     use), in its supported subset: every object closed, optional params
+//     left optional; numeric bounds, multipleOf, string lengths, maxItems,
+//     uniqueItems, minItems above 1, formats it does not list and patterns
+//     with a word boundary move into the description; an open map is refused.
+//     A request takes at most 20 strict tools and 24 optional params across
+//     them (Vet reports more as errors);
 //   - "gemini": a function declaration {"name","description","parameters"} in
-//     Gemini's JSON Schema subset: exclusiveMinimum/Maximum, multipleOf,
+//     Gemini's OpenAPI schema subset: exclusiveMinimum/Maximum, multipleOf,
 //     uniqueItems, format and non-string enums move into the description, and
 //     additionalProperties is left out;
+//   - "gemini-jsonschema": a function declaration {"name","description",
+//     "parametersJsonSchema"}, the field that takes JSON Schema: open maps and
+//     closed objects as JSON Schema writes them; what Gemini's documented
+//     JSON Schema subset does not list (default, string lengths, pattern,
+//     exclusive bounds, multipleOf, uniqueItems, formats other than
+//     date-time, date and time) moves into the description. There is no
+//     Gemini SDK in this module: the form is tested against that documented
+//     subset, not round-tripped;
 //   - "mcp": an MCP tools/list entry {"name","title","description",
 //     "inputSchema","annotations"}, with readOnlyHint = !side_effect,
 //     idempotentHint = !side_effect unless the manifest's annotations say
@@ -28,7 +43,11 @@
 // Rendering never changes what toolreg accepts: arguments are validated
 // against the manifest whatever form the model saw. A form that drops a
 // constraint only stops the provider from enforcing it; each such change is
-// reported as a Note.
+// reported as a Note. A form without strict mode (openai, openai-responses,
+// anthropic, gemini, gemini-jsonschema) keeps constraints the provider does
+// not hold the model's arguments to: each is reported as a NotEnforced note
+// (Gemini's default, which it ignores, included), so no one believes the
+// provider checks them.
 //
 // A tool that cannot be made strict (an object param that is an open map, a
 // schema nested deeper than strict mode allows, ...) is refused with an
