@@ -14,7 +14,11 @@
 //  1. Parse. Empty arguments (only whitespace) and a bare null mean no
 //     arguments, {}: models calling a tool without params send either.
 //     Malformed JSON, text after the value, and a value that is not an
-//     object are refused.
+//     object are refused, in words a model can act on rather than
+//     encoding/json's: where (line, column, byte offset, and up to 40 bytes
+//     of the text before it), what JSON wanted there ("',' or '}' after a
+//     member's value"), what came, and to send one JSON object and nothing
+//     else.
 //  2. Guard. A number longer than 400 characters or with an exponent of
 //     1000 or more is refused wherever it appears, before exact rational
 //     arithmetic could spend unbounded time on it (1e999999999).
