@@ -3,7 +3,15 @@
 // over stdio (Run) or streamable HTTP (Handler).
 //
 //	srv, err := mcpserver.New(bound, eff)
-//	err = srv.Run(ctx, &mcp.StdioTransport{})
+//	err = srv.Run(ctx, mcpserver.StdioTransport())
+//
+// Over stdio, a LineTransport stands in front of the SDK (Run and Connect
+// also put one in place of an *mcp.StdioTransport or *mcp.IOTransport): each
+// line is judged on its own, so a line that is not JSON (-32700), JSON that
+// is not one JSON-RPC 2.0 message, a batch, a line over MaxLineBytes or
+// nesting deeper than MaxDepth (-32600) is answered with a JSON-RPC error and
+// the session goes on; a truncated line costs only itself; a call before
+// initialize gets -32600, not the SDK's code 0.
 //
 // tools/list answers with every tool of the pipeline table in the registry's
 // "mcp" provider form (registry.ProviderSchema, the form `toolreg schema

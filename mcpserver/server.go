@@ -183,16 +183,19 @@ func (s *Server) Tools() []*mcp.Tool { return s.tools }
 // package doc): only idempotency keys then protect retries.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one connection over t, such as &mcp.StdioTransport{}, until the
-// client disconnects or ctx ends.
+// Run serves one connection over t, such as StdioTransport(), until the
+// client disconnects or ctx ends. An *mcp.StdioTransport or *mcp.IOTransport
+// is served by a LineTransport over the same streams and line bound, so a bad
+// line is answered instead of ending the session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, stampTransport(t))
+	return s.mcp.Run(ctx, stampTransport(lineTransport(t)))
 }
 
 // Connect starts serving one connection over t and returns its session, for
-// callers that manage sessions themselves (tests, in-memory transports).
+// callers that manage sessions themselves (tests, in-memory transports). It
+// replaces the SDK's stdio and io transports as Run does.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, stampTransport(t), opts)
+	return s.mcp.Connect(ctx, stampTransport(lineTransport(t)), opts)
 }
 
 // Handler returns an http.Handler serving the streamable HTTP transport.
