@@ -86,6 +86,13 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 			add("lease %v does not exceed the timeout %v of tool %q: a claim could end while the tool still runs, and another worker would run it again; set WithLease above every timeout", cfg.lease, d, name)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.dropUnknown)) {
+		if effectTable != nil {
+			if _, err := effectTable.Get(name); err != nil {
+				add("WithDropUnknownKeys(%q): %v", name, err)
+			}
+		}
+	}
 	switch cfg.mode {
 	case VerifyOff:
 	case VerifyPermissive, VerifyRequire:
@@ -366,7 +373,7 @@ func (e *Effector) outcome(ctx context.Context, in *toolreg.Intent, token string
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
 	}
-	args, err := t.DecodeArgs(in.ArgsJSON)
+	args, err := t.DecodeArgs(e.dropUnknownKeys(ctx, in, t))
 	if err != nil {
 		return e.rejected(in, err.Error()), false, nil
 	}

@@ -84,6 +84,7 @@ type config struct {
 	deadLetter   DeadLetterFunc
 	approval     ApprovalFunc
 	logger       *slog.Logger
+	dropUnknown  map[string]bool // tools whose unknown argument keys are dropped
 }
 
 func defaultConfig() config {
@@ -181,4 +182,24 @@ func WithApproval(f ApprovalFunc) Option {
 // which may hold personal data.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// WithDropUnknownKeys makes the effector drop, for each tool named, the
+// argument keys its manifest does not declare (at any depth, except in maps
+// declared with additionalProperties) before validating, and log each dropped
+// key's JSON Pointer at level Info with the intent id and tool (never the
+// values). It is for intents staged by Python producers: pydantic ignores
+// extra keys, so its pipelines may stage them. By default, and for every tool
+// not named, an unknown key is refused (REJECTED), as on every other path.
+// Dropping keys changes nothing else: the rest is validated as usual. New
+// refuses a name the effect table does not hold.
+func WithDropUnknownKeys(tools ...string) Option {
+	return func(c *config) {
+		if c.dropUnknown == nil {
+			c.dropUnknown = make(map[string]bool)
+		}
+		for _, t := range tools {
+			c.dropUnknown[t] = true
+		}
+	}
 }
