@@ -43,4 +43,7 @@ func TestTheServerDoesNotAdvertiseToolListChanges(t *testing.T) {
 	if caps.Tools.ListChanged {
 		t.Error("the server advertises tools.listChanged, but never sends notifications/tools/list_changed")
 	}
+	if caps.Logging != nil { //lint:ignore SA1019 checking that the deprecated capability is not advertised
+		t.Error("the server advertises logging, but never sends log messages")
+	}
 }

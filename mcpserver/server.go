@@ -141,8 +141,10 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		Logger: cfg.logger,
 		// The tools are fixed here, in New, and the server never sends
 		// notifications/tools/list_changed: say so, rather than the SDK's
-		// default listChanged: true. Logging stays as the SDK's default.
-		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}},
+		// default listChanged: true. Nor does it send log messages, so it
+		// does not advertise logging (the SDK's default, deprecated since
+		// protocol version 2026-07-28).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
