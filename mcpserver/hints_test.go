@@ -43,7 +43,8 @@ func TestTheServerDoesNotAdvertiseToolListChanges(t *testing.T) {
 	if caps.Tools.ListChanged {
 		t.Error("the server advertises tools.listChanged, but never sends notifications/tools/list_changed")
 	}
-	if caps.Logging != nil { //lint:ignore SA1019 checking that the deprecated capability is not advertised
+	//lint:ignore SA1019 checking that the deprecated capability is not advertised
+	if caps.Logging != nil {
 		t.Error("the server advertises logging, but never sends log messages")
 	}
 }
