@@ -113,6 +113,13 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 			}
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.dropUnknown)) {
+		if effectTable != nil {
+			if _, err := effectTable.Get(name); err != nil {
+				add("WithDropUnknownKeys(%q): %v", name, err)
+			}
+		}
+	}
 	switch cfg.mode {
 	case VerifyOff:
 	case VerifyPermissive, VerifyRequire:
@@ -488,7 +495,7 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
 		return e.rejected(in, fmt.Sprintf("effector: intent %q: %v; nothing ran", in.ID, te)), false, nil
 	}
-	args, err := t.DecodeArgs(in.ArgsJSON)
+	args, err := t.DecodeArgs(e.dropUnknownKeys(ctx, in, t))
 	if err != nil {
 		return e.rejected(in, err.Error()), false, nil
 	}

@@ -98,6 +98,7 @@ type config struct {
 	underivedIDs bool
 	maxArgs      int
 	toolMaxArgs  map[string]int
+	dropUnknown  map[string]bool // tools whose unknown argument keys are dropped
 }
 
 func defaultConfig() config {
@@ -228,5 +229,25 @@ func WithToolMaxArgsBytes(name string, n int) Option {
 			c.toolMaxArgs = make(map[string]int)
 		}
 		c.toolMaxArgs[name] = n
+	}
+}
+
+// WithDropUnknownKeys makes the effector drop, for each tool named, the
+// argument keys its manifest does not declare (at any depth, except in maps
+// declared with additionalProperties) before validating, and log each dropped
+// key's JSON Pointer at level Info with the intent id and tool (never the
+// values). It is for intents staged by Python producers: pydantic ignores
+// extra keys, so its pipelines may stage them. By default, and for every tool
+// not named, an unknown key is refused (REJECTED), as on every other path.
+// Dropping keys changes nothing else: the rest is validated as usual. New
+// refuses a name the effect table does not hold.
+func WithDropUnknownKeys(tools ...string) Option {
+	return func(c *config) {
+		if c.dropUnknown == nil {
+			c.dropUnknown = make(map[string]bool)
+		}
+		for _, t := range tools {
+			c.dropUnknown[t] = true
+		}
 	}
 }

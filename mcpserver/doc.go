@@ -3,14 +3,27 @@
 // over stdio (Run) or streamable HTTP (Handler).
 //
 //	srv, err := mcpserver.New(bound, eff)
-//	err = srv.Run(ctx, &mcp.StdioTransport{})
+//	err = srv.Run(ctx, mcpserver.StdioTransport())
+//
+// Over stdio, a LineTransport stands in front of the SDK (Run and Connect
+// also put one in place of an *mcp.StdioTransport or *mcp.IOTransport): each
+// line is judged on its own, so a line that is not JSON (-32700), JSON that
+// is not one JSON-RPC 2.0 message, a batch, a line over MaxLineBytes or
+// nesting deeper than MaxDepth (-32600) is answered with a JSON-RPC error and
+// the session goes on; a truncated line costs only itself; a call before
+// initialize gets -32600, not the SDK's code 0.
 //
 // tools/list answers with every tool of the pipeline table in the registry's
 // "mcp" provider form (registry.ProviderSchema, the form `toolreg schema
 // --provider mcp` prints): inputSchema is the tool's parameters JSON Schema,
-// and annotations carry readOnlyHint (not side_effect) and, when the manifest
-// says, title, destructiveHint, idempotentHint and openWorldHint. The list is
-// rendered once, in New, never per request; the SDK lists it in name order.
+// and annotations carry readOnlyHint (not side_effect), idempotentHint (true
+// for a read-only tool, false for a side-effecting one, unless the manifest's
+// annotations say otherwise) and, when the manifest says, title,
+// destructiveHint and openWorldHint. The list is rendered once, in New, never
+// per request; the SDK lists it in name order. Because it never changes, the
+// server advertises the tools capability without listChanged and never sends
+// notifications/tools/list_changed (a tool added later through MCP() is not
+// announced either).
 //
 // tools/call routes by side effect, as the pipeline does:
 //

@@ -152,7 +152,15 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	s := &Server{cfg: cfg, bound: bound, effector: eff}
-	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
+	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{
+		Logger: cfg.logger,
+		// The tools are fixed here, in New, and the server never sends
+		// notifications/tools/list_changed: say so, rather than the SDK's
+		// default listChanged: true. Nor does it send log messages, so it
+		// does not advertise logging (the SDK's default, deprecated since
+		// protocol version 2026-07-28).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
 		return nil, err
@@ -192,16 +200,19 @@ func (s *Server) Tools() []*mcp.Tool { return s.tools }
 // package doc): only idempotency keys then protect retries.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one connection over t, such as &mcp.StdioTransport{}, until the
-// client disconnects or ctx ends.
+// Run serves one connection over t, such as StdioTransport(), until the
+// client disconnects or ctx ends. An *mcp.StdioTransport or *mcp.IOTransport
+// is served by a LineTransport over the same streams and line bound, so a bad
+// line is answered instead of ending the session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, stampTransport(t))
+	return s.mcp.Run(ctx, stampTransport(lineTransport(t)))
 }
 
 // Connect starts serving one connection over t and returns its session, for
-// callers that manage sessions themselves (tests, in-memory transports).
+// callers that manage sessions themselves (tests, in-memory transports). It
+// replaces the SDK's stdio and io transports as Run does.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, stampTransport(t), opts)
+	return s.mcp.Connect(ctx, stampTransport(lineTransport(t)), opts)
 }
 
 // Handler returns an http.Handler serving the streamable HTTP transport.

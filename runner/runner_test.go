@@ -418,3 +418,27 @@ func TestRunStrictToolTakesNoCoercion(t *testing.T) {
 		t.Errorf("the function got (-want +got):\n%s", diff)
 	}
 }
+
+// Malformed JSON from a model comes back as a message the model can act on,
+// on the runner's fast path as on the reference one: where, what JSON
+// wanted there, and to send one JSON object; never encoding/json's text.
+func TestRunTellsTheModelWhereItsJSONBrokeAndWhatToSend(t *testing.T) {
+	t.Parallel()
+	search, _, _ := fixture(t, func(context.Context, SearchArgs) (SearchResult, error) { return SearchResult{}, nil })
+	for _, args := range []string{`{"query": "socks", "limit": None}`, `{"query": nul}`, `{"query": "socks"}{"query": "shoes"}`, `{'query': 'socks'}`} {
+		_, err := runner.New().Run(context.Background(), search, json.RawMessage(args))
+		var ae *toolreg.ToolArgumentError
+		if !errors.As(err, &ae) {
+			t.Fatalf("Run(%s) error = %v, want a *toolreg.ToolArgumentError", args, err)
+		}
+		msg := ae.ModelMessage()
+		for _, want := range []string{"malformed JSON at line 1, column ", "expected ", "found ", "send one JSON object and nothing else"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("Run(%s): ModelMessage() = %q, want it to say %q", args, msg, want)
+			}
+		}
+		if strings.Contains(msg, "invalid character") || strings.Contains(msg, "literal null (expecting") {
+			t.Errorf("Run(%s): encoding/json's own words reach the model: %q", args, msg)
+		}
+	}
+}

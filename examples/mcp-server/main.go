@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
@@ -61,7 +59,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		len(srv.Tools()), *manifests, store)
 	switch *transport {
 	case "stdio":
-		err = srv.Run(ctx, &mcp.StdioTransport{})
+		err = srv.Run(ctx, mcpserver.StdioTransport())
 	case "http":
 		err = serveHTTP(ctx, srv, *addr, stderr)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"math/big"
@@ -74,7 +73,7 @@ func (c *Checker) Check(args []byte) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &Error{Problems: []Problem{{Want: "a JSON object of arguments", Got: gotValue(v)}}}
+		return nil, &Error{Problems: []Problem{{Want: wantObject, Got: gotValue(v) + sendOne}}}
 	}
 	c.normalize(c.root, m)
 	int64Range(c.root, m, "", &ps)
@@ -122,34 +121,6 @@ func int64Range(n *node, v any, path string, ps *[]Problem) {
 			int64Range(child, x[k], path+"/"+escapeToken(k), ps)
 		}
 	}
-}
-
-// parseArgs decodes the arguments text, or says why it is not JSON.
-func parseArgs(args []byte) (any, *Problem) {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return map[string]any{}, nil
-	}
-	d := json.NewDecoder(bytes.NewReader(trimmed))
-	d.UseNumber()
-	var v any
-	malformed := func(err error) *Problem {
-		msg := err.Error()
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			msg = fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-		} else if errors.Is(err, io.ErrUnexpectedEOF) {
-			msg = "the JSON text ends too early"
-		}
-		return &Problem{Want: "a JSON object of arguments", Got: "malformed JSON: " + msg}
-	}
-	if err := d.Decode(&v); err != nil {
-		return nil, malformed(err)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, &Problem{Want: "a JSON object of arguments", Got: fmt.Sprintf("malformed JSON: more text after the value (at byte %d)", d.InputOffset())}
-	}
-	return v, nil
 }
 
 // guardNumbers refuses numbers too large to compare exactly at low cost,
