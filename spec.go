@@ -129,6 +129,10 @@ type Spec struct {
 	// Params are the tool's parameters in declaration order.
 	Params      []*Param
 	Annotations *Annotations
+	// Tags group tools, for search filters; Keywords are more words a tool
+	// search matches the tool by. Neither is shown to the model.
+	Tags     []string
+	Keywords []string
 	// Pos is where the tool is declared.
 	Pos Pos
 }

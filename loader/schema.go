@@ -130,7 +130,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "annotations"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "tags", "keywords", "annotations"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
