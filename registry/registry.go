@@ -17,6 +17,8 @@ type Registry struct {
 	tools  []*toolreg.Tool
 	// renders caches each provider form's rendering; see ProviderSchema.
 	renders renderCache
+	// search is the index Search builds on first use; see search.go.
+	search searchIndex
 }
 
 // New returns an empty registry.
