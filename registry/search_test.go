@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/registry"
