@@ -58,6 +58,9 @@ type Activation struct {
 	full    bool // the step cursor has passed math.MaxUint32
 	staged  []*toolreg.Intent
 	drained bool
+	// offered holds the names WithOffered and Offer gave; nil offers every
+	// tool. See offer.go.
+	offered map[string]bool
 }
 
 // ActivationOption configures an Activation.
@@ -141,10 +144,17 @@ func (a *Activation) Step() uint32 {
 // RunTool runs the read-only tool called name inline, through the Runner, and
 // returns its result; see Runner.Run for what it refuses (a side-effecting
 // tool with *toolreg.SideEffectToolError, bad arguments with
-// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError.
+// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError;
+// a name the activation does not offer (WithOffered), *toolreg.ToolNotOfferedError.
 // It does not advance the step cursor: only intents take steps, so adding or
 // removing a read-only call does not change the ids of the intents after it.
 func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	a.mu.Lock()
+	err := a.checkOffered(name)
+	a.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {
 		return nil, err
@@ -163,7 +173,8 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // created/expiry times from the clock.
 //
 // Act refuses, staging nothing and leaving the step where it was: an unknown
-// name (*toolreg.ToolNotFoundError), a read-only tool, which runs inline with
+// name (*toolreg.ToolNotFoundError), a name the activation does not offer
+// (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
 // contract (*toolreg.ToolArgumentError), an activation with no clock
 // (ErrNoClock), and one already drained (ErrDrained).
@@ -177,6 +188,9 @@ func (a *Activation) Act(name string, args json.RawMessage) (*toolreg.Intent, er
 		return nil, ErrNoClock
 	case a.full:
 		return nil, fmt.Errorf("runner: activation %x/%d has used every step index (the last was %d): no more intents fit in it; stage the rest in the next activation (seq %d)", a.entityKey, a.seq, uint32(math.MaxUint32), a.seq+1)
+	}
+	if err := a.checkOffered(name); err != nil {
+		return nil, err
 	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {
