@@ -146,6 +146,7 @@ func (a *Activation) Step() uint32 {
 // tool with *toolreg.SideEffectToolError, bad arguments with
 // *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError;
 // a name the activation does not offer (WithOffered), *toolreg.ToolNotOfferedError.
+// A result that lists found tools (search_tools') offers them; see WithOffered.
 // It does not advance the step cursor: only intents take steps, so adding or
 // removing a read-only call does not change the ids of the intents after it.
 func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
@@ -159,7 +160,11 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	return a.runner.Run(ctx, t, args)
+	res, err := a.runner.Run(ctx, t, args)
+	if err == nil {
+		a.offerFound(res)
+	}
+	return res, err
 }
 
 // Act requests the side-effecting tool called name with args: it validates

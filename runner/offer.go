@@ -18,6 +18,11 @@ const SearchToolName = "search_tools"
 // nothing is staged. Offer adds names later in the turn (tools a search
 // found). The default is every tool of the pipeline; WithOffered with no
 // names offers none.
+//
+// A read-only tool whose result lists tools it found, with a method
+// FoundTools() []string (the search_tools meta-tool of package toolsearch),
+// offers them, those the pipeline holds, for the rest of the turn: the model
+// searched, was shown their schemas, and may call them.
 func WithOffered(names ...string) ActivationOption {
 	return func(a *Activation) {
 		a.offered = make(map[string]bool, len(names))
@@ -75,4 +80,23 @@ func (a *Activation) checkOffered(name string) error {
 		e.Search = SearchToolName
 	}
 	return e
+}
+
+// offerFound offers the tools res says it found, those the pipeline holds.
+func (a *Activation) offerFound(res any) {
+	f, ok := res.(interface{ FoundTools() []string })
+	if !ok {
+		return
+	}
+	names := f.FoundTools()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.offered == nil {
+		return
+	}
+	for _, n := range names {
+		if _, err := a.pipeline.Get(n); err == nil {
+			a.offered[n] = true
+		}
+	}
 }
