@@ -45,6 +45,8 @@ type config struct {
 	// act configures each side-effecting call's activation (clock, TTL,
 	// signing key), in the order the options came: a later one wins.
 	act []runner.ActivationOption
+	// search is WithToolSearch's; nil serves every tool to every session.
+	search *searchConfig
 }
 
 // WithImplementation sets the name and version the server reports in
@@ -152,6 +154,11 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	s.tools = tools
+	if cfg.search != nil {
+		if err := s.initSearch(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -180,19 +187,19 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Run serves one connection over t, such as &mcp.StdioTransport{}, until the
 // client disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, stampTransport(t))
+	return s.sdkServer().Run(ctx, stampTransport(t))
 }
 
 // Connect starts serving one connection over t and returns its session, for
 // callers that manage sessions themselves (tests, in-memory transports).
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, stampTransport(t), opts)
+	return s.sdkServer().Connect(ctx, stampTransport(t), opts)
 }
 
 // Handler returns an http.Handler serving the streamable HTTP transport.
 // opts may be nil; see mcp.StreamableHTTPOptions.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts)
 	return stampHTTP(h)
 }
 
