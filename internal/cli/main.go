@@ -38,6 +38,7 @@ var commands = []*command{
 	schemaCommand,
 	genCommand,
 	diffCommand,
+	searchCommand,
 }
 
 func lookup(name string) *command {
