@@ -95,7 +95,9 @@ func (r *Registry) Search(q Query) []Match {
 		}
 		return out
 	}
-	scores := idx.score(terms)
+	sp := idx.score(terms)
+	defer scorePool.Put(sp)
+	scores := *sp
 	top := make([]Match, 0, min(limit, 64))
 	for doc, s := range scores {
 		if s <= 0 || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
@@ -233,11 +235,23 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 	x.n++
 }
 
-// score returns every indexed tool's BM25 score for terms, by document.
-func (x *searchIndex) score(terms []string) []float64 {
-	scores := make([]float64, x.n)
+// scorePool holds score slices, so that a search allocates none: at 10,000
+// tools one is 80 kB, and a service searching each turn would otherwise make
+// the garbage collector run for them.
+var scorePool = sync.Pool{New: func() any { return new([]float64) }}
+
+// score returns every indexed tool's BM25 score for terms, by document, in a
+// slice from scorePool that the caller puts back.
+func (x *searchIndex) score(terms []string) *[]float64 {
+	sp := scorePool.Get().(*[]float64)
+	if cap(*sp) < x.n {
+		*sp = make([]float64, x.n)
+	}
+	*sp = (*sp)[:x.n]
+	scores := *sp
+	clear(scores)
 	if x.n == 0 || x.total == 0 {
-		return scores
+		return sp
 	}
 	n := float64(x.n)
 	avg := x.total / n
@@ -254,7 +268,7 @@ func (x *searchIndex) score(terms []string) []float64 {
 			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
 	}
-	return scores
+	return sp
 }
 
 // queryTerms returns the distinct terms of a query, in the order they first
