@@ -73,6 +73,21 @@ func TestSearchRanksTheToolAPersonWouldPick(t *testing.T) {
 		{"Refunds", []string{"refund_payment"}},
 		{"unsubscribe", []string{"cancel_subscription"}},
 		{"upgradePlan", []string{"update_subscription"}},
+		// A second batch, written (like the first) before it was run.
+		{"bug report on github", []string{"create_github_issue"}},
+		{"reboot the api server", []string{"restart_service"}},
+		{"how many units in stock", []string{"check_inventory"}},
+		{"change the email on a profile", []string{"update_customer_email"}},
+		{"postage for a parcel", []string{"create_shipping_label"}},
+		{"upcoming agenda", []string{"list_calendar_events"}},
+		{"charge the customer's credit card", []string{"charge_card"}},
+		{"find a document in the drive", []string{"search_files"}},
+		{"google something", []string{"web_search"}},
+		{"account balance", []string{"get_balance"}},
+		{"internal note on a ticket", []string{"add_ticket_comment"}},
+		{"SQL", []string{"run_sql_query"}},
+		{"close the case", []string{"close_ticket"}},
+		{"fx", []string{"convert_currency"}},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			t.Parallel()

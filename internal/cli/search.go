@@ -24,7 +24,8 @@ The ranking is registry.Search's, the one the search_tools meta-tool uses:
 BM25 over each tool's name, title, tags, keywords, description and params'
 names and descriptions. Case, punctuation and plural endings do not matter,
 and snake_case or camelCase words match their parts. Quote a query of several
-words, and write flags before it.
+words, and write flags before it. An empty query ('') with -tag or -read-only
+lists the tools those keep, in load order.
 
 With -provider it prints the matches instead as a JSON array of tools in that
 provider's form, as search_tools answers a model.
@@ -39,8 +40,9 @@ Paths default to ./manifests.
 		tags := fs.String("tag", "", "only tools with every one of these comma-separated `tags`")
 		form := fs.String("provider", "", "print the matches as JSON in this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
 		return func(e *env, args []string) int {
-			if len(args) == 0 || strings.TrimSpace(args[0]) == "" {
-				fmt.Fprintln(e.stderr, "toolreg search: no query: say what the tool should do, such as toolreg search 'refund a payment'")
+			filtered := *readOnly || strings.TrimSpace(*tags) != ""
+			if len(args) == 0 || (strings.TrimSpace(args[0]) == "" && !filtered) {
+				fmt.Fprintln(e.stderr, "toolreg search: no query: say what the tool should do, such as toolreg search 'refund a payment', or list tools by -tag with the query ''")
 				return exitUsage
 			}
 			if *limit <= 0 {
