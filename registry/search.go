@@ -321,12 +321,13 @@ func appendTerms(dst []string, text string, compound bool) []string {
 }
 
 // appendHumps splits one word at its camelCase humps (quasarId: quasar, id;
-// HTTPServer: http, server) and appends each part as a term.
+// HTTPServer: http, server; oauth2Token: oauth2, token) and appends each part
+// as a term.
 func appendHumps(dst []string, word string) []string {
 	rs := []rune(word)
 	start := 0
 	for i := 1; i < len(rs); i++ {
-		lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
+		lowerToUpper := (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])) && unicode.IsUpper(rs[i])
 		acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
 		if lowerToUpper || acronymEnd {
 			dst = appendTerm(dst, string(rs[start:i]))
@@ -344,9 +345,10 @@ func appendTerm(dst []string, w string) []string {
 	return append(dst, stem(w))
 }
 
-// stem removes an English plural ending (the "S stemmer", Harman 1991):
-// invoices -> invoice, queries -> query, refunds -> refund; status, class
-// and glass stay as they are.
+// stem removes an English plural ending (the "S stemmer", Harman 1991, with
+// the -es of sibilants): invoices -> invoice, queries -> query, refunds ->
+// refund, statuses -> status, branches -> branch; status, class and glass stay
+// as they are.
 func stem(w string) string {
 	n := len(w)
 	switch {
@@ -354,6 +356,8 @@ func stem(w string) string {
 		return w
 	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
 		return w[:n-3] + "y"
+	case hasAnySuffix(w, "sses", "tuses", "xes", "ches", "shes", "zzes"):
+		return w[:n-2]
 	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
 		return w[:n-1]
 	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "ss"):
@@ -373,3 +377,12 @@ var stopWords = func() map[string]bool {
 	}
 	return m
 }()
+
+func hasAnySuffix(w string, suffixes ...string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(w, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/beam-agents/toolreg"
@@ -35,5 +36,31 @@ func TestTheIndexIsBuiltOnTheFirstSearchOnly(t *testing.T) {
 	r.Search(Query{Text: "report"})
 	if got := len(r.search.postings["report"]); got != 101 || r.search.n != 101 {
 		t.Fatalf("after a late Register: %d tools, %d postings of report; want 101, 101", r.search.n, got)
+	}
+}
+
+func TestTerms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text     string
+		compound bool
+		want     string
+	}{
+		{"refund_order", true, "refund_order|refund|order|refund order"},
+		{"refundOrder", true, "refundorder|refund|order|refund order"},
+		{"HTTPServer", false, "http|server|http server"},
+		{"oauth2Token", false, "oauth2|token|oauth2 token"},
+		{"Invoices, queries; statuses and classes", false, "invoice|query|status|class|invoice query|query status|status class"},
+		{"status class bus", false, "status|class|bus|status class|class bus"},
+		{"uses causes houses", false, "use|cause|house|use cause|cause house"},
+		{"the of a", false, ""},
+		{"Café DÉJÀ-VU", true, "déjà-vu|café|déjà|vu|café déjà|déjà vu"},
+		{"branches boxes buzzes dishes", false, "branch|box|buzz|dish|branch box|box buzz|buzz dish"},
+		{"bad\xffutf8", false, "bad|utf8|bad utf8"},
+	} {
+		got := strings.Join(appendTerms(nil, tc.text, tc.compound), "|")
+		if got != tc.want {
+			t.Errorf("appendTerms(%q, %v) = %q, want %q", tc.text, tc.compound, got, tc.want)
+		}
 	}
 }
