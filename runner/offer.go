@@ -85,7 +85,7 @@ func (a *Activation) checkOffered(name string) error {
 // offerFound offers the tools res says it found, those the pipeline holds.
 func (a *Activation) offerFound(res any) {
 	f, ok := res.(interface{ FoundTools() []string })
-	if !ok {
+	if !ok || a.offered == nil {
 		return
 	}
 	names := f.FoundTools()
