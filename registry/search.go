@@ -57,9 +57,11 @@ type Match struct {
 //
 // The ranking is BM25 over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties
-// included), the name, title, tags and keywords weighing more than the rest.
-// Nothing is downloaded and no model runs: the words must appear (up to case,
-// plural endings and snake/camel case splitting).
+// included): the name weighs most, then title and tags, a param's
+// description least; two neighbouring words of the query found side by side
+// count as a phrase, above the same words apart. Nothing is downloaded and no
+// model runs: the words must appear (up to case, plural endings and
+// snake/camel case splitting).
 //
 // The index is built on the first Search, not at Register, so a registry
 // that is never searched pays nothing for it; BuildSearchIndex builds it
