@@ -136,6 +136,10 @@ type Spec struct {
 	// Params are the tool's parameters in declaration order.
 	Params      []*Param
 	Annotations *Annotations
+	// Tags group tools, for search filters; Keywords are more words a tool
+	// search matches the tool by. Neither is shown to the model.
+	Tags     []string
+	Keywords []string
 	// Pos is where the tool is declared.
 	Pos Pos
 }
@@ -150,7 +154,11 @@ func (s *Spec) Param(name string) *Param {
 	return nil
 }
 
-var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var (
+	nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	// tagRE is schema.cue's #Tag.
+	tagRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,64}$`)
+)
 
 // ValidName reports whether name is a tool name every major model provider accepts:
 // 1 to 64 ASCII letters, digits, '_' or '-'.
@@ -174,6 +182,16 @@ func (s *Spec) Validate() error {
 		add(s.Pos, "description", "missing description: say what the tool does, for the model")
 	}
 	checkParams(s.Params, "params", add)
+	for i, t := range s.Tags {
+		if !tagRE.MatchString(t) {
+			add(s.Pos, fmt.Sprintf("tags.%d", i), "invalid tag %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", t)
+		}
+	}
+	for i, k := range s.Keywords {
+		if k == "" {
+			add(s.Pos, fmt.Sprintf("keywords.%d", i), "empty keyword: remove it or write the word a search should match")
+		}
+	}
 	if len(ps) > 0 {
 		return &ToolDefinitionError{Problems: ps}
 	}

@@ -174,6 +174,14 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 	if !reflect.DeepEqual(o.Annotations, n.Annotations) {
 		d.add(Compatible, n.Name, "annotations", o.Pos, n.Pos, "annotations changed")
 	}
+	// Tags and keywords change what a tool search finds and filters, never a
+	// call.
+	if !slices.Equal(o.Tags, n.Tags) {
+		d.add(Compatible, n.Name, "tags", o.Pos, n.Pos, "tags changed: a search filtering by tag finds the tool differently")
+	}
+	if !slices.Equal(o.Keywords, n.Keywords) {
+		d.add(Compatible, n.Name, "keywords", o.Pos, n.Pos, "keywords changed: tool search ranks the tool differently")
+	}
 	d.params(n.Name, "params", o.Params, n.Params)
 }
 

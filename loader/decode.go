@@ -31,9 +31,22 @@ func decodeSpec(n *node) *toolreg.Spec {
 			if v.kind == kindMap {
 				s.Annotations = decodeAnnotations(v)
 			}
+		case "tags":
+			s.Tags = decodeStrings(v)
+		case "keywords":
+			s.Keywords = decodeStrings(v)
 		}
 	}
 	return s
+}
+
+// decodeStrings returns a list of strings the schema has checked.
+func decodeStrings(n *node) []string {
+	out := make([]string, len(n.items))
+	for i, it := range n.items {
+		out[i] = it.text
+	}
+	return out
 }
 
 func decodeAnnotations(n *node) *toolreg.Annotations {

@@ -250,7 +250,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "annotations"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "tags", "keywords", "annotations"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
@@ -305,6 +305,10 @@ func translate(errs []cueerrors.Error, prefix int, base []string, tool string, t
 			msg = fmt.Sprintf("unknown type %s: use one of %s", unknownType(msg, at), typeNames)
 		case len(path) == 1 && last == "name" && strings.Contains(msg, "out of bound"):
 			msg = fmt.Sprintf("invalid tool name %q: use 1 to 64 letters, digits, '_' or '-'", tool)
+		case len(path) == 2 && path[0] == "tags" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("invalid tag %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", quotedValue(msg))
+		case len(path) == 2 && path[0] == "keywords" && strings.Contains(msg, "out of bound"):
+			msg = "empty keyword: remove it or write the word a search should match"
 		case len(path) == 1 && last == "description" && strings.HasPrefix(msg, `invalid value "" (out of bound !="")`):
 			msg = "empty description: say what the tool does, for the model"
 		case last == "required" && strings.HasPrefix(msg, "conflicting values"):
@@ -459,4 +463,17 @@ func notAllowedHint(tree *node, path []string) string {
 		}
 	}
 	return fmt.Sprintf("%q is no keyword of type %s, which takes %s", bad, typ, strings.Join(allowed, ", "))
+}
+
+// quotedValue returns the quoted value of a CUE "invalid value \"x\" (out of
+// bound ...)" message, or the message when it has none.
+func quotedValue(msg string) string {
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	if q, err := strconv.QuotedPrefix(rest); err == nil {
+		return q
+	}
+	return msg
 }

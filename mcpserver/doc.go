@@ -73,6 +73,12 @@
 // Each call's intent is created with the server's clock (WithClock) and
 // expires after WithIntentTTL.
 //
+// With WithToolSearch, a large bound set is not listed whole: each session
+// starts with a few tools plus search_tools (package toolsearch), grows as its
+// model searches, and is sent notifications/tools/list_changed when it does;
+// a call of a tool the session was not offered is answered with a tool error
+// and never runs.
+//
 // mcpserver refuses to start (New) without an effector when the bound set has
 // side-effecting tools, and with a tool whose schema the SDK would refuse.
 package mcpserver

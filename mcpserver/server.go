@@ -49,6 +49,8 @@ type config struct {
 	// signing key), in the order the options came: a later one wins.
 	act       []runner.ActivationOption
 	principal func(*mcp.CallToolRequest) string
+	// search is WithToolSearch's; nil serves every tool to every session.
+	search *searchConfig
 }
 
 // WithPrincipal sets how the server finds who calls, to scope idempotency
@@ -175,6 +177,11 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	s.tools = tools
+	if cfg.search != nil {
+		if err := s.initSearch(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -205,20 +212,20 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // is served by a LineTransport over the same streams and line bound, so a bad
 // line is answered instead of ending the session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, stampTransport(lineTransport(t)))
+	return s.sdkServer().Run(ctx, stampTransport(lineTransport(t)))
 }
 
 // Connect starts serving one connection over t and returns its session, for
 // callers that manage sessions themselves (tests, in-memory transports). It
 // replaces the SDK's stdio and io transports as Run does.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, stampTransport(lineTransport(t)), opts)
+	return s.sdkServer().Connect(ctx, stampTransport(lineTransport(t)), opts)
 }
 
 // Handler returns an http.Handler serving the streamable HTTP transport.
 // opts may be nil; see mcp.StreamableHTTPOptions.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts)
 	return stampHTTP(h)
 }
 

@@ -16,6 +16,8 @@ type Registry struct {
 	inline map[string]bool // read-only tools another table holds; see MarkInline
 	// renders caches each provider form's rendering; see ProviderSchema.
 	renders renderCache
+	// search is the index Search builds on first use; see search.go.
+	search searchIndex
 }
 
 // New returns an empty registry.

@@ -61,6 +61,9 @@ type Activation struct {
 	full    bool // the step cursor has passed math.MaxUint32
 	staged  []*intent.Intent
 	drained bool
+	// offered holds the names WithOffered and Offer gave; nil offers every
+	// tool. See offer.go.
+	offered map[string]bool
 }
 
 // ActivationOption configures an Activation.
@@ -147,15 +150,31 @@ func (a *Activation) Step() uint32 {
 // RunTool runs the read-only tool called name inline, through the Runner, and
 // returns its result; see Runner.Run for what it refuses (a side-effecting
 // tool with *toolreg.SideEffectToolError, bad arguments with
-// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError.
+// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError;
+// a name the activation does not offer (WithOffered), *toolreg.ToolNotOfferedError.
+// A result that lists found tools (search_tools') offers them; see WithOffered.
 // It does not advance the step cursor: only intents take steps, so adding or
 // removing a read-only call does not change the ids of the intents after it.
 func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	// offered is nil or not from NewActivation on: an activation offering
+	// every tool takes no lock here, whatever runs in parallel.
+	if a.offered != nil {
+		a.mu.Lock()
+		err := a.checkOffered(name)
+		a.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {
 		return nil, err
 	}
-	return a.runner.Run(ctx, t, args)
+	res, err := a.runner.Run(ctx, t, args)
+	if err == nil {
+		a.offerFound(res)
+	}
+	return res, err
 }
 
 // Act requests the side-effecting tool called name with args: it validates
@@ -169,7 +188,8 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // created/expiry times from the clock.
 //
 // Act refuses, staging nothing and leaving the step where it was: an unknown
-// name (*toolreg.ToolNotFoundError), a read-only tool, which runs inline with
+// name (*toolreg.ToolNotFoundError), a name the activation does not offer
+// (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
 // contract (*toolreg.ToolArgumentError), arguments above the runner's size
 // limit (*toolreg.ArgumentsTooLargeError; see WithMaxArgsBytes), an activation
@@ -188,6 +208,9 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		return nil, a.ttlErr
 	case a.full:
 		return nil, fmt.Errorf("runner: activation %x/%d has used every step index (the last was %d): no more intents fit in it; stage the rest in the next activation (seq %d)", a.entityKey, a.seq, uint32(math.MaxUint32), a.seq+1)
+	}
+	if err := a.checkOffered(name); err != nil {
+		return nil, err
 	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {

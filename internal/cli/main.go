@@ -40,6 +40,7 @@ var commands = []*command{
 	diffCommand,
 	initCommand,
 	versionCommand,
+	searchCommand,
 }
 
 func lookup(name string) *command {
