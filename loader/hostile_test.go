@@ -3,6 +3,7 @@ package loader_test
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -212,5 +213,24 @@ func TestCUEWorkIsBoundedBeforeEvaluation(t *testing.T) {
 	specs, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(src)}}, "m.cue")
 	if err != nil || len(specs) != 3 {
 		t.Errorf("a small comprehension: got %d specs, %v; want 3 tools", len(specs), err)
+	}
+}
+
+// Not parallel: it counts goroutines. A package refused for its budget is
+// never evaluated, so nothing is left running after Load returns.
+func TestARefusedCUEPackageLeavesNothingRunning(t *testing.T) {
+	before := runtime.NumGoroutine()
+	src := "package toolreg\nimport \"list\"\nr: list.Range(0, 1000, 1)\nx: [for a in r for b in r for c in r {a + b + c}]\n"
+	for range 5 {
+		if _, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(src)}}, "m.cue"); err == nil {
+			t.Fatal("accepted a package over the budget")
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Load, %d before: an evaluation is still running", n, before)
 	}
 }
