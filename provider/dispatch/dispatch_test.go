@@ -271,6 +271,9 @@ func TestEachCallIsAnsweredInCallOrder(t *testing.T) {
 	if diff := cmp.Diff(wantCalls, a.calls()); diff != "" {
 		t.Errorf("functions invoked (-want +got):\n%s", diff)
 	}
+	if got := a.ranEffects(); len(got) != 0 {
+		t.Errorf("effect functions ran inside dispatch: %v", got)
+	}
 }
 
 // The strict forms make an optional param required and nullable; a model

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,14 +49,15 @@ type emailArgs struct {
 }
 
 // agent is the tools of testdata/manifests bound to functions that record
-// each invocation. The effect functions fail the test if anything runs them:
-// dispatch only stages effects.
+// each invocation: read-only ones in invoked, effects, which only the
+// effector may run, in effects.
 type agent struct {
 	t     testing.TB
 	bound *bindings.Bound
 
 	mu      sync.Mutex
-	invoked []string // "tool args" of every function invoked, in no order
+	invoked []string // "tool args" of every read-only function invoked, in no order
+	effects []string // "tool args" of every effect function invoked, in order
 }
 
 func newAgent(t testing.TB) *agent {
@@ -81,13 +83,16 @@ func newAgent(t testing.TB) *agent {
 		a.record("explode", in)
 		panic("the lookup service is down: secret=hunter2")
 	})
-	bindings.Effect(b, "refund_order", func(context.Context, refundArgs) (string, error) {
-		t.Error("refund_order's function ran: dispatch must stage effects, never run them")
-		return "", nil
+	bindings.Effect(b, "refund_order", func(_ context.Context, in refundArgs) (map[string]string, error) {
+		a.recordEffect("refund_order", in)
+		return map[string]string{"refund_id": "re_" + in.OrderID, "status": "succeeded"}, nil
 	})
-	bindings.Effect(b, "send_email", func(context.Context, emailArgs) (string, error) {
-		t.Error("send_email's function ran: dispatch must stage effects, never run them")
-		return "", nil
+	bindings.Effect(b, "send_email", func(_ context.Context, in emailArgs) (map[string]string, error) {
+		a.recordEffect("send_email", in)
+		if strings.HasSuffix(in.To, ".invalid") {
+			return nil, errors.New("mail relay: 550 no such mailbox " + in.To)
+		}
+		return map[string]string{"message_id": "msg_1"}, nil
 	})
 	if a.bound, err = b.Bind(); err != nil {
 		t.Fatal(err)
@@ -103,6 +108,23 @@ func (a *agent) record(tool string, args any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.invoked = append(a.invoked, tool+" "+string(b))
+}
+
+func (a *agent) recordEffect(tool string, args any) {
+	b, err := json.Marshal(args)
+	if err != nil {
+		a.t.Error(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.effects = append(a.effects, tool+" "+string(b))
+}
+
+// ranEffects returns the recorded effect invocations, in order.
+func (a *agent) ranEffects() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.effects)
 }
 
 // calls returns the recorded invocations, sorted: read-only calls run
