@@ -93,6 +93,12 @@ func (c *openAIChat) ask(ctx context.Context, act *runner.Activation) (string, [
 		Model: c.p.model, Messages: c.msgs, Tools: c.p.tools,
 	})
 	if err != nil {
+		// openai-go's error text is the HTTP status only; the API's message
+		// says what to fix.
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			return "", nil, fmt.Errorf("model: %w: %s", err, apiErr.Message)
+		}
 		return "", nil, fmt.Errorf("model: %w", err)
 	}
 	if len(resp.Choices) == 0 {
