@@ -311,8 +311,10 @@ func newTurn[M any](outs []Outcome, render func(callID, text string, isError boo
 // Resolve returns the turn's messages with the answer of each call whose
 // intent has a result among results replaced by that result (see
 // ResultText): what the next turn sends once the effector is done. Calls
-// without a result keep their answer. A result for an intent the turn did
-// not stage gives an *UnknownResultError.
+// without a result keep their answer. Send them in place of Messages, not
+// after them: every provider pairs answers with calls by id, and a call is
+// answered once. A result for an intent the turn did not stage gives an
+// *UnknownResultError.
 func (t *Turn[M]) Resolve(results ...*intent.Result) ([]M, error) {
 	msgs := append([]M(nil), t.Messages...)
 	for _, r := range results {
