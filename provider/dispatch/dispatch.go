@@ -83,7 +83,13 @@ func Dispatch(ctx context.Context, act *runner.Activation, calls []Call) ([]Outc
 	return dispatch(ctx, "dispatch", act, calls)
 }
 
+// errNilActivation is returned for a nil *runner.Activation.
+var errNilActivation = errors.New("dispatch: nil *runner.Activation: make one with runner.NewActivation for the step the response belongs to")
+
 func dispatch(ctx context.Context, from string, act *runner.Activation, calls []Call) ([]Outcome, error) {
+	if act == nil {
+		return nil, errNilActivation
+	}
 	if err := checkIDs(from, calls); err != nil {
 		return nil, err
 	}

@@ -511,7 +511,7 @@ func TestResolveRefusesAResultOfAnotherTurn(t *testing.T) {
 	sameJSON(t, "Resolve() against the staged answer", want, got)
 }
 
-func TestNilResponsesAreRefused(t *testing.T) {
+func TestNilResponsesAndActivationsAreRefused(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
 	if _, err := dispatch.OpenAIResponses(context.Background(), a.activation(), nil); !errors.As(err, new(*dispatch.ResponseError)) {
@@ -519,6 +519,9 @@ func TestNilResponsesAreRefused(t *testing.T) {
 	}
 	if _, err := dispatch.Anthropic(context.Background(), a.activation(), nil); !errors.As(err, new(*dispatch.ResponseError)) {
 		t.Errorf("Anthropic(nil) = %v; want *ResponseError", err)
+	}
+	if _, err := dispatch.OpenAIChat(context.Background(), nil, openai.ChatCompletionMessage{}); err == nil || !strings.Contains(err.Error(), "nil *runner.Activation") {
+		t.Errorf("OpenAIChat(nil activation) = %v; want an error naming the nil activation", err)
 	}
 }
 
