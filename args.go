@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
@@ -39,7 +40,11 @@ func (t *Tool) argChecker() (*argcheck.Checker, error) {
 // coercion"): values are coerced as Pydantic v2's lax mode does ("10" and 10.0
 // for an integer, "2.5" for a number, "yes" or 1 for a boolean) unless the
 // manifest sets strict; a null for a param that is not required means absent;
-// empty args or a bare null mean {}.
+// empty args or a bare null mean {}. Bounds (minimum, multipleOf, ...) are
+// checked exactly as the manifest writes them. An integer param takes 64-bit
+// integers only (-9223372036854775808 to 9223372036854775807), so that every
+// call CheckArgs accepts, and Act stages, a function bound to an int64 field
+// and the effector can decode; the binder asks bounds of narrower fields.
 func (t *Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
 	c, err := t.argChecker()
 	if err != nil {
@@ -57,15 +62,16 @@ func (t *Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
 func checkArgsReference(tool string, c *argcheck.Checker, args json.RawMessage) (json.RawMessage, error) {
 	m, err := c.Check(args)
 	if err != nil {
-		return nil, ArgumentErrorFrom(tool, err)
+		return nil, argumentErrorFrom(tool, err)
 	}
-	return CanonicalJSON(m)
+	return canonjson.Marshal(m)
 }
 
-// ArgumentErrorFrom turns an error of package internal/argcheck into a
+// argumentErrorFrom turns an error of package internal/argcheck into a
 // *ToolArgumentError of the named tool; any other error is returned as is.
-// Package bindings uses it so that every path reports bad arguments alike.
-func ArgumentErrorFrom(tool string, err error) error {
+// Package bindings reaches it through internal/toolbind, so that every path
+// reports bad arguments alike.
+func argumentErrorFrom(tool string, err error) error {
 	var ae *argcheck.Error
 	if !errors.As(err, &ae) {
 		return err

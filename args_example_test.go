@@ -13,12 +13,11 @@ import (
 // and defaults are applied. A bad call lists every failing path, in a form
 // the model can read and correct.
 func ExampleTool_CheckArgs() {
-	one, hundred := 1.0, 100.0
 	tool := toolreg.NewTool(&toolreg.Spec{
 		Name: "search", Description: "Search the catalogue.",
 		Params: []*toolreg.Param{
 			{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString}},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: &one, Maximum: &hundred}},
+			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: "1", Maximum: "100"}},
 			{Name: "exact", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}, Optional: true},
 		},
 	})

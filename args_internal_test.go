@@ -11,19 +11,18 @@ import (
 // diffSpecs are the contracts the differential test of CheckArgs runs: flat
 // scalars with every constraint keyword, and nested objects, maps and arrays.
 func diffSpecs() []*Spec {
-	f := func(v float64) *float64 { return &v }
 	i := func(v int) *int { return &v }
 	str := func(s Schema) Schema { s.Type = TypeString; return s }
 	arr := func(items Schema) Schema { return Schema{Type: TypeArray, Items: &items} }
 	tags := arr(Schema{Type: TypeString})
 	tags.UniqueItems, tags.MaxItems = true, i(4)
-	nums := arr(Schema{Type: TypeNumber, Minimum: f(-1.5)})
+	nums := arr(Schema{Type: TypeNumber, Minimum: json.Number("-1.5")})
 	nums.MinItems = i(1)
 	flat := []*Param{
 		{Name: "query", Schema: str(Schema{MinLength: i(1), MaxLength: i(12), Pattern: "^[^0-9]*$"})},
-		{Name: "limit", Schema: Schema{Type: TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: f(1), ExclusiveMaximum: f(100.5), MultipleOf: f(2)}},
+		{Name: "limit", Schema: Schema{Type: TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: json.Number("1"), ExclusiveMaximum: json.Number("100.5"), MultipleOf: json.Number("2")}},
 		{Name: "exact", Schema: Schema{Type: TypeBoolean, HasDefault: true, Default: false}},
-		{Name: "ratio", Schema: Schema{Type: TypeNumber, ExclusiveMinimum: f(0), Maximum: f(1e20)}, Optional: true},
+		{Name: "ratio", Schema: Schema{Type: TypeNumber, ExclusiveMinimum: json.Number("0"), Maximum: json.Number("1e20")}, Optional: true},
 		{Name: "tags", Schema: tags, Optional: true},
 		{Name: "nums", Schema: nums, Optional: true},
 		{Name: "mode", Schema: str(Schema{Enum: []any{"fast", "slow"}, HasDefault: true, Default: "fast"})},
@@ -50,7 +49,7 @@ func diffSpecs() []*Spec {
 // FuzzCheckArgsAgreesWithReference is the differential test of CheckArgs'
 // one-pass path: whenever argcheck's canonical plan takes a call, the
 // reference path (coercion, santhosh-tekuri/jsonschema validation,
-// CanonicalJSON) accepts it too and writes the same bytes.
+// canonjson.Marshal) accepts it too and writes the same bytes.
 func FuzzCheckArgsAgreesWithReference(f *testing.F) {
 	for _, s := range []string{
 		``, `null`, `{}`, `[]`, `{`, `{"query":"abc"}`, `{"query":"abc"} `, `{"query":"abc"}x`,

@@ -10,12 +10,11 @@ import (
 )
 
 func searchSpec(strict bool) *toolreg.Spec {
-	one := 1.0
 	return &toolreg.Spec{
 		Name: "search", Description: "Search.", Strict: strict,
 		Params: []*toolreg.Param{
 			{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString}},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: &one}},
+			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: "1"}},
 			{Name: "exact", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}, Optional: true},
 		},
 	}

@@ -1,6 +1,12 @@
 package toolreg
 
-import "strconv"
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/beam-agents/toolreg/canonjson"
+)
 
 // appendSchema renders s as a JSON Schema object with keys in one fixed order,
 // so a Spec always produces the same bytes. An object with properties, or with
@@ -17,7 +23,7 @@ func appendSchema(b []byte, s *Schema) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, p.Name)
+			b = canonjson.AppendString(b, p.Name)
 			b = append(b, ':')
 			if b, err = appendSchema(b, &p.Schema); err != nil {
 				return nil, err
@@ -30,7 +36,7 @@ func appendSchema(b []byte, s *Schema) ([]byte, error) {
 				if n > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, p.Name)
+				b = canonjson.AppendString(b, p.Name)
 				n++
 			}
 		}
@@ -51,10 +57,10 @@ func appendSchema(b []byte, s *Schema) ([]byte, error) {
 // (everything but the object members), without the surrounding braces.
 func appendCommon(b []byte, s *Schema) ([]byte, error) {
 	b = append(b, `"type":`...)
-	b = appendString(b, string(s.Type))
+	b = canonjson.AppendString(b, string(s.Type))
 	if s.Description != "" {
 		b = append(b, `,"description":`...)
-		b = appendString(b, s.Description)
+		b = canonjson.AppendString(b, s.Description)
 	}
 	var err error
 	if s.HasDefault {
@@ -69,20 +75,23 @@ func appendCommon(b []byte, s *Schema) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = appendNum(b, "minimum", s.Minimum)
-	b = appendNum(b, "maximum", s.Maximum)
-	b = appendNum(b, "exclusiveMinimum", s.ExclusiveMinimum)
-	b = appendNum(b, "exclusiveMaximum", s.ExclusiveMaximum)
-	b = appendNum(b, "multipleOf", s.MultipleOf)
+	for _, n := range []struct {
+		key string
+		v   json.Number
+	}{{"minimum", s.Minimum}, {"maximum", s.Maximum}, {"exclusiveMinimum", s.ExclusiveMinimum}, {"exclusiveMaximum", s.ExclusiveMaximum}, {"multipleOf", s.MultipleOf}} {
+		if b, err = appendNum(b, n.key, n.v); err != nil {
+			return nil, err
+		}
+	}
 	b = appendInt(b, "minLength", s.MinLength)
 	b = appendInt(b, "maxLength", s.MaxLength)
 	if s.Pattern != "" {
 		b = append(b, `,"pattern":`...)
-		b = appendString(b, s.Pattern)
+		b = canonjson.AppendString(b, s.Pattern)
 	}
 	if s.Format != "" {
 		b = append(b, `,"format":`...)
-		b = appendString(b, s.Format)
+		b = canonjson.AppendString(b, s.Format)
 	}
 	b = appendInt(b, "minItems", s.MinItems)
 	b = appendInt(b, "maxItems", s.MaxItems)
@@ -98,14 +107,17 @@ func appendCommon(b []byte, s *Schema) ([]byte, error) {
 	return b, nil
 }
 
-func appendNum(b []byte, key string, v *float64) []byte {
-	if v == nil {
-		return b
+func appendNum(b []byte, key string, v json.Number) ([]byte, error) {
+	if v == "" {
+		return b, nil
+	}
+	if !validNumber(v) {
+		return nil, fmt.Errorf("%s %q is not a JSON number", key, string(v))
 	}
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return strconv.AppendFloat(b, *v, 'g', -1, 64)
+	return append(b, v...), nil // as written: exact
 }
 
 func appendInt(b []byte, key string, v *int) []byte {
@@ -118,13 +130,8 @@ func appendInt(b []byte, key string, v *int) []byte {
 	return strconv.AppendInt(b, int64(*v), 10)
 }
 
-func appendString(b []byte, s string) []byte {
-	q, _ := CanonicalJSON(s) // a string always encodes
-	return append(b, q...)
-}
-
 func appendValue(b []byte, v any) ([]byte, error) {
-	q, err := CanonicalJSON(v)
+	q, err := canonjson.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

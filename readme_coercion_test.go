@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,17 @@ func TestTheREADMECoercionTableIsWhatCheckArgsDoes(t *testing.T) {
 					t.Errorf("%s: the README says %s is refused; CheckArgs error = %v", typ, v, err)
 				}
 			}
+			// The Pydantic column names what Pydantic accepts and toolreg
+			// refuses: each such example is refused here, and listed as refused.
+			for _, v := range r.pydantic {
+				examples++
+				if _, err := lax.CheckArgs(json.RawMessage(`{"v":` + v + `}`)); !isArgErr(err) {
+					t.Errorf("%s: the README says Pydantic differs on %s, but toolreg accepts it too", typ, v)
+				}
+				if !slices.Contains(r.refused, v) {
+					t.Errorf("%s: the README's Pydantic column names %s, which the refused column does not list", typ, v)
+				}
+			}
 		}
 	}
 	if examples < 40 {
@@ -72,6 +84,8 @@ func TestTheREADMECoercionTableIsWhatCheckArgsDoes(t *testing.T) {
 type coercionRow struct {
 	types             []toolreg.Type
 	accepted, refused []string // JSON texts
+	pydantic          []string // JSON texts Pydantic accepts where toolreg refuses them
+	same              bool     // the Pydantic column says "the same"
 }
 
 var backticked = regexp.MustCompile("`([^`]*)`")
@@ -93,8 +107,8 @@ func coercionRows(t *testing.T, readme string) []coercionRow {
 			continue
 		}
 		cols := strings.Split(line, "|")
-		if len(cols) != 5 {
-			t.Fatalf("table row %q has %d columns, want 3", line, len(cols)-2)
+		if len(cols) != 6 {
+			t.Fatalf("table row %q has %d columns, want 4", line, len(cols)-2)
 		}
 		var r coercionRow
 		for _, m := range backticked.FindAllStringSubmatch(cols[1], -1) {
@@ -114,6 +128,15 @@ func coercionRows(t *testing.T, readme string) []coercionRow {
 			return out
 		}
 		r.accepted, r.refused = examples(cols[2]), examples(cols[3])
+		for _, m := range backticked.FindAllStringSubmatch(cols[4], -1) {
+			if json.Valid([]byte(m[1])) {
+				r.pydantic = append(r.pydantic, m[1])
+			}
+		}
+		r.same = strings.TrimSpace(cols[4]) == "the same"
+		if r.same == (len(r.pydantic) > 0) {
+			t.Errorf("row %q: the Pydantic column must say \"the same\" or name what Pydantic accepts", line)
+		}
 		rows = append(rows, r)
 	}
 	return rows
@@ -149,4 +172,109 @@ func isJSONType(v any, typ toolreg.Type) bool {
 func isArgErr(err error) bool {
 	var ae *toolreg.ToolArgumentError
 	return errors.As(err, &ae)
+}
+
+// beyondTypeRows returns the first column of each row of the README's table
+// of differences beyond a value's type, backticks removed, with its toolreg
+// and Pydantic columns.
+func beyondTypeRows(t *testing.T, readme string) map[string][2]string {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "Beyond a value's own type:")
+	if !ok {
+		t.Fatal(`README.md's coercion section has no "Beyond a value's own type:" table`)
+	}
+	rows := map[string][2]string{}
+	started := false
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if started {
+				break
+			}
+			continue
+		}
+		started = true
+		cols := strings.Split(line, "|")
+		if len(cols) != 5 {
+			t.Fatalf("row %q has %d columns, want 3", line, len(cols)-2)
+		}
+		name := strings.TrimSpace(strings.ReplaceAll(cols[1], "`", ""))
+		if name == "case" || strings.HasPrefix(name, "---") {
+			continue
+		}
+		rows[name] = [2]string{strings.TrimSpace(cols[2]), strings.TrimSpace(cols[3])}
+	}
+	return rows
+}
+
+// Each row of the README's table of differences beyond a value's type has a
+// test here, and each test a row.
+func TestTheREADMEDifferencesFromPydanticAreWhatCheckArgsDoes(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(p toolreg.Param, strict bool) *toolreg.Tool {
+		p.Name = "v"
+		return toolreg.NewTool(&toolreg.Spec{Name: "t", Description: "A tool.", Strict: strict, Params: []*toolreg.Param{&p}})
+	}
+	check := func(t *testing.T, tool *toolreg.Tool, args, want string) {
+		t.Helper()
+		out, err := tool.CheckArgs(json.RawMessage(args))
+		switch {
+		case want == "" && !isArgErr(err):
+			t.Errorf("CheckArgs(%s) = %s, %v; want it refused", args, out, err)
+		case want != "" && err != nil:
+			t.Errorf("CheckArgs(%s): %v; want %s", args, err, want)
+		case want != "" && string(out) != want:
+			t.Errorf("CheckArgs(%s) = %s, want %s", args, out, want)
+		}
+	}
+	tests := map[string]func(t *testing.T){
+		"unknown keys": func(t *testing.T) {
+			tool := one(toolreg.Param{Schema: toolreg.Schema{Type: toolreg.TypeInteger}}, false)
+			_, err := tool.CheckArgs(json.RawMessage(`{"v":1,"colour":"red"}`))
+			var ae *toolreg.ToolArgumentError
+			if !errors.As(err, &ae) || len(ae.Problems) != 1 || ae.Problems[0].Path != "/colour" {
+				t.Errorf("CheckArgs with an unknown key = %v, want one problem at /colour", err)
+			}
+		},
+		"null for a param with a non-null default": func(t *testing.T) {
+			tool := one(toolreg.Param{Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10")}}, false)
+			check(t, tool, `{"v":null}`, `{"v":10}`)
+		},
+		"multipleOf": func(t *testing.T) {
+			tool := one(toolreg.Param{Schema: toolreg.Schema{Type: toolreg.TypeNumber, MultipleOf: json.Number("0.1")}}, false)
+			check(t, tool, `{"v":0.30000000000000004}`, "")
+			check(t, tool, `{"v":0.3}`, `{"v":0.3}`)
+		},
+		"an integer enum member sent as a string": func(t *testing.T) {
+			tool := one(toolreg.Param{Schema: toolreg.Schema{Type: toolreg.TypeInteger,
+				Enum: []any{json.Number("1"), json.Number("2"), json.Number("3")}}}, false)
+			check(t, tool, `{"v":"1"}`, `{"v":1}`)
+			check(t, tool, `{"v":"4"}`, "")
+		},
+		"strict: true, a whole-number float for an integer": func(t *testing.T) {
+			tool := one(toolreg.Param{Schema: toolreg.Schema{Type: toolreg.TypeInteger}}, true)
+			check(t, tool, `{"v":10.0}`, `{"v":10}`)
+			check(t, tool, `{"v":"10"}`, "")
+		},
+	}
+	rows := beyondTypeRows(t, string(readme))
+	for name, cols := range rows {
+		test, ok := tests[name]
+		if !ok {
+			t.Errorf("the README's row %q has no test: add one here", name)
+			continue
+		}
+		if cols[0] == "" || cols[1] == "" {
+			t.Errorf("the README's row %q leaves a column empty", name)
+		}
+		t.Run(name, test)
+	}
+	for name := range tests {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("a test for %q, which the README's table does not list", name)
+		}
+	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
+
+	"github.com/beam-agents/toolreg/internal/pattern"
 )
 
 // Type is a parameter's JSON type, as a manifest names it.
@@ -70,11 +73,15 @@ type Schema struct {
 
 	Enum []any
 
-	Minimum          *float64
-	Maximum          *float64
-	ExclusiveMinimum *float64
-	ExclusiveMaximum *float64
-	MultipleOf       *float64
+	// The numeric bounds are held as the manifest writes them, digit for
+	// digit, and checked exactly: 9007199254740993, which no float64 holds,
+	// stays itself. "" means the keyword is absent; a value must be a JSON
+	// number (Validate says so).
+	Minimum          json.Number
+	Maximum          json.Number
+	ExclusiveMinimum json.Number
+	ExclusiveMaximum json.Number
+	MultipleOf       json.Number
 
 	MinLength *int
 	MaxLength *int
@@ -129,6 +136,10 @@ type Spec struct {
 	// Params are the tool's parameters in declaration order.
 	Params      []*Param
 	Annotations *Annotations
+	// Tags group tools, for search filters; Keywords are more words a tool
+	// search matches the tool by. Neither is shown to the model.
+	Tags     []string
+	Keywords []string
 	// Pos is where the tool is declared.
 	Pos Pos
 }
@@ -143,7 +154,11 @@ func (s *Spec) Param(name string) *Param {
 	return nil
 }
 
-var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var (
+	nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	// tagRE is schema.cue's #Tag.
+	tagRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,64}$`)
+)
 
 // ValidName reports whether name is a tool name every major model provider accepts:
 // 1 to 64 ASCII letters, digits, '_' or '-'.
@@ -167,6 +182,16 @@ func (s *Spec) Validate() error {
 		add(s.Pos, "description", "missing description: say what the tool does, for the model")
 	}
 	checkParams(s.Params, "params", add)
+	for i, t := range s.Tags {
+		if !tagRE.MatchString(t) {
+			add(s.Pos, fmt.Sprintf("tags.%d", i), "invalid tag %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", t)
+		}
+	}
+	for i, k := range s.Keywords {
+		if k == "" {
+			add(s.Pos, fmt.Sprintf("keywords.%d", i), "empty keyword: remove it or write the word a search should match")
+		}
+	}
 	if len(ps) > 0 {
 		return &ToolDefinitionError{Problems: ps}
 	}
@@ -195,6 +220,25 @@ func checkSchema(s *Schema, pos Pos, path string, add func(Pos, string, string, 
 	case !s.Type.Valid():
 		add(pos, path+".type", "unknown type %q: use one of string, integer, number, boolean, array, object", s.Type)
 	}
+	for _, b := range []struct {
+		key string
+		v   json.Number
+	}{{"minimum", s.Minimum}, {"maximum", s.Maximum}, {"exclusiveMinimum", s.ExclusiveMinimum}, {"exclusiveMaximum", s.ExclusiveMaximum}, {"multipleOf", s.MultipleOf}} {
+		if b.v != "" && !validNumber(b.v) {
+			add(pos, path+"."+b.key, "%s %q is not a JSON number within float64's range: write it as JSON does, such as 10, -0.5 or 1e3", b.key, string(b.v))
+		}
+	}
+	if s.MultipleOf != "" && validNumber(s.MultipleOf) && !positive(s.MultipleOf) {
+		add(pos, path+".multipleOf", "multipleOf %s is not positive: use a number above 0", s.MultipleOf)
+	}
+	if s.Pattern != "" {
+		if err := pattern.Check(s.Pattern); err != nil {
+			add(pos, path+".pattern", "%v", err)
+		}
+	}
+	if s.Type == TypeArray && s.Items == nil {
+		add(pos, path+".items", "missing items: declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)")
+	}
 	if s.Items != nil {
 		checkSchema(s.Items, pos, path+".items", add)
 	}
@@ -220,4 +264,21 @@ func (s *Spec) ParametersSchema() json.RawMessage {
 		panic(fmt.Sprintf("toolreg: %s: %v", s.Name, err))
 	}
 	return b
+}
+
+// validNumber reports whether n is a JSON number a float64 can hold: what a
+// JSON Schema consumer (JavaScript) can read.
+func validNumber(n json.Number) bool {
+	t := string(n)
+	if t == "" || !json.Valid([]byte(t)) || !(t[0] == '-' || t[0] >= '0' && t[0] <= '9') {
+		return false
+	}
+	_, err := strconv.ParseFloat(t, 64)
+	return err == nil
+}
+
+// positive reports whether the valid JSON number n is above 0.
+func positive(n json.Number) bool {
+	t := strings.TrimLeft(string(n), "-0.")
+	return !strings.HasPrefix(string(n), "-") && t != "" && !strings.HasPrefix(t, "e") && !strings.HasPrefix(t, "E")
 }

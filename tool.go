@@ -6,23 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-)
 
-// Binding is what package bindings attaches to a Spec: the Go function and
-// typed ways to reach it. Build one with bindings.ReadOnly or bindings.Effect;
-// a hand-made Binding must keep the rules below.
-type Binding struct {
-	// Func is the bound function, a func(context.Context, A) (R, error).
-	Func any
-	// Decode validates args against the tool's contract (the same rules as
-	// Tool.CheckArgs), applies defaults, and returns the function's argument
-	// value A, ready to pass to Func. On bad arguments it returns a
-	// *ToolArgumentError.
-	Decode func(args json.RawMessage) (any, error)
-	// Call decodes args as Decode does and calls Func with them. It holds no
-	// side-effect guard: Tool.Call holds it.
-	Call func(ctx context.Context, args json.RawMessage) (any, error)
-}
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/internal/toolbind"
+)
 
 // Tool is a Spec plus, where the table that holds it runs it, its bound function.
 // A Tool made by NewTool alone is a contract: it has a name, description and
@@ -30,7 +17,7 @@ type Binding struct {
 type Tool struct {
 	spec    *Spec
 	schema  json.RawMessage
-	binding *Binding
+	binding *toolbind.Binding
 
 	args argChecker // compiled on first use; see args.go
 }
@@ -42,20 +29,27 @@ func NewTool(spec *Spec) *Tool {
 	return &Tool{spec: spec, schema: toolSchema(spec)}
 }
 
-// NewBoundTool returns spec's Tool with b bound to it. Package bindings calls
-// it after checking that b's function agrees with spec.
-func NewBoundTool(spec *Spec, b *Binding) *Tool {
+// newBoundTool returns spec's Tool with b bound to it. It is not exported:
+// package bindings reaches it through internal/toolbind, after checking that
+// b's function agrees with spec, so no package outside this module can attach
+// a function to a tool, a side-effecting one least of all.
+func newBoundTool(spec *Spec, b *toolbind.Binding) *Tool {
 	t := NewTool(spec)
 	t.binding = b
 	return t
 }
 
+func init() {
+	toolbind.Attach = func(spec any, b *toolbind.Binding) any { return newBoundTool(spec.(*Spec), b) }
+	toolbind.ArgumentError = argumentErrorFrom
+}
+
 func toolSchema(s *Spec) json.RawMessage {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"name":`...)
-	b = appendString(b, s.Name)
+	b = canonjson.AppendString(b, s.Name)
 	b = append(b, `,"description":`...)
-	b = appendString(b, s.Description)
+	b = canonjson.AppendString(b, s.Description)
 	b = append(b, `,"parameters":`...)
 	b = append(b, s.ParametersSchema()...)
 	return append(b, '}')

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 )
 
 // A contract-only Tool (NewTool) runs nothing: each way of reaching its
@@ -51,9 +52,9 @@ func TestAContractOnlyToolSaysHowToBindIt(t *testing.T) {
 func TestCallRefusesASideEffectingToolBeforeAnythingElse(t *testing.T) {
 	t.Parallel()
 	ran := false
-	tool := toolreg.NewBoundTool(&toolreg.Spec{Name: "refund", Description: "Refund.", SideEffect: true}, &toolreg.Binding{
+	tool := toolbind.Attach(&toolreg.Spec{Name: "refund", Description: "Refund.", SideEffect: true}, &toolbind.Binding{
 		Call: func(context.Context, json.RawMessage) (any, error) { ran = true; return nil, nil },
-	})
+	}).(*toolreg.Tool)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := tool.Call(ctx, json.RawMessage(`not json`))
@@ -65,9 +66,9 @@ func TestCallRefusesASideEffectingToolBeforeAnythingElse(t *testing.T) {
 
 func TestCallReturnsAPanicAsAToolPanicError(t *testing.T) {
 	t.Parallel()
-	tool := toolreg.NewBoundTool(&toolreg.Spec{Name: "search", Description: "Search."}, &toolreg.Binding{
+	tool := toolbind.Attach(&toolreg.Spec{Name: "search", Description: "Search."}, &toolbind.Binding{
 		Call: func(context.Context, json.RawMessage) (any, error) { panic("boom") },
-	})
+	}).(*toolreg.Tool)
 	_, err := tool.Call(context.Background(), json.RawMessage(`{}`))
 	var pe *toolreg.ToolPanicError
 	if !errors.As(err, &pe) || pe.Tool != "search" || pe.Value != "boom" || len(pe.Stack) == 0 {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"runtime"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/modpath"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -60,8 +61,8 @@ type binding struct {
 	fnType reflect.Type
 	argT   reflect.Type
 	resT   reflect.Type
-	// build makes the toolreg.Binding once the types are known to agree with spec.
-	build func(spec *toolreg.Spec) (*toolreg.Binding, error)
+	// build makes the toolbind.Binding once the types are known to agree with spec.
+	build func(spec *toolreg.Spec) (*toolbind.Binding, error)
 }
 
 // New returns a Binder for the tools specs declares. specs are typically
@@ -98,12 +99,12 @@ func newBinding[A, R any](name string, effect bool, fn func(context.Context, A) 
 		argT:   reflect.TypeFor[A](),
 		resT:   reflect.TypeFor[R](),
 	}
-	bd.build = func(spec *toolreg.Spec) (*toolreg.Binding, error) {
+	bd.build = func(spec *toolreg.Spec) (*toolbind.Binding, error) {
 		decode, err := newDecoder[A](spec)
 		if err != nil {
 			return nil, err
 		}
-		return &toolreg.Binding{
+		return &toolbind.Binding{
 			Func: fn,
 			Decode: func(args json.RawMessage) (any, error) {
 				a, err := decode(args)
@@ -135,7 +136,7 @@ func callerPos(skip int) toolreg.Pos {
 	if !ok {
 		return toolreg.Pos{}
 	}
-	return toolreg.Pos{File: filepath.Base(file), Line: line}
+	return toolreg.Pos{File: modpath.Rel(file), Line: line}
 }
 
 func (bd *binding) kind() string {
@@ -181,7 +182,7 @@ func (b *Binder) Bind() (*Bound, error) {
 	}
 
 	bound := make(map[string]*binding, len(b.bindings))
-	built := make(map[string]*toolreg.Binding, len(b.bindings))
+	built := make(map[string]*toolbind.Binding, len(b.bindings))
 	for _, bd := range b.bindings {
 		spec, ok := byName[bd.name]
 		if !ok {
@@ -231,12 +232,12 @@ func (b *Binder) Bind() (*Bound, error) {
 			// The pipeline gets the contract only: invariant 1.
 			mustRegister(out.Pipeline, toolreg.NewTool(s))
 			if tb != nil {
-				mustRegister(out.Effector, toolreg.NewBoundTool(s, tb))
+				mustRegister(out.Effector, toolbind.Attach(s, tb).(*toolreg.Tool))
 			}
 			continue
 		}
 		if tb != nil {
-			mustRegister(out.Pipeline, toolreg.NewBoundTool(s, tb))
+			mustRegister(out.Pipeline, toolbind.Attach(s, tb).(*toolreg.Tool))
 		} else {
 			mustRegister(out.Pipeline, toolreg.NewTool(s))
 		}

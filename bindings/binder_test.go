@@ -142,7 +142,7 @@ func TestBindRefuses(t *testing.T) {
 				_, err := b.Bind()
 				return err
 			},
-			want: []string{"binder_test.go:", `no tool "lookup_custmer" is declared`, `did you mean "lookup_customer"`, "add its manifest or fix the name"},
+			want: []string{"bindings/binder_test.go:", `no tool "lookup_custmer" is declared`, `did you mean "lookup_customer"`, "add its manifest or fix the name"},
 		},
 		{
 			name: "two bindings for one name",
@@ -153,7 +153,7 @@ func TestBindRefuses(t *testing.T) {
 				_, err := b.Bind()
 				return err
 			},
-			want: []string{"binder_test.go:", `tool "lookup_customer" is bound twice`, "keep one binding"},
+			want: []string{"bindings/binder_test.go:", `tool "lookup_customer" is bound twice`, "keep one binding"},
 		},
 		{
 			name: "a manifest with no binding",
@@ -194,7 +194,7 @@ func TestBindRefuses(t *testing.T) {
 				_, err := b.Bind()
 				return err
 			},
-			want: []string{"binder_test.go:", "pipeline-only process", `bind "charge" in the effector process`},
+			want: []string{"bindings/binder_test.go:", "pipeline-only process", `bind "charge" in the effector process`},
 		},
 		{
 			name: "a ReadOnly binding in an effector-only process",
@@ -205,7 +205,7 @@ func TestBindRefuses(t *testing.T) {
 				_, err := b.Bind()
 				return err
 			},
-			want: []string{"binder_test.go:", "effector-only process", `bind "lookup_customer" in the pipeline process`},
+			want: []string{"bindings/binder_test.go:", "effector-only process", `bind "lookup_customer" in the pipeline process`},
 		},
 		{
 			name: "an argument type that is not a struct",
@@ -239,6 +239,12 @@ func TestBindRefuses(t *testing.T) {
 			want: []string{`param "order_ids" has no field in bindings_test.NoFieldArg`, "add OrderIDs string `json:\"order_ids\"`"},
 		},
 		{
+			// As gen writes send_sms's callback_url (gen/testdata/manifests/send_sms.yaml).
+			name: "a param with no field suggests gen's initialisms",
+			bind: bindOne(&toolreg.Param{Name: "callback_url", Schema: str()}, func(context.Context, NoFieldArg) (int, error) { return 0, nil }),
+			want: []string{`param "callback_url" has no field in bindings_test.NoFieldArg`, "add CallbackURL string `json:\"callback_url\"`"},
+		},
+		{
 			name: "an exported field that is no param",
 			bind: bindOne(&toolreg.Param{Name: "v", Schema: str()}, func(context.Context, ExtraFieldArg) (int, error) { return 0, nil }),
 			want: []string{"tools.yaml:30:3", "field bindings_test.ExtraFieldArg.Extra (json \"extra\") is no param", `declare param "extra" in the manifest, or remove the field`},
@@ -265,7 +271,7 @@ func TestBindRefuses(t *testing.T) {
 		},
 		{
 			name: "an integer param wider than its int8 field",
-			bind: bindOne(&toolreg.Param{Name: "v", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(1000.0)}}, func(context.Context, Int8Arg) (int, error) { return 0, nil }),
+			bind: bindOne(&toolreg.Param{Name: "v", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("0"), Maximum: json.Number("1000")}}, func(context.Context, Int8Arg) (int, error) { return 0, nil }),
 			want: []string{"tools.yaml:33:3", "field bindings_test.Int8Arg.V has type int8, which holds -128..127, but the manifest allows 0..1000", "give the param minimum and maximum inside that range, or use int64"},
 		},
 		{
@@ -459,8 +465,10 @@ func TestBindReportsEveryProblemAtOnce(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s\nerror:\n%s", diff, err)
 	}
-	if f := de.Problems[5].Pos.File; f != "binder_test.go" {
-		t.Errorf("the unknown binding's problem is at %q, want its Go call in binder_test.go", f)
+	// Module-relative, as go vet prints it: a base name alone is ambiguous in
+	// a module with many main.go files.
+	if f := de.Problems[5].Pos.File; f != "bindings/binder_test.go" {
+		t.Errorf("the unknown binding's problem is at %q, want its Go call in bindings/binder_test.go", f)
 	}
 	if !strings.HasPrefix(err.Error(), "toolreg: 7 problems:") {
 		t.Errorf("Error() = %q, want it to start with the count", err)
@@ -490,7 +498,7 @@ func TestBindAcceptsEveryFittingType(t *testing.T) {
 		{Name: "s", Schema: str()},
 		{Name: "email", Schema: toolreg.Schema{Type: toolreg.TypeString, Format: "email"}},
 		{Name: "i", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("1"), HasDefault: true}},
-		{Name: "u", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(100.0)}},
+		{Name: "u", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("0"), Maximum: json.Number("100")}},
 		{Name: "n", Schema: toolreg.Schema{Type: toolreg.TypeNumber}},
 		{Name: "b", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}},
 		{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString}}},

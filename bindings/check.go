@@ -3,10 +3,9 @@ package bindings
 import (
 	"encoding"
 	"encoding/json"
-	"math"
+	"math/big"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/beam-agents/toolreg"
@@ -179,51 +178,75 @@ func (c *checker) checkValue(t reflect.Type, s *toolreg.Schema, present bool, go
 // narrower than 64 bits needs both bounds inside its range.
 func (c *checker) checkIntRange(t reflect.Type, s *toolreg.Schema, goPath, path string, pos toolreg.Pos) {
 	lo, hi := lowerBound(s), upperBound(s)
-	var tlo, thi float64
-	bits := t.Bits()
+	bits := uint(t.Bits())
+	one := big.NewInt(1)
+	var tlo, thi *big.Int
 	if isUint(t.Kind()) {
-		tlo, thi = 0, math.Ldexp(1, bits)-1
+		tlo, thi = new(big.Int), new(big.Int).Sub(new(big.Int).Lsh(one, bits), one)
 	} else {
-		tlo, thi = -math.Ldexp(1, bits-1), math.Ldexp(1, bits-1)-1
+		tlo = new(big.Int).Neg(new(big.Int).Lsh(one, bits-1))
+		thi = new(big.Int).Sub(new(big.Int).Lsh(one, bits-1), one)
 	}
+	// An int64 field holds every integer CheckArgs accepts (it refuses
+	// integers beyond 64 bits), so only narrower kinds and unsigned ones
+	// need bounds from the manifest.
 	narrow := bits < 64
 	switch {
-	case isUint(t.Kind()) && (lo == nil || *lo < 0):
+	case isUint(t.Kind()) && (lo == nil || lo.Sign() < 0):
 		c.add(pos, path, "field %s has unsigned type %s but the manifest allows negative integers: add minimum: 0 to the param, or use int64", goPath, typeName(t))
-	case narrow && (lo == nil || hi == nil || *lo < tlo || *hi > thi):
-		c.add(pos, path, "field %s has type %s, which holds %.0f..%.0f, but the manifest allows %s: give the param minimum and maximum inside that range, or use int64",
+	case narrow && (lo == nil || hi == nil || lo.Cmp(tlo) < 0 || hi.Cmp(thi) > 0):
+		c.add(pos, path, "field %s has type %s, which holds %s..%s, but the manifest allows %s: give the param minimum and maximum inside that range, or use int64",
 			goPath, typeName(t), tlo, thi, boundsText(lo, hi))
 	}
 }
 
-func lowerBound(s *toolreg.Schema) *float64 {
+// lowerBound is the least integer the schema's bounds allow, exactly, or nil.
+func lowerBound(s *toolreg.Schema) *big.Int {
 	switch {
-	case s.Minimum != nil:
-		return s.Minimum
-	case s.ExclusiveMinimum != nil:
-		v := math.Floor(*s.ExclusiveMinimum) + 1
-		return &v
+	case s.Minimum != "":
+		return intBound(s.Minimum, false, true)
+	case s.ExclusiveMinimum != "":
+		return intBound(s.ExclusiveMinimum, true, true)
 	}
 	return nil
 }
 
-func upperBound(s *toolreg.Schema) *float64 {
+// upperBound is the greatest integer the schema's bounds allow, or nil.
+func upperBound(s *toolreg.Schema) *big.Int {
 	switch {
-	case s.Maximum != nil:
-		return s.Maximum
-	case s.ExclusiveMaximum != nil:
-		v := math.Ceil(*s.ExclusiveMaximum) - 1
-		return &v
+	case s.Maximum != "":
+		return intBound(s.Maximum, false, false)
+	case s.ExclusiveMaximum != "":
+		return intBound(s.ExclusiveMaximum, true, false)
 	}
 	return nil
 }
 
-func boundsText(lo, hi *float64) string {
-	f := func(v *float64, inf string) string {
+// intBound turns a bound into the integer bound it makes: the least integer
+// above (lower) or the greatest below it, strictly when exclusive.
+func intBound(n json.Number, exclusive, lower bool) *big.Int {
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return nil
+	}
+	q, m := new(big.Int).DivMod(r.Num(), r.Denom(), new(big.Int)) // floor
+	whole := m.Sign() == 0
+	one := big.NewInt(1)
+	switch {
+	case lower && (!whole || exclusive):
+		q.Add(q, one)
+	case !lower && whole && exclusive:
+		q.Sub(q, one)
+	}
+	return q
+}
+
+func boundsText(lo, hi *big.Int) string {
+	f := func(v *big.Int, inf string) string {
 		if v == nil {
 			return inf
 		}
-		return strconv.FormatFloat(*v, 'f', -1, 64)
+		return v.String()
 	}
 	return f(lo, "-inf") + ".." + f(hi, "+inf")
 }

@@ -9,7 +9,9 @@ import (
 	"unsafe"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/argcheck"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 )
 
 // newDecoder compiles, once, the function that turns a call's raw JSON
@@ -76,9 +78,9 @@ func (d *argDecoder[A]) reference(raw json.RawMessage) (A, error) {
 	var a A
 	m, err := d.check.Check(raw)
 	if err != nil {
-		return a, toolreg.ArgumentErrorFrom(d.tool, err)
+		return a, toolbind.ArgumentError(d.tool, err)
 	}
-	norm, err := toolreg.CanonicalJSON(m)
+	norm, err := canonjson.Marshal(m)
 	if err != nil {
 		return a, &toolreg.ToolArgumentError{Tool: d.tool, Problems: []toolreg.ArgProblem{{Want: "arguments that encode as JSON", Got: err.Error()}}}
 	}

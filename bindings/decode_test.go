@@ -10,8 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func fptr(f float64) *float64 { return &f }
-func iptr(i int) *int         { return &i }
+func iptr(i int) *int { return &i }
 
 // searchArgs is the benchmark's shape: a string, an integer with a default, a
 // boolean and an array of strings.
@@ -27,7 +26,7 @@ func searchSpec() *toolreg.Spec {
 		Name: "search", Description: "Search the catalogue.",
 		Params: []*toolreg.Param{
 			{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: iptr(1), MaxLength: iptr(40)}},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: fptr(1), Maximum: fptr(100)}},
+			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("10"), Minimum: json.Number("1"), Maximum: json.Number("100")}},
 			{Name: "exact", Schema: toolreg.Schema{Type: toolreg.TypeBoolean, HasDefault: true, Default: false}},
 			{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString}, MaxItems: iptr(4), UniqueItems: true, HasDefault: true, Default: []any{}}},
 		},
@@ -58,20 +57,20 @@ func wideSpec(strict bool) *toolreg.Spec {
 	return &toolreg.Spec{
 		Name: "wide", Description: "Every shape.", Strict: strict,
 		Params: []*toolreg.Param{
-			{Name: "small", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: fptr(-100), ExclusiveMaximum: fptr(100.5)}},
-			{Name: "port", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("8080"), Minimum: fptr(1)}},
-			{Name: "ratio", Schema: toolreg.Schema{Type: toolreg.TypeNumber, ExclusiveMinimum: fptr(0), Maximum: fptr(1)}, Optional: true},
+			{Name: "small", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("-100"), ExclusiveMaximum: json.Number("100.5")}},
+			{Name: "port", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("8080"), Minimum: json.Number("1")}},
+			{Name: "ratio", Schema: toolreg.Schema{Type: toolreg.TypeNumber, ExclusiveMinimum: json.Number("0"), Maximum: json.Number("1")}, Optional: true},
 			{Name: "note", Schema: toolreg.Schema{Type: toolreg.TypeString}, Optional: true},
-			{Name: "page", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: fptr(1)}, Optional: true},
+			{Name: "page", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("1")}, Optional: true},
 			{Name: "code", Schema: str(toolreg.Schema{Pattern: "^[A-Z]{2}[0-9]*$", HasDefault: true, Default: "AB"})},
 			{Name: "mode", Schema: str(toolreg.Schema{Enum: []any{"fast", "slow", "ünï"}, HasDefault: true, Default: "fast"})},
-			{Name: "ids", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeInteger, Minimum: fptr(0)}, MinItems: iptr(1)}, Optional: true},
+			{Name: "ids", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("0")}, MinItems: iptr(1)}, Optional: true},
 			{Name: "level", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Enum: []any{json.Number("1"), json.Number("2.0"), json.Number("3")}, HasDefault: true, Default: json.Number("1")}},
-			{Name: "step", Schema: toolreg.Schema{Type: toolreg.TypeInteger, MultipleOf: fptr(5), HasDefault: true, Default: json.Number("0")}},
+			{Name: "step", Schema: toolreg.Schema{Type: toolreg.TypeInteger, MultipleOf: json.Number("5"), HasDefault: true, Default: json.Number("0")}},
 			{Name: "email", Schema: str(toolreg.Schema{Format: "email", HasDefault: true, Default: "a@b.co"})},
 			{Name: "ws", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeNumber}, UniqueItems: true}, Optional: true},
 			{Name: "on", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}, Optional: true},
-			{Name: "weight", Schema: toolreg.Schema{Type: toolreg.TypeNumber, HasDefault: true, Default: json.Number("0.5"), Minimum: fptr(0.1)}},
+			{Name: "weight", Schema: toolreg.Schema{Type: toolreg.TypeNumber, HasDefault: true, Default: json.Number("0.5"), Minimum: json.Number("0.1")}},
 		},
 	}
 }
@@ -114,7 +113,7 @@ func nestedSpec() *toolreg.Spec {
 	)
 	items := arr(obj(
 		&toolreg.Param{Name: "name", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: iptr(1)}},
-		&toolreg.Param{Name: "qty", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("1"), Maximum: fptr(10)}},
+		&toolreg.Param{Name: "qty", Schema: toolreg.Schema{Type: toolreg.TypeInteger, HasDefault: true, Default: json.Number("1"), Maximum: json.Number("10")}},
 	))
 	items.MinItems = iptr(1)
 	tags := arr(toolreg.Schema{Type: toolreg.TypeString})
@@ -129,7 +128,7 @@ func nestedSpec() *toolreg.Spec {
 		Name: "nested", Description: "Nested.",
 		Params: []*toolreg.Param{
 			{Name: "opts", Schema: withDefault(opts, map[string]any{"deep": true})},
-			{Name: "meta", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &toolreg.Schema{Type: toolreg.TypeInteger, Minimum: fptr(0)}}, Optional: true},
+			{Name: "meta", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("0")}}, Optional: true},
 			{Name: "items", Schema: items, Optional: true},
 			{Name: "filter", Schema: filter, Optional: true},
 			{Name: "groups", Schema: toolreg.Schema{Type: toolreg.TypeObject, AdditionalProperties: &tags}, Optional: true},

@@ -1,28 +1,17 @@
-// Package diff compares two sets of tool contracts and classifies each change
-// by the risk it carries for a pull request:
-//
-//   - Breaking: a change that can make a caller's valid call invalid or change
-//     what it does: a tool removed or renamed, a param removed, a new required
-//     param, a type changed, an enum value removed, a constraint tightened, a
-//     default changed.
-//   - Safety: side_effect flipped either way. True to false moves an effect
-//     into the inline path, where a retry repeats it; false to true stops a tool
-//     running inline. Neither may pass silently.
-//   - Compatible: a new tool, a new optional param, a description edit, a
-//     constraint loosened.
-//
-// It refuses nothing: it reports. Whether a report fails a build is the
-// caller's choice (toolreg diff exits 1 on Breaking or Safety).
 package diff
 
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 // Class is how risky a change is.
@@ -185,6 +174,14 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 	if !reflect.DeepEqual(o.Annotations, n.Annotations) {
 		d.add(Compatible, n.Name, "annotations", o.Pos, n.Pos, "annotations changed")
 	}
+	// Tags and keywords change what a tool search finds and filters, never a
+	// call.
+	if !slices.Equal(o.Tags, n.Tags) {
+		d.add(Compatible, n.Name, "tags", o.Pos, n.Pos, "tags changed: a search filtering by tag finds the tool differently")
+	}
+	if !slices.Equal(o.Keywords, n.Keywords) {
+		d.add(Compatible, n.Name, "keywords", o.Pos, n.Pos, "keywords changed: tool search ranks the tool differently")
+	}
 	d.params(n.Name, "params", o.Params, n.Params)
 }
 
@@ -249,7 +246,7 @@ func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Sch
 	d.bound(tool, path+".maxLength", op, np, intf(o.MaxLength), intf(n.MaxLength), false)
 	d.bound(tool, path+".minItems", op, np, intf(o.MinItems), intf(n.MinItems), true)
 	d.bound(tool, path+".maxItems", op, np, intf(o.MaxItems), intf(n.MaxItems), false)
-	d.exact(tool, path+".multipleOf", op, np, fmtf(o.MultipleOf), fmtf(n.MultipleOf))
+	d.exact(tool, path+".multipleOf", op, np, fmtn(o.MultipleOf), fmtn(n.MultipleOf))
 	d.exact(tool, path+".pattern", op, np, o.Pattern, n.Pattern)
 	d.exact(tool, path+".format", op, np, o.Format, n.Format)
 	switch {
@@ -310,19 +307,29 @@ func (d *differ) enum(tool, path string, op, np toolreg.Pos, o, n []any) {
 }
 
 // bound compares a lower (lower is true) or upper bound.
-func (d *differ) bound(tool, path string, op, np toolreg.Pos, o, n *float64, lower bool) {
+func (d *differ) bound(tool, path string, op, np toolreg.Pos, o, n json.Number, lower bool) {
 	switch {
-	case o == nil && n == nil:
-	case o == nil:
-		d.add(Breaking, tool, path, op, np, "constraint added: %s", fmtf(n))
-	case n == nil:
-		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", fmtf(o))
-	case *o == *n:
-	case (*n > *o) == lower:
-		d.add(Breaking, tool, path, op, np, "constraint tightened from %s to %s", fmtf(o), fmtf(n))
+	case o == "" && n == "":
+	case o == "":
+		d.add(Breaking, tool, path, op, np, "constraint added: %s", n)
+	case n == "":
+		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", o)
+	case compareNumbers(o, n) == 0:
+	case (compareNumbers(n, o) > 0) == lower:
+		d.add(Breaking, tool, path, op, np, "constraint tightened from %s to %s", o, n)
 	default:
-		d.add(Compatible, tool, path, op, np, "constraint loosened from %s to %s", fmtf(o), fmtf(n))
+		d.add(Compatible, tool, path, op, np, "constraint loosened from %s to %s", o, n)
 	}
+}
+
+// compareNumbers compares two JSON numbers exactly.
+func compareNumbers(a, b json.Number) int {
+	x, okx := new(big.Rat).SetString(string(a))
+	y, oky := new(big.Rat).SetString(string(b))
+	if !okx || !oky {
+		return strings.Compare(string(a), string(b))
+	}
+	return x.Cmp(y)
 }
 
 // exact compares a constraint whose change cannot be ordered: any new or
@@ -339,24 +346,25 @@ func (d *differ) exact(tool, path string, op, np toolreg.Pos, o, n string) {
 	}
 }
 
-func intf(p *int) *float64 {
-	if p == nil {
-		return nil
-	}
-	f := float64(*p)
-	return &f
-}
-
-func fmtf(p *float64) string {
+func intf(p *int) json.Number {
 	if p == nil {
 		return ""
 	}
-	return fmt.Sprint(*p)
+	return json.Number(strconv.Itoa(*p))
+}
+
+// fmtn is a multipleOf as the diff shows it: equal values written alike
+// (0.50 and 0.5) compare equal.
+func fmtn(n json.Number) string {
+	if r, ok := new(big.Rat).SetString(string(n)); ok && n != "" {
+		return r.RatString()
+	}
+	return string(n)
 }
 
 func jsonEqual(a, b any) bool {
-	x, err1 := toolreg.CanonicalJSON(a)
-	y, err2 := toolreg.CanonicalJSON(b)
+	x, err1 := canonjson.Marshal(a)
+	y, err2 := canonjson.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
@@ -365,7 +373,7 @@ func containsJSON(list []any, v any) bool {
 }
 
 func show(v any) string {
-	b, err := toolreg.CanonicalJSON(v)
+	b, err := canonjson.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(fmt.Sprint(v))
 	}

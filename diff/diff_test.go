@@ -21,7 +21,7 @@ func refund() *toolreg.Spec {
 		Pos:         toolreg.Pos{File: "refund.yaml", Line: 1, Col: 1},
 		Params: []*toolreg.Param{
 			{Name: "order_id", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: ptr(3)}},
-			{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeNumber, Minimum: ptr(0.01), Maximum: ptr(500.0)}},
+			{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeNumber, Minimum: json.Number("0.01"), Maximum: json.Number("500")}},
 			{Name: "reason", Schema: toolreg.Schema{Type: toolreg.TypeString, Enum: []any{"duplicate", "damaged", "other"},
 				Default: "other", HasDefault: true}},
 			{Name: "notify", Optional: true, Schema: toolreg.Schema{Type: toolreg.TypeBoolean}},
@@ -52,10 +52,10 @@ func TestCompareClassifiesEachChange(t *testing.T) {
 		{"a changed type is breaking", func(s *toolreg.Spec) { s.Params[1].Type = toolreg.TypeInteger }, []string{"breaking params.amount.type"}},
 		{"a removed enum value is breaking", func(s *toolreg.Spec) { s.Params[2].Enum = []any{"duplicate", "other"} }, []string{"breaking params.reason.enum"}},
 		{"an added enum value is compatible", func(s *toolreg.Spec) { s.Params[2].Enum = append(s.Params[2].Enum, "late") }, []string{"compatible params.reason.enum"}},
-		{"a lowered maximum is breaking", func(s *toolreg.Spec) { s.Params[1].Maximum = ptr(100.0) }, []string{"breaking params.amount.maximum"}},
-		{"a raised maximum is compatible", func(s *toolreg.Spec) { s.Params[1].Maximum = ptr(1000.0) }, []string{"compatible params.amount.maximum"}},
+		{"a lowered maximum is breaking", func(s *toolreg.Spec) { s.Params[1].Maximum = json.Number("100") }, []string{"breaking params.amount.maximum"}},
+		{"a raised maximum is compatible", func(s *toolreg.Spec) { s.Params[1].Maximum = json.Number("1000") }, []string{"compatible params.amount.maximum"}},
 		{"a raised minLength is breaking", func(s *toolreg.Spec) { s.Params[0].MinLength = ptr(5) }, []string{"breaking params.order_id.minLength"}},
-		{"a removed minimum is compatible", func(s *toolreg.Spec) { s.Params[1].Minimum = nil }, []string{"compatible params.amount.minimum"}},
+		{"a removed minimum is compatible", func(s *toolreg.Spec) { s.Params[1].Minimum = "" }, []string{"compatible params.amount.minimum"}},
 		{"an added pattern is breaking", func(s *toolreg.Spec) { s.Params[0].Pattern = "^o-" }, []string{"breaking params.order_id.pattern"}},
 		{"a changed default is breaking", func(s *toolreg.Spec) { s.Params[2].Default = "duplicate" }, []string{"breaking params.reason.default"}},
 		{"an optional param made required is breaking", func(s *toolreg.Spec) { s.Params[3].Optional = false }, []string{"breaking params.notify"}},
@@ -121,7 +121,7 @@ func TestWriteTextAndMarkdown(t *testing.T) {
 	t.Parallel()
 	n := refund()
 	n.SideEffect = false
-	n.Params[1].Maximum = ptr(100.0)
+	n.Params[1].Maximum = json.Number("100")
 	n.Params[1].Pos = toolreg.Pos{File: "refund.yaml", Line: 9, Col: 5}
 	r := Compare([]*toolreg.Spec{refund()}, []*toolreg.Spec{n})
 

@@ -1,18 +1,3 @@
-// Package effectcheck finds code that would run a side-effecting tool inline,
-// where a retried activation would run it again.
-//
-// It reports, at the use, with file:line:col:
-//   - any use of a function bound with bindings.Effect other than the binding
-//     itself: a call, a method value, or a copy into a variable that is later
-//     called, since each lets the effect run outside the effector;
-//   - any use of toolreg.Tool.Unwrap outside package effector, the one
-//     sanctioned caller of that bypass.
-//
-// A function bound in package main and called directly in another package are
-// only seen together over the whole program: Check loads every package the
-// patterns name and checks them at once. Analyzer does the same within one
-// package, for go vet -vettool; it sees Unwrap anywhere but only the effect
-// functions bound in the package it checks.
 package effectcheck
 
 import (
@@ -20,13 +5,14 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/go/types/typeutil"
+
+	"github.com/beam-agents/toolreg/internal/modpath"
 )
 
 const (
@@ -35,7 +21,8 @@ const (
 	effectorPath = rootPath + "/effector"
 )
 
-// Finding is one report.
+// Finding is one report. Its file is named relative to the root of its module
+// (app/main.go), as go vet names files.
 type Finding struct {
 	Pos     token.Position
 	Message string
@@ -101,6 +88,7 @@ func check(cfg *packages.Config, patterns ...string) ([]Finding, error) {
 	for _, p := range all {
 		for _, f := range p.check(effects) {
 			pos := p.fset.Position(f.pos)
+			pos.Filename = modpath.Rel(pos.Filename)
 			key := pos.String() + f.msg
 			if seen[key] { // a package and its test variant share files
 				continue
@@ -313,7 +301,7 @@ func (p *pkg) check(effects effectSet) []finding {
 				}
 				out = append(out, finding{id.Pos(), fmt.Sprintf(
 					"%s of %s, bound as side-effecting%s at %s:%d, runs its effect inline where a retry repeats it: request the tool with Activation.Act so the effector executes it once",
-					what, obj.Name(), tool, filepath.Base(b.pos.Filename), b.pos.Line)})
+					what, obj.Name(), tool, modpath.Rel(b.pos.Filename), b.pos.Line)})
 			}
 			if isUnwrap(obj) && p.path != effectorPath && p.path != effectorPath+"_test" {
 				out = append(out, finding{id.Pos(),

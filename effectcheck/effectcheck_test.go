@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/tools/go/analysis/analysistest"
 	"golang.org/x/tools/go/packages"
+
+	"github.com/beam-agents/toolreg/internal/modpath"
 )
 
 func TestAnalyzerReportsUsesWithinOnePackage(t *testing.T) {
@@ -78,7 +80,7 @@ func readWants(t *testing.T, root string, tests bool) map[string][]*regexp.Regex
 		}
 		for i, line := range strings.Split(string(data), "\n") {
 			for _, m := range wantRE.FindAllStringSubmatch(line, -1) {
-				key := fmt.Sprintf("%s:%d", path, i+1)
+				key := fmt.Sprintf("%s:%d", modpath.Rel(path), i+1)
 				wants[key] = append(wants[key], regexp.MustCompile(m[1]))
 			}
 		}

@@ -2,6 +2,7 @@ package effector
 
 import (
 	"context"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func BenchmarkProcessParts(b *testing.B) {
 		for b.Loop() {
 			id := ids[i%len(ids)]
 			i++
-			c, err := s.Claim(ctx, id, time.Minute)
+			c, err := s.Claim(ctx, id, Call{}, time.Minute)
 			if err != nil || c.State != Claimed {
 				b.Fatalf("Claim = %v, %v", c.State, err)
 			}
@@ -50,7 +51,7 @@ func BenchmarkProcessParts(b *testing.B) {
 		var v any = receipt{RefundID: "rf-o-1", Amount: 30, Note: "remboursé"}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := canonicalResult(v); err != nil {
+			if _, err := canonjson.Marshal(v); err != nil {
 				b.Fatal(err)
 			}
 		}

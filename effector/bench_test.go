@@ -145,9 +145,8 @@ func processRingCtx(ctx context.Context, b *testing.B, e *effector.Effector, rin
 // benchTools returns a table with one side-effecting tool, "refund", whose
 // function does nothing but count its calls.
 func benchTools(b *testing.B) *tools {
-	one := 1.0
 	amount := param("amount", toolreg.TypeInteger)
-	amount.Minimum = &one
+	amount.Minimum = "1"
 	bd := bindings.New([]*toolreg.Spec{spec("refund", true, param("order_id", toolreg.TypeString), amount)})
 	tl := &tools{}
 	bindings.Effect(bd, "refund", func(ctx context.Context, a refundArgs) (refundReceipt, error) {

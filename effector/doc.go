@@ -40,6 +40,13 @@
 // timeout plus the store timeout plus LeaseMargin, under which two workers
 // could run one intent.
 //
+// Every claim records the call (tool and a digest of the canonical
+// arguments): an intent whose id is known for another call, a
+// non-deterministic replay, is REJECTED without the stored result and with a
+// *NonDeterministicError. An intent attempted more than WithMaxAttempts
+// times (its workers kept dying mid-way) is given up: ERROR, and the
+// dead-letter sink.
+//
 // A function finds the intent it runs for with IntentFrom, to pass its id
 // downstream as an idempotency key.
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"maps"
@@ -71,6 +72,9 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if cfg.storeTimeout < 0 {
 		add("WithStoreTimeout is %v: it must be positive, or 0 for none", cfg.storeTimeout)
 	}
+	if cfg.maxAttempts < 1 {
+		add("WithMaxAttempts(%d): want at least 1 attempt", cfg.maxAttempts)
+	}
 	positive("WithBackoff minimum", cfg.minBackoff)
 	if cfg.maxBackoff < cfg.minBackoff {
 		add("WithBackoff maximum %v is below its minimum %v", cfg.maxBackoff, cfg.minBackoff)
@@ -106,6 +110,13 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 		if effectTable != nil {
 			if _, err := effectTable.Get(name); err != nil {
 				add("WithToolMaxArgsBytes(%q): %v", name, err)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.dropUnknown)) {
+		if effectTable != nil {
+			if _, err := effectTable.Get(name); err != nil {
+				add("WithDropUnknownKeys(%q): %v", name, err)
 			}
 		}
 	}
@@ -149,7 +160,11 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     result proves it ran: the function sees IntentInfo.Reclaimed, and the
 //     result's error_message starts "effect unknown", because the earlier
 //     owner may have applied the effect. Pass IntentInfo.ID downstream as an
-//     idempotency key and the effect still happens once.
+//     idempotency key and the effect still happens once. If the id is known
+//     for another call (another tool or other arguments: a non-deterministic
+//     replay), the intent is REJECTED without the stored result, with a
+//     *NonDeterministicError. Past WithMaxAttempts attempts, the intent is
+//     given up: ERROR, and the dead-letter sink.
 //  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
 //     function, arguments above the size limit (WithMaxArgsBytes), malformed
 //     JSON or arguments that break the tool's contract give REJECTED; the function is not invoked. An APPROVAL intent goes to
@@ -206,13 +221,19 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 		return e.expiredResult(ctx, in, now), nil
 	}
 	backoff := e.cfg.minBackoff
+	call := CallOf(in)
 	for waited := false; ; waited = true {
 		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
-		c, err := e.store.Claim(ctx, in.ID, e.cfg.lease)
+		c, err := e.store.Claim(ctx, in.ID, call, e.cfg.lease)
 		if err != nil {
+			if n := deliveryCount(ctx); n > e.cfg.maxAttempts {
+				return e.giveUpUnclaimed(ctx, in, n, err)
+			}
 			return intent.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)
 		}
 		switch c.State {
+		case Mismatch:
+			return e.mismatch(ctx, in, call, c.Recorded)
 		case Done:
 			res, err := storedResult(in, c.Result)
 			if err == nil && e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
@@ -220,7 +241,11 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 			}
 			return res, err
 		case Claimed:
-			return e.executeClaimed(ctx, in, claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed}, waited)
+			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed}
+			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
+				return e.giveUp(ctx, in, cl, n)
+			}
+			return e.executeClaimed(ctx, in, cl, waited)
 		case InFlight:
 			t := time.NewTimer(backoff)
 			select {
@@ -417,7 +442,7 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
 	sctx, cancel := e.storeContext(ctx)
 	leaseEnd := monoNow() + int64(e.cfg.lease)
-	c, err := e.store.Claim(sctx, in.ID, e.cfg.lease)
+	c, err := e.store.Claim(sctx, in.ID, CallOf(in), e.cfg.lease)
 	cancel()
 	if err != nil {
 		return intent.Result{}, fmt.Errorf("effector: intent %q: its lease ended before its result was recorded, and the store cannot say what is recorded now: %w; redeliver it", in.ID, err)
@@ -470,7 +495,7 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
 		return e.rejected(in, fmt.Sprintf("effector: intent %q: %v; nothing ran", in.ID, te)), false, nil
 	}
-	args, err := t.DecodeArgs(in.ArgsJSON)
+	args, err := t.DecodeArgs(e.dropUnknownKeys(ctx, in, t))
 	if err != nil {
 		return e.rejected(in, err.Error()), false, nil
 	}
@@ -549,7 +574,7 @@ func (x *execution) result(t *toolreg.Tool, v any, err error) intent.Result {
 	if err != nil {
 		return x.ran(intent.StatusError, nil, err.Error())
 	}
-	payload, err := canonicalResult(v)
+	payload, err := canonjson.Marshal(v)
 	if err != nil {
 		return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err))
 	}

@@ -115,9 +115,8 @@ func newTools(t testing.TB) *tools {
 			close(tl.release)
 		}
 	})
-	one := 1.0
 	amount := param("amount", toolreg.TypeInteger)
-	amount.Minimum = &one
+	amount.Minimum = "1"
 	specs := []*toolreg.Spec{
 		spec("refund", true, param("order_id", toolreg.TypeString), amount),
 		spec("notify", true, param("intent", toolreg.TypeString)),
@@ -208,9 +207,9 @@ type countingStore struct {
 	completeErr                 error // returned by Complete instead of storing, when set
 }
 
-func (s *countingStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
+func (s *countingStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	s.claims.Add(1)
-	return s.DedupStore.Claim(ctx, id, lease)
+	return s.DedupStore.Claim(ctx, id, call, lease)
 }
 
 func (s *countingStore) Complete(ctx context.Context, id, token string, res []byte, ttl time.Duration) error {
@@ -522,7 +521,7 @@ func TestProcessReportsAFunctionThatRanAndFailedAsError(t *testing.T) {
 				go func() {
 					waitFor(t, func() bool { return tl.calls.Load() > 0 })
 					waitFor(t, func() bool {
-						c, err := store.Claim(context.Background(), in.ID, time.Minute)
+						c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 						return err == nil && c.State == effector.Done
 					})
 					close(tl.release)
@@ -642,7 +641,7 @@ func TestADoneIntentIsRepublishedByteIdentical(t *testing.T) {
 	if second.CompletedAtMs != t0.UnixMilli() {
 		t.Errorf("republished completed_at_ms = %d, want the first completion's %d", second.CompletedAtMs, t0.UnixMilli())
 	}
-	c, err := store.Claim(context.Background(), in.ID, time.Minute)
+	c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 	if err != nil || c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, first)) {
 		t.Errorf("the store holds %s %q, want done with the published bytes", c.State, c.Result)
 	}
@@ -660,7 +659,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		t.Parallel()
 		tl := newTools(t)
 		store := effector.NewMemoryStore()
-		c, _ := store.Claim(context.Background(), in.ID, time.Minute)
+		c, _ := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 		theirs := marshal(t, intent.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: intent.StatusOK, Payload: []byte(`"theirs"`), CompletedAtMs: 1})
 		go func() {
 			time.Sleep(20 * time.Millisecond)
@@ -681,7 +680,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		t.Parallel()
 		tl := newTools(t)
 		store := effector.NewMemoryStore()
-		store.Claim(context.Background(), in.ID, 20*time.Millisecond) // a worker that died
+		store.Claim(context.Background(), in.ID, effector.CallOf(in), 20*time.Millisecond) // a worker that died
 		res, err := newEffector(t, tl, store, fast).Process(testCtx(t), in)
 		if err != nil || res.Status != intent.StatusOK {
 			t.Fatalf("Process = %s, %v; want OK", res.Status, err)
@@ -702,7 +701,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		t.Parallel()
 		tl := newTools(t)
 		store := effector.NewMemoryStore()
-		c, _ := store.Claim(context.Background(), in.ID, time.Minute)
+		c, _ := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 		if err := store.Release(context.Background(), in.ID, c.Token); err != nil {
 			t.Fatal(err)
 		}
@@ -718,7 +717,7 @@ func TestProcessWaitsForTheWorkerThatHoldsTheIntent(t *testing.T) {
 		t.Parallel()
 		tl := newTools(t)
 		store := effector.NewMemoryStore()
-		store.Claim(context.Background(), in.ID, time.Minute)
+		store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer cancel()
 		res, err := newEffector(t, tl, store, fast).Process(ctx, in)
@@ -800,7 +799,7 @@ func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 // failingStore fails every Claim.
 type failingStore struct{ effector.DedupStore }
 
-func (failingStore) Claim(context.Context, string, time.Duration) (effector.Claim, error) {
+func (failingStore) Claim(context.Context, string, effector.Call, time.Duration) (effector.Claim, error) {
 	return effector.Claim{}, errors.New("connection refused")
 }
 
@@ -821,7 +820,7 @@ func TestAStoredResultThatDoesNotDecodeGivesNoResultAndRunsNothing(t *testing.T)
 	tl := newTools(t)
 	store := effector.NewMemoryStore()
 	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
-	c, err := store.Claim(context.Background(), in.ID, time.Minute)
+	c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -961,7 +960,7 @@ func TestAnIntentThatExpiresWhileWaitingForAnotherWorkerIsExpiredNotRun(t *testi
 	now.Store(t0.UnixMilli())
 	var e *effector.Effector
 	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
-	store.Claim(context.Background(), in.ID, time.Minute) // a worker that then dies
+	store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute) // a worker that then dies
 	hooked := &hookStore{DedupStore: store, onInFlight: func() {
 		now.Store(in.ExpiresAtMs)                      // the intent expires while Process waits
 		storeNow.Add((2 * time.Minute).Milliseconds()) // and the dead worker's lease runs out
@@ -976,7 +975,7 @@ func TestAnIntentThatExpiresWhileWaitingForAnotherWorkerIsExpiredNotRun(t *testi
 	if n := tl.calls.Load(); n != 0 {
 		t.Errorf("the function was invoked %d times, want 0", n)
 	}
-	c, err := store.Claim(context.Background(), in.ID, time.Minute)
+	c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 	if err != nil || c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
 		t.Errorf("the store holds %s, want the EXPIRED result recorded", c.State)
 	}
@@ -988,8 +987,8 @@ type hookStore struct {
 	onInFlight func()
 }
 
-func (s *hookStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
-	c, err := s.DedupStore.Claim(ctx, id, lease)
+func (s *hookStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
+	c, err := s.DedupStore.Claim(ctx, id, call, lease)
 	if err == nil && c.State == effector.InFlight {
 		s.onInFlight()
 	}
@@ -1014,7 +1013,7 @@ func TestConcurrentExecutionsTimeOutEachAtItsOwnTimeout(t *testing.T) {
 	go func() {
 		waitFor(t, func() bool { return tl.started(intents[0].ID) })
 		waitFor(t, func() bool {
-			c, err := store.Claim(context.Background(), intents[0].ID, time.Minute)
+			c, err := store.Claim(context.Background(), intents[0].ID, effector.CallOf(intents[0]), time.Minute)
 			return err == nil && c.State == effector.Done
 		})
 		close(tl.release)
@@ -1072,7 +1071,7 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 		calls++
 		// The owner stalls past its lease; another worker claims and completes.
 		now.Add(int64(time.Hour))
-		c, err := store.Claim(context.Background(), in.ID, time.Minute)
+		c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
 			t.Errorf("the other worker's claim = %+v, %v; want Claimed and Reclaimed", c, err)
 		}
@@ -1153,7 +1152,7 @@ func TestProcessRunsItsPhasesInOrder(t *testing.T) {
 		tl := newTools(t)
 		store := effector.NewMemoryStore()
 		in := intentFor("refnud", `{"order_id":`, 5) // unknown tool, malformed arguments
-		c, err := store.Claim(context.Background(), in.ID, time.Minute)
+		c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -82,14 +82,14 @@ func newGateEffector(t testing.TB, g *gateTools, store effector.DedupStore, opts
 
 // storeState reads what store holds for id without disturbing a live claim
 // (a claim of an in-flight intent changes nothing).
-func storeState(t *testing.T, store effector.DedupStore, id string) effector.Claim {
+func storeState(t *testing.T, store effector.DedupStore, in *intent.Intent) effector.Claim {
 	t.Helper()
-	c, err := store.Claim(context.Background(), id, time.Minute)
+	c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.State == effector.Claimed {
-		t.Fatalf("intent %s was free in the store (claimed it now): its execution left no claim", id)
+		t.Fatalf("intent %s was free in the store (claimed it now): its execution left no claim", in.ID)
 	}
 	return c
 }
@@ -140,7 +140,7 @@ func TestACancelledCallerNeverRecordsAResultForAFunctionStillRunning(t *testing.
 		t.Errorf("Process returned a %s result for a function still running", first.res.Status)
 	}
 	// Nothing terminal is recorded while the function runs: the claim holds.
-	if c := storeState(t, store, in.ID); c.State != effector.InFlight {
+	if c := storeState(t, store, in); c.State != effector.InFlight {
 		t.Fatalf("while the function still runs the store holds %s, want in-flight (no result yet)", c.State)
 	}
 
@@ -157,7 +157,7 @@ func TestACancelledCallerNeverRecordsAResultForAFunctionStillRunning(t *testing.
 	if b, _ := g.ctxErr.Load().(errBox); b.err != nil {
 		t.Errorf("the function's context ended (%v) with its caller's: only the tool timeout may end it", b.err)
 	}
-	if c := storeState(t, store, in.ID); c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
+	if c := storeState(t, store, in); c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
 		t.Errorf("the store holds %s %q, want the OK result", c.State, c.Result)
 	}
 	if got := e.Stats().Detached; got != 1 {
@@ -210,7 +210,7 @@ func TestAnExitBeforeTheFunctionReturnsLeavesTheClaimToLapse(t *testing.T) {
 	mu.Lock()
 	now = now.Add(effector.DefaultLease + time.Second)
 	mu.Unlock()
-	c, err := store.DedupStore.Claim(context.Background(), in.ID, time.Minute)
+	c, err := store.DedupStore.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 	if err != nil || c.State != effector.Claimed || !c.Reclaimed {
 		t.Fatalf("claim after the lease = %+v, %v; want Claimed and Reclaimed", c, err)
 	}
@@ -280,7 +280,7 @@ func TestAResultTheStoreCannotRecordIsNeverReportedAsSuccess(t *testing.T) {
 	// The outcome stays recoverable: once the lease ends the next owner finds
 	// the intent reclaimed.
 	waitFor(t, func() bool {
-		c, err := mem.Claim(context.Background(), in.ID, time.Minute)
+		c, err := mem.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
 		if err != nil || c.State == effector.Done {
 			t.Fatalf("after the failed writes the store holds %+v, %v", c, err)
 		}
@@ -305,7 +305,7 @@ func TestAResultWriteThatFailsThenSucceedsIsRecorded(t *testing.T) {
 	if n := store.completes.Load(); n != 3 {
 		t.Errorf("Complete was tried %d times, want 3 (two failures, then success)", n)
 	}
-	if c := storeState(t, mem, in.ID); c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
+	if c := storeState(t, mem, in); c.State != effector.Done || !bytes.Equal(c.Result, marshal(t, res)) {
 		t.Errorf("the store holds %s, want the OK result Process returned", c.State)
 	}
 	if got := e.Stats().Unrecorded; got != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -50,7 +51,7 @@ func httpPostTable(t *testing.T, calls *atomic.Int32) *registry.Registry {
 		err := json.Unmarshal(args, &a)
 		return a, err
 	}
-	tool := toolreg.NewBoundTool(&toolreg.Spec{Name: "http.post", Description: "POST a body.", SideEffect: true}, &toolreg.Binding{
+	tool := toolbind.Attach(&toolreg.Spec{Name: "http.post", Description: "POST a body.", SideEffect: true}, &toolbind.Binding{
 		Func:   fn,
 		Decode: decode,
 		Call: func(ctx context.Context, args json.RawMessage) (any, error) {
@@ -60,7 +61,7 @@ func httpPostTable(t *testing.T, calls *atomic.Int32) *registry.Registry {
 			}
 			return fn(ctx, a.(postArgs))
 		},
-	})
+	}).(*toolreg.Tool)
 	r := registry.New()
 	if err := r.Register(tool); err != nil {
 		t.Fatal(err)

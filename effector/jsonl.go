@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DefaultMaxLineBytes is the longest JSONL line a JSONLSource reads as an
@@ -22,7 +23,15 @@ const DefaultMaxLineBytes = 1 << 20
 // JSONLSource reads intents from a JSONL stream, one intent a line in the
 // JSON form of intent.Intent (see Intent.MarshalJSON). Blank lines are
 // skipped; a line that is not an intent is delivered with Delivery.Err set,
-// naming its line.
+// naming its line, and its bytes and offset, for Serve's entry dead-letter
+// sink.
+//
+// A line is what ends in a newline. A last fragment without one (a writer
+// that crashed or is still writing mid-line) is never read as a line nor
+// checkpointed past: a file source waits for the rest (WithTornLineWait),
+// and then stops with a *TornLineError, so that a restart reads the line
+// from its start once it is whole; at the end of a stream (which is closed
+// for good) the fragment is delivered with a *TornLineError as its Err.
 //
 // From a file opened with OpenJSONLFile, acknowledgements move a checkpoint
 // kept beside the file, so a restarted effector resumes after the last line
@@ -40,7 +49,26 @@ type JSONLSource struct {
 
 	readErr error // the reader's final error, read after lines is closed
 
-	ckpt *checkpoint // nil for a plain stream
+	ckpt     *checkpoint   // nil for a plain stream
+	tornWait time.Duration // how long a file source waits for a torn line's rest
+}
+
+// DefaultTornLineWait is how long a JSONL file source waits for the rest of
+// a last line without a newline before it reports it.
+const DefaultTornLineWait = 2 * time.Second
+
+// TornLineError reports a last line without its newline: a writer crashed,
+// or is still writing, mid-line. Nothing of it was read as an intent, and a
+// file's checkpoint stays before it.
+type TornLineError struct {
+	Name   string // the source's name: the file's path, "stdin"
+	Line   int    // its line number
+	Offset int64  // where it starts, in bytes
+	Len    int    // the bytes of it there are
+}
+
+func (e *TornLineError) Error() string {
+	return fmt.Sprintf("effector: %s:%d (byte %d): the last line has %d bytes and no newline: its writer crashed or is still writing; it was not read, nor acknowledged: complete the line (or remove the fragment) and run again, which resumes at its start", e.Name, e.Line, e.Offset, e.Len)
 }
 
 // JSONLOption configures a JSONLSource.
@@ -49,6 +77,15 @@ type JSONLOption func(*jsonlConfig)
 type jsonlConfig struct {
 	maxLine    int
 	checkpoint string
+	tornWait   time.Duration
+}
+
+// WithTornLineWait sets how long OpenJSONLFile's source, at the end of the
+// file, waits for the rest of a last line that has no newline, reading
+// again as the file grows, before it stops with a *TornLineError. Default:
+// DefaultTornLineWait. OpenJSONLFile refuses d < 0; 0 reports at once.
+func WithTornLineWait(d time.Duration) JSONLOption {
+	return func(c *jsonlConfig) { c.tornWait = d }
 }
 
 // WithMaxLineBytes sets the longest line read as an intent. Default:
@@ -80,12 +117,15 @@ func NewJSONLSource(r io.Reader, name string, opts ...JSONLOption) *JSONLSource 
 // OpenJSONLFile reads intents from the file at path, resuming after its
 // checkpoint (see WithCheckpointFile) if there is one. Close it when done.
 func OpenJSONLFile(path string, opts ...JSONLOption) (*JSONLSource, error) {
-	cfg := jsonlConfig{maxLine: DefaultMaxLineBytes, checkpoint: path + ".ack"}
+	cfg := jsonlConfig{maxLine: DefaultMaxLineBytes, checkpoint: path + ".ack", tornWait: DefaultTornLineWait}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.maxLine <= 0 {
 		return nil, fmt.Errorf("effector: WithMaxLineBytes(%d): want a positive length", cfg.maxLine)
+	}
+	if cfg.tornWait < 0 {
+		return nil, fmt.Errorf("effector: WithTornLineWait(%v): want zero or more", cfg.tornWait)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -111,6 +151,7 @@ func OpenJSONLFile(path string, opts ...JSONLOption) (*JSONLSource, error) {
 	}
 	s := newJSONLSource(path, cfg.maxLine, ck)
 	s.closer = f
+	s.tornWait = cfg.tornWait
 	go s.read(bufio.NewReader(f), ck.offset, ck.line)
 	return s, nil
 }
@@ -158,20 +199,70 @@ func (s *JSONLSource) Close() error {
 // while a read from a stream blocks.
 func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 	defer close(s.lines)
+	// torn holds a last fragment without its newline, and tornN the bytes
+	// it took, while the source waits for the rest; offset stays at its start.
+	var torn []byte
+	var tornN int
+	var tornLong bool
+	var waited time.Duration
 	for {
 		text, n, tooLong, err := readLine(r, s.maxLine)
+		if torn != nil {
+			tooLong = tornLong || tooLong || len(torn)+len(text) > s.maxLine
+			text, n = appendLimited(torn, text, s.maxLine), n+tornN
+			torn, tornN = nil, 0
+		}
 		if n == 0 && err != nil {
 			if !errors.Is(err, io.EOF) {
 				s.readErr = fmt.Errorf("effector: reading %s after line %d: %w", s.name, line, err)
 			}
 			return
 		}
+		if err != nil { // n > 0: a last line without its newline
+			if !errors.Is(err, io.EOF) {
+				s.readErr = fmt.Errorf("effector: reading %s after line %d: %w", s.name, line, err)
+				return
+			}
+			if !tooLong && len(bytes.TrimSpace(text)) == 0 && (s.ckpt == nil || waited >= s.tornWait) {
+				return // trailing space: no line, and nothing to checkpoint past
+			}
+			te := &TornLineError{Name: s.name, Line: line + 1, Offset: offset, Len: n}
+			if s.ckpt == nil {
+				// A stream's end is for good: dead-letter the fragment.
+				d := Delivery{Pos: s.name + ":" + strconv.Itoa(line+1), Err: te, Bytes: text, Offset: offset}
+				select {
+				case s.lines <- d:
+				case <-s.done:
+				}
+				return
+			}
+			if waited >= s.tornWait {
+				s.readErr = te
+				return
+			}
+			// Wait for the writer to finish the line; the reader reads on
+			// from where it stopped.
+			step := min(tornPoll, s.tornWait-waited)
+			t := time.NewTimer(step)
+			select {
+			case <-t.C:
+			case <-s.done:
+				t.Stop()
+				return
+			}
+			waited += step
+			torn, tornN, tornLong = append([]byte{}, text...), n, tooLong
+			continue
+		}
+		waited = 0
+		start := offset
 		line++
 		offset += int64(n)
 		d := Delivery{Pos: s.name + ":" + strconv.Itoa(line)}
 		switch {
 		case tooLong:
 			d.Err = fmt.Errorf("effector: %s: line is longer than %d bytes; split it or raise WithMaxLineBytes", d.Pos, s.maxLine)
+			d.Bytes, d.Offset = text, start
 		case len(bytes.TrimSpace(text)) == 0:
 			if s.ckpt != nil {
 				s.ckpt.add(offset, line, true)
@@ -181,6 +272,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			in := new(intent.Intent)
 			if err := in.UnmarshalJSON(text); err != nil {
 				d.Err = fmt.Errorf("effector: %s: %w", d.Pos, err)
+				d.Bytes, d.Offset = text, start
 			} else {
 				d.Intent = in
 			}
@@ -197,23 +289,37 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 	}
 }
 
+// tornPoll is how often a file source reads again for a torn line's rest.
+const tornPoll = 20 * time.Millisecond
+
+// appendLimited appends b to dst, keeping at most max bytes in all.
+func appendLimited(dst, b []byte, limit int) []byte {
+	if room := limit - len(dst); room < len(b) {
+		b = b[:max(room, 0)]
+	}
+	return append(dst, b...)
+}
+
 // readLine reads one line, without its newline, keeping at most max bytes:
 // n counts every byte consumed, tooLong says the line was longer than max.
+// A line cut short by an error (io.EOF: no newline) comes with the error.
 func readLine(r *bufio.Reader, max int) (line []byte, n int, tooLong bool, err error) {
 	for {
 		frag, err := r.ReadSlice('\n')
 		n += len(frag)
 		if !tooLong {
 			if len(line)+len(frag) > max+1 { // +1: the newline
-				tooLong, line = true, nil
-			} else {
-				line = append(line, frag...)
+				tooLong = true
 			}
 		}
+		line = appendLimited(line, frag, max+1)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(line) > max {
+			line = line[:max]
+		}
 		return line, n, tooLong, err
 	}
 }

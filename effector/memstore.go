@@ -36,9 +36,15 @@ type MemoryStore struct {
 
 type memRecord struct {
 	id      string
-	token   string // the owner's token while in flight; "" once done
+	token   string // the owner's token while in flight; "" once done or released
+	done    bool
 	result  []byte // the terminal result once done
 	expires int64  // lease end while in flight; result expiry once done (clock's ns)
+	call    Call   // what the intent id was claimed for
+	// attempts counts the claims that did not end in a Release. A record
+	// released with attempts left (earlier owners' leases ran out) stays,
+	// with no token and expires 0, so the next claim counts on from it.
+	attempts int
 	// gen counts the record's uses, so that an expiry queued for one use is
 	// not applied to the next.
 	gen uint64
@@ -99,7 +105,7 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 }
 
 // Claim implements DedupStore.
-func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Duration) (Claim, error) {
+func (s *MemoryStore) Claim(ctx context.Context, intentID string, call Call, lease time.Duration) (Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return Claim{}, err
 	}
@@ -107,8 +113,13 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.records[intentID]
-	if r != nil && now < r.expires {
-		if r.token == "" {
+	live := r != nil && now < r.expires
+	if r != nil && (live || !r.done) && r.call.Digest != call.Digest {
+		// Done, in flight, or claimed by an owner that may have run it.
+		return Claim{State: Mismatch, Recorded: r.call}, nil
+	}
+	if live {
+		if r.done {
 			// The caller gets its own copy, so the stored bytes cannot be changed.
 			return Claim{State: Done, Result: append([]byte(nil), r.result...)}, nil
 		}
@@ -117,6 +128,10 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	// A record still holding a token is a claim that ran out without Complete
 	// or Release: its owner may have run the tool.
 	reclaimed := r != nil && r.token != ""
+	attempts := 0
+	if r != nil && !r.done {
+		attempts = r.attempts
+	}
 	s.expire(now)
 	if r == nil || r.id != intentID { // absent, or dropped by expire just now
 		r = s.newRecord(intentID)
@@ -125,8 +140,11 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, lease time.Dur
 	}
 	s.tokens++
 	r.token = strconv.FormatUint(s.tokens, 36)
+	r.done = false
 	r.expires = now + int64(lease)
-	return Claim{State: Claimed, Token: r.token, Reclaimed: reclaimed}, nil
+	r.call = call
+	r.attempts = attempts + 1
+	return Claim{State: Claimed, Token: r.token, Reclaimed: reclaimed, Attempts: r.attempts}, nil
 }
 
 // Complete implements DedupStore.
@@ -142,6 +160,7 @@ func (s *MemoryStore) Complete(ctx context.Context, intentID, token string, resu
 		return ErrNotOwner
 	}
 	r.token = ""
+	r.done = true
 	if c := cap(r.result); c < len(result) || c > 2*len(result)+64 {
 		// A reused buffer much larger than the result would hold memory
 		// for nothing as long as the result lives.
@@ -165,6 +184,11 @@ func (s *MemoryStore) Release(ctx context.Context, intentID, token string) error
 	if r == nil {
 		return ErrNotOwner
 	}
+	if r.attempts--; r.attempts > 0 {
+		// Earlier owners' attempts stay counted.
+		r.token, r.expires = "", 0
+		return nil
+	}
 	s.drop(r)
 	return nil
 }
@@ -172,7 +196,7 @@ func (s *MemoryStore) Release(ctx context.Context, intentID, token string) error
 // owned returns intentID's record if token holds its unexpired lease.
 func (s *MemoryStore) owned(intentID, token string, now int64) *memRecord {
 	r := s.records[intentID]
-	if r == nil || token == "" || r.token != token || now >= r.expires {
+	if r == nil || token == "" || r.done || r.token != token || now >= r.expires {
 		return nil
 	}
 	return r
@@ -196,7 +220,7 @@ func (s *MemoryStore) newRecord(id string) *memRecord {
 // drop removes r from the map and keeps it for reuse.
 func (s *MemoryStore) drop(r *memRecord) {
 	delete(s.records, r.id)
-	r.id, r.token, r.expires = "", "", 0
+	r.id, r.token, r.expires, r.done, r.call, r.attempts = "", "", 0, false, Call{}, 0
 	r.gen++
 	if len(s.free) < maxFree && cap(r.result) <= maxReusedResult {
 		r.result = r.result[:0]
@@ -224,7 +248,7 @@ func (s *MemoryStore) expire(now int64) {
 	for i := 0; i < len(s.expiries); i++ {
 		q := s.expiries[i]
 		for q.head < len(q.entries) && q.entries[q.head].expires <= now {
-			if e := q.entries[q.head]; e.r.gen == e.gen && e.r.token == "" && e.r.expires <= now {
+			if e := q.entries[q.head]; e.r.gen == e.gen && e.r.done && e.r.expires <= now {
 				s.drop(e.r)
 			}
 			q.pop()

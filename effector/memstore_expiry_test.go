@@ -18,7 +18,7 @@ func TestMemoryStoreDropsExpiredResults(t *testing.T) {
 	ctx := context.Background()
 	claimed := func(id string, lease time.Duration) string {
 		t.Helper()
-		c, err := s.Claim(ctx, id, lease)
+		c, err := s.Claim(ctx, id, Call{}, lease)
 		if err != nil || c.State != Claimed {
 			t.Fatalf("Claim(%q) = %+v, %v; want Claimed", id, c, err)
 		}
@@ -51,10 +51,10 @@ func TestMemoryStoreDropsExpiredResults(t *testing.T) {
 			t.Errorf("the 1s queue still holds %d entries after they all expired", live)
 		}
 	}
-	if c, err := s.Claim(ctx, "lapsed", time.Hour); err != nil || c.State != Claimed || !c.Reclaimed {
+	if c, err := s.Claim(ctx, "lapsed", Call{}, time.Hour); err != nil || c.State != Claimed || !c.Reclaimed {
 		t.Errorf("Claim of the lapsed claim after expiry = %+v, %v; want Claimed and Reclaimed", c, err)
 	}
-	if c, err := s.Claim(ctx, "long-3", time.Hour); err != nil || c.State != Done || string(c.Result) != "r-long-3" {
+	if c, err := s.Claim(ctx, "long-3", Call{}, time.Hour); err != nil || c.State != Done || string(c.Result) != "r-long-3" {
 		t.Errorf("Claim of a live result = %+v, %v; want Done with its bytes", c, err)
 	}
 
@@ -83,7 +83,7 @@ func TestMemoryStoreReusesRecordsWithoutSharingResults(t *testing.T) {
 	ctx := context.Background()
 	complete := func(id string, result string) {
 		t.Helper()
-		c, err := s.Claim(ctx, id, time.Minute)
+		c, err := s.Claim(ctx, id, Call{}, time.Minute)
 		if err != nil || c.State != Claimed {
 			t.Fatalf("Claim(%q) = %+v, %v; want Claimed", id, c, err)
 		}
@@ -92,7 +92,7 @@ func TestMemoryStoreReusesRecordsWithoutSharingResults(t *testing.T) {
 		}
 	}
 	complete("a", "result of a")
-	c, err := s.Claim(ctx, "a", time.Minute)
+	c, err := s.Claim(ctx, "a", Call{}, time.Minute)
 	if err != nil || c.State != Done {
 		t.Fatalf("Claim(a) = %+v, %v; want Done", c, err)
 	}
@@ -106,10 +106,10 @@ func TestMemoryStoreReusesRecordsWithoutSharingResults(t *testing.T) {
 	if string(c.Result) != "result of a" {
 		t.Errorf("a's Done result changed to %q when its record was reused", c.Result)
 	}
-	if c, err := s.Claim(ctx, "b", time.Minute); err != nil || c.State != Done || string(c.Result) != "B" {
+	if c, err := s.Claim(ctx, "b", Call{}, time.Minute); err != nil || c.State != Done || string(c.Result) != "B" {
 		t.Errorf("Claim(b) = %+v, %v; want Done with B", c, err)
 	}
-	if c, err := s.Claim(ctx, "a", time.Minute); err != nil || c.State != Claimed || c.Reclaimed {
+	if c, err := s.Claim(ctx, "a", Call{}, time.Minute); err != nil || c.State != Claimed || c.Reclaimed {
 		t.Errorf("Claim(a) after its result expired = %+v, %v; want Claimed, not Reclaimed", c, err)
 	}
 
@@ -131,7 +131,7 @@ func TestMemoryStoreDoesNotKeepAReusedBufferFarLargerThanItsResult(t *testing.T)
 	ctx := context.Background()
 	complete := func(id string, result []byte) {
 		t.Helper()
-		c, err := s.Claim(ctx, id, time.Minute)
+		c, err := s.Claim(ctx, id, Call{}, time.Minute)
 		if err != nil || c.State != Claimed {
 			t.Fatalf("Claim(%q) = %+v, %v; want Claimed", id, c, err)
 		}

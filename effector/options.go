@@ -65,7 +65,9 @@ func (m VerifyMode) String() string {
 
 // DeadLetterFunc receives an intent refused before it reached the store
 // (its signature did not verify, or it is malformed), with the reason. No
-// Result exists for such an intent. An error from it is reported by Process in
+// Result exists for such an intent. It also receives a poison intent, given
+// up after WithMaxAttempts attempts, with a *PoisonError: that one has an
+// ERROR result. An error from it is reported by Process in
 // RefusedError.SinkErr, so the caller can keep the intent rather than drop it.
 type DeadLetterFunc func(ctx context.Context, in *intent.Intent, reason error) error
 
@@ -92,9 +94,11 @@ type config struct {
 	deadLetter   DeadLetterFunc
 	approval     ApprovalFunc
 	logger       *slog.Logger
+	maxAttempts  int
 	underivedIDs bool
 	maxArgs      int
 	toolMaxArgs  map[string]int
+	dropUnknown  map[string]bool // tools whose unknown argument keys are dropped
 }
 
 func defaultConfig() config {
@@ -107,6 +111,8 @@ func defaultConfig() config {
 		maxBackoff: DefaultMaxBackoff,
 		logger:     slog.Default(),
 		maxArgs:    toolreg.DefaultMaxArgsBytes,
+
+		maxAttempts: DefaultMaxAttempts,
 	}
 }
 
@@ -225,5 +231,25 @@ func WithToolMaxArgsBytes(name string, n int) Option {
 			c.toolMaxArgs = make(map[string]int)
 		}
 		c.toolMaxArgs[name] = n
+	}
+}
+
+// WithDropUnknownKeys makes the effector drop, for each tool named, the
+// argument keys its manifest does not declare (at any depth, except in maps
+// declared with additionalProperties) before validating, and log each dropped
+// key's JSON Pointer at level Info with the intent id and tool (never the
+// values). It is for intents staged by Python producers: pydantic ignores
+// extra keys, so its pipelines may stage them. By default, and for every tool
+// not named, an unknown key is refused (REJECTED), as on every other path.
+// Dropping keys changes nothing else: the rest is validated as usual. New
+// refuses a name the effect table does not hold.
+func WithDropUnknownKeys(tools ...string) Option {
+	return func(c *config) {
+		if c.dropUnknown == nil {
+			c.dropUnknown = make(map[string]bool)
+		}
+		for _, t := range tools {
+			c.dropUnknown[t] = true
+		}
 	}
 }

@@ -19,12 +19,23 @@ type Delivery struct {
 	// the entry; Err then says why.
 	Intent *intent.Intent
 	// Err reports an entry that is no intent (bad JSON, a line too long). No
-	// result can answer it, so Serve logs it (Pos and Err, never the bytes)
-	// and acknowledges it.
+	// result can answer it, so Serve hands it to the entry dead-letter sink
+	// (WithEntryDeadLetter) and acknowledges it once the sink has it.
 	Err error
+	// Bytes holds, with Err, the entry's bytes as read (a line too long is
+	// cut to the source's limit), for the dead-letter sink.
+	Bytes []byte
+	// Offset is, with Err, where the entry starts in its source, in bytes,
+	// or -1 when the source has no offsets.
+	Offset int64
 	// Pos says where the entry came from, for logs: "intents.jsonl:17", a
 	// stream entry id.
 	Pos string
+	// Deliveries counts the times the source has delivered this entry, this
+	// one included, when the source counts them (Redis Streams' delivery
+	// count); 0 when it does not. Serve passes it to Process with
+	// WithDeliveryCount, for WithMaxAttempts.
+	Deliveries int
 	// Ack tells the source the entry is answered, so it must not be delivered
 	// again. Serve calls it only after the intent's result is published (or
 	// the intent was refused and dead-lettered, or the entry is no intent).
@@ -59,6 +70,7 @@ var _ Processor = (*Effector)(nil)
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
+	deadEntry  EntryDeadLetterFunc
 	workers    int
 	drain      time.Duration
 	minBackoff time.Duration
@@ -90,6 +102,19 @@ func WithDrainTimeout(d time.Duration) ServeOption {
 // Default: 50ms to 5s.
 func WithRetryBackoff(min, max time.Duration) ServeOption {
 	return func(c *serveConfig) { c.minBackoff, c.maxBackoff = min, max }
+}
+
+// EntryDeadLetterFunc receives an entry a source could not decode into an
+// intent (Delivery.Err is set), with its bytes and offset. An error makes
+// Serve retry it, and leaves the entry unacknowledged until it succeeds.
+type EntryDeadLetterFunc func(ctx context.Context, d Delivery) error
+
+// WithEntryDeadLetter sets where entries that are no intent go. The default
+// logs each at level Error, with its position, offset, length and error
+// (never its bytes, which may hold personal data), and drops it: pass a sink
+// that keeps the bytes where they must not be lost.
+func WithEntryDeadLetter(f EntryDeadLetterFunc) ServeOption {
+	return func(c *serveConfig) { c.deadEntry = f }
 }
 
 // WithServeLogger sets Serve's logger. Default: slog.Default(). Serve logs
@@ -144,6 +169,12 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		return fmt.Errorf("effector: WithRetryBackoff(%v, %v): want 0 < min <= max", cfg.minBackoff, cfg.maxBackoff)
 	case cfg.logger == nil:
 		return errors.New("effector: WithServeLogger(nil): pass a logger, or slog.New(slog.DiscardHandler) for none")
+	}
+	if cfg.deadEntry == nil {
+		cfg.deadEntry = func(ctx context.Context, d Delivery) error {
+			cfg.logger.ErrorContext(ctx, "effector: entry is no intent; dropping it", "pos", d.Pos, "offset", d.Offset, "bytes", len(d.Bytes), "error", d.Err.Error())
+			return nil
+		}
 	}
 	s := &server{cfg: cfg, sink: sink, p: p, log: cfg.logger}
 
@@ -220,8 +251,8 @@ type server struct {
 // stop is the serve context: once it ends, failed steps are not retried.
 func (s *server) answer(work, stop context.Context, d Delivery) {
 	if d.Err != nil {
-		s.log.ErrorContext(work, "effector: entry is no intent; acknowledging it without a result", "pos", d.Pos, "error", d.Err.Error())
-		if s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
+		if s.retry(work, stop, d, "dead-lettering the undecodable entry of", func() error { return s.cfg.deadEntry(work, d) }) &&
+			s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
 			s.answered.Add(1)
 		}
 		return
@@ -229,13 +260,20 @@ func (s *server) answer(work, stop context.Context, d Delivery) {
 	in := d.Intent
 	var res intent.Result
 	refused := false
+	pctx := work
+	if d.Deliveries > 0 {
+		pctx = WithDeliveryCount(work, d.Deliveries)
+	}
 	ok := s.retry(work, stop, d, "processing", func() error {
 		var err error
-		res, err = s.p.Process(work, in)
+		res, err = s.p.Process(pctx, in)
 		var re *RefusedError
 		if errors.As(err, &re) && re.SinkErr == nil {
 			refused = true // dead-lettered: no result, and nothing to redeliver
 			return nil
+		}
+		if nd := (*NonDeterministicError)(nil); errors.As(err, &nd) {
+			return nil // REJECTED: publish it, and redeliver nothing
 		}
 		return err
 	})

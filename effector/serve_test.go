@@ -310,8 +310,9 @@ func TestServeShutdown(t *testing.T) {
 		// does not know (a false ERROR) nor release the claim (the
 		// redelivery would run it again): the claim holds while the function
 		// runs, and when it returns its real outcome is recorded.
-		id := effectortest.Intent("e", 3, 0).ID
-		c, err := store.Claim(context.Background(), id, time.Minute)
+		in3 := effectortest.Intent("e", 3, 0)
+		id := in3.ID
+		c, err := store.Claim(context.Background(), id, effector.CallOf(in3), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +323,7 @@ func TestServeShutdown(t *testing.T) {
 		var res intent.Result
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			c, err = store.Claim(context.Background(), id, time.Minute)
+			c, err = store.Claim(context.Background(), id, effector.CallOf(in3), time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -485,6 +486,16 @@ func FuzzJSONLSource(f *testing.F) {
 			}
 			if (d.Intent == nil) == (d.Err == nil) {
 				t.Fatalf("delivery at %s has intent %v and error %v: want exactly one", d.Pos, d.Intent != nil, d.Err)
+			}
+			if d.Err != nil && (d.Offset < 0 || d.Offset > int64(len(data)) || !bytes.HasPrefix(data[d.Offset:], d.Bytes)) {
+				t.Fatalf("delivery at %s: bytes %q at offset %d are not the input's", d.Pos, d.Bytes, d.Offset)
+			}
+			var te *effector.TornLineError
+			if errors.As(d.Err, &te) && bytes.HasSuffix(data, []byte("\n")) {
+				t.Fatalf("delivery at %s reports a torn line, but the input ends with a newline", d.Pos)
+			}
+			if d.Intent != nil && !bytes.Contains(data, []byte("\n")) {
+				t.Fatalf("delivery at %s is an intent read from input with no newline at all", d.Pos)
 			}
 			var line int
 			if _, err := fmt.Sscanf(d.Pos, "f:%d", &line); err != nil || line <= prev {

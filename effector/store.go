@@ -2,8 +2,17 @@ package effector
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // ClaimState is the outcome of DedupStore.Claim.
@@ -18,6 +27,11 @@ const (
 	InFlight
 	// Done: the intent has a terminal result, returned byte-identical.
 	Done
+	// Mismatch: the intent id is known (done, in flight, or claimed before
+	// by an owner that may have run it) for another call than the one asked
+	// for: Claim.Recorded holds the recorded call. Nothing is claimed and no
+	// result is returned: the stored result answers another call.
+	Mismatch
 )
 
 func (s ClaimState) String() string {
@@ -28,6 +42,8 @@ func (s ClaimState) String() string {
 		return "in-flight"
 	case Done:
 		return "done"
+	case Mismatch:
+		return "mismatch"
 	}
 	return "unknown"
 }
@@ -48,6 +64,70 @@ type Claim struct {
 	// reclaimed: nothing of an earlier owner is unaccounted for. The
 	// conformance suite holds every store to this.
 	Reclaimed bool
+	// Attempts counts, with State Claimed, the claims of the intent that did
+	// not end in a Release, this one included: 1 for a first claim, more
+	// when earlier owners' leases ran out (they crashed or stalled mid-way).
+	// A Release gives its attempt back, since nothing ran. The effector
+	// refuses to run an intent again past WithMaxAttempts.
+	Attempts int
+	// Recorded is the call the intent id was first claimed for, with State
+	// Mismatch.
+	Recorded Call
+}
+
+// MaxCallToolBytes is the most bytes of a tool name a Call keeps, so a
+// store's record of a call has a fixed bound whatever an intent carries.
+// The digest covers the whole name.
+const MaxCallToolBytes = 64
+
+// Call is what an intent asks to run, in a fixed size a store can keep with
+// the claim: the tool's name (at most MaxCallToolBytes of it, to name the
+// call in messages) and a SHA-256 digest of the whole tool name and the
+// canonical JSON of the arguments. Two calls are the same call when their
+// digests are equal.
+type Call struct {
+	Tool   string
+	Digest [sha256.Size]byte
+}
+
+// NewCall returns the call of tool with the JSON arguments args. Arguments
+// that differ only in spacing or member order are the same call; arguments
+// that are not JSON are digested as given (the effector rejects them).
+func NewCall(tool string, args []byte) Call {
+	buf := callBufs.Get().(*[]byte)
+	defer callBufs.Put(buf)
+	b := binary.BigEndian.AppendUint64((*buf)[:0], uint64(len(tool)))
+	b = append(b, tool...)
+	if canon, err := canonjson.Canonicalize(args); err == nil {
+		b = append(b, canon...)
+	} else {
+		b = append(b, args...)
+	}
+	*buf = b
+	return Call{Tool: cutTool(tool), Digest: sha256.Sum256(b)}
+}
+
+// CallOf returns the call in asks for: NewCall(in.ToolName, in.ArgsJSON).
+func CallOf(in *intent.Intent) Call { return NewCall(in.ToolName, in.ArgsJSON) }
+
+var callBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// cutTool keeps at most MaxCallToolBytes of name, cut at a rune boundary.
+func cutTool(name string) string {
+	if len(name) <= MaxCallToolBytes {
+		return name
+	}
+	n := MaxCallToolBytes
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return name[:n]
+}
+
+// String names the call for people: the tool and the first bytes of the
+// digest, such as `tool "send_email" with arguments sha256:1f2e3d4c5b6a`.
+func (c Call) String() string {
+	return fmt.Sprintf("tool %q with arguments sha256:%s", c.Tool, hex.EncodeToString(c.Digest[:6]))
 }
 
 // ErrNotOwner is returned by Complete and Release when the token no longer owns
@@ -58,8 +138,12 @@ var ErrNotOwner = errors.New("effector: claim token does not own this intent (it
 // that each intent id is executed at most once across retries, restarts and
 // workers. Every implementation passes the suite in package effector/storetest.
 type DedupStore interface {
-	// Claim takes intentID for lease if no one holds it and it is not done.
-	Claim(ctx context.Context, intentID string, lease time.Duration) (Claim, error)
+	// Claim takes intentID for lease, recording call with it, if no one
+	// holds it and it is not done. If intentID is known (done, in flight, or
+	// claimed by an owner whose lease ran out) for a call whose digest
+	// differs from call's, it returns Mismatch with the recorded call, and
+	// neither claims nor returns the result.
+	Claim(ctx context.Context, intentID string, call Call, lease time.Duration) (Claim, error)
 	// Complete stores result as intentID's terminal record, kept for ttl, if
 	// token still owns the claim; otherwise it returns ErrNotOwner and changes nothing.
 	// It must not keep result after it returns: the effector reuses the buffer.

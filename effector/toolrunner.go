@@ -53,7 +53,8 @@ func (r *ToolRunner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMess
 
 // checkShape refuses a function that is not func(context.Context, A) (R, error)
 // for the decoded A. Package bindings only builds such functions; a
-// hand-made toolreg.Binding might not, and reflect would panic.
+// hand-made toolbind.Binding (this module's tests make some) might not,
+// and reflect would panic.
 func checkShape(name string, ft reflect.Type, av reflect.Value) error {
 	if ft.Kind() == reflect.Func && ft.NumIn() == 2 && ft.NumOut() == 2 &&
 		ft.In(0) == ctxType && av.IsValid() && av.Type().AssignableTo(ft.In(1)) && ft.Out(1) == errType {

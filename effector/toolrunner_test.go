@@ -12,6 +12,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 )
 
 func refundSpec() *toolreg.Spec {
@@ -19,7 +20,7 @@ func refundSpec() *toolreg.Spec {
 		Name: "refund", Description: "Refund an order.", SideEffect: true, Pos: toolreg.Pos{File: "refund.yaml", Line: 1},
 		Params: []*toolreg.Param{
 			{Name: "order_id", Schema: toolreg.Schema{Type: toolreg.TypeString}},
-			{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: new(1.0)}},
+			{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: "1"}},
 		},
 	}
 }
@@ -175,10 +176,10 @@ func TestToolRunnerFindsNoFunctionInThePipelinesTable(t *testing.T) {
 func TestToolRunnerRefusesAHandMadeBindingOfTheWrongShape(t *testing.T) {
 	t.Parallel()
 	var calls int
-	tool := toolreg.NewBoundTool(refundSpec(), &toolreg.Binding{
+	tool := toolbind.Attach(refundSpec(), &toolbind.Binding{
 		Func:   func(a RefundArgs) string { calls++; return "" },
 		Decode: func(json.RawMessage) (any, error) { return RefundArgs{}, nil },
-	})
+	}).(*toolreg.Tool)
 	_, err := effector.NewToolRunner().Run(context.Background(), tool, json.RawMessage(`{}`))
 	if err == nil || !strings.Contains(err.Error(), "bind it with bindings.Effect") {
 		t.Errorf("Run() error = %v, want one saying how to bind the function", err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"testing/fstest"
 
 	"github.com/beam-agents/toolreg/loader"
 )
@@ -95,5 +96,49 @@ func BenchmarkLoad10000Heap(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(held.HeapAlloc)-float64(before.HeapAlloc), "retained-B")
 		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "leftover-B")
+	}
+}
+
+// manyParams is one tool with n params; distinct gives each its own shape
+// (a maxLength of its own), so no work is shared between them. 40,000 params
+// make a legal file of about 0.9 MiB.
+func manyParams(n int, distinct bool) []byte {
+	var b []byte
+	b = append(b, "name: wide\ndescription: d\nparams:\n"...)
+	for i := range n {
+		if distinct {
+			b = fmt.Appendf(b, "  p%d: {type: string, maxLength: %d}\n", i, i)
+		} else {
+			b = fmt.Appendf(b, "  p%d: {type: number}\n", i)
+		}
+	}
+	return b
+}
+
+// BenchmarkLoadManyParams loads one tool of 10,000 and 40,000 params alike,
+// or 5,000 and 20,000 each of its own shape: time and memory must grow linearly with the
+// count. Compare with the loader before it checked params one by one.
+func BenchmarkLoadManyParams(b *testing.B) {
+	for _, distinct := range []bool{false, true} {
+		sizes := []int{10_000, 40_000}
+		if distinct {
+			sizes = []int{5_000, 20_000} // 40,000 distinct params are over 1 MiB
+		}
+		for _, n := range sizes {
+			name := fmt.Sprintf("alike/%d", n)
+			if distinct {
+				name = fmt.Sprintf("distinct/%d", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				fsys := fstest.MapFS{"m.yaml": {Data: manyParams(n, distinct)}}
+				b.ReportAllocs()
+				for b.Loop() {
+					specs, err := loader.LoadFS(fsys, "m.yaml")
+					if err != nil || len(specs[0].Params) != n {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -50,6 +52,9 @@ func parseCUE(name string, src []byte) (*cueFile, []toolreg.Problem) {
 			msg = fmt.Sprintf("a CUE manifest must start with `package %s`, so that cue vet checks it against schema.cue", schemaPackage)
 		}
 		return nil, []toolreg.Problem{{Pos: toolreg.Pos{File: name, Line: 1, Col: 1}, Message: msg}}
+	}
+	if ps := hugeLiterals(name, f); ps != nil {
+		return nil, ps
 	}
 	for imp := range f.ImportSpecs() {
 		path := strings.Trim(imp.Path.Value, `"`)
@@ -122,11 +127,12 @@ type cueTool struct {
 }
 
 // evalCUE builds the files of one CUE package (one directory) together with
-// the schema, in a context of its own, and returns its tools or its problems.
+// the schema, in a context of its own, and returns its tools (those it can
+// find, even when the package has errors) and its problems.
 // The schema is parsed afresh: the CUE compiler annotates the syntax tree it
 // is given, so one tree cannot be shared by builds running in parallel.
 func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
-	sf, err := parser.ParseFile(schemaFile, toolreg.SchemaCUE)
+	sf, err := parser.ParseFile(schemaFile, toolreg.SchemaCUE())
 	if err != nil {
 		panic("loader: embedded schema.cue does not parse: " + err.Error())
 	}
@@ -149,24 +155,35 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 	again := redeclared(files)
 	first := toolreg.Pos{File: files[0].name}
 	v := cuecontext.New().BuildInstance(inst)
+	var ps []toolreg.Problem
+	var failed map[string]bool // tools with an error of CUE's
 	if err := v.Validate(cue.Concrete(true)); err != nil {
-		return nil, cueProblems(v, err, labels, first)
+		ps, failed = cueProblems(v, err, labels, first)
 	}
 	tv := v.LookupPath(cue.MakePath(cue.Str("tools")))
 	if !tv.Exists() {
-		return nil, nil
+		return nil, ps
 	}
 	it, err := tv.Fields()
 	if err != nil {
-		return nil, cueProblems(v, err, labels, first)
+		if ps == nil {
+			ps, _ = cueProblems(v, err, labels, first)
+		}
+		return nil, ps
 	}
 	var tools []cueTool
 	for it.Next() {
 		name := it.Selector().Unquoted()
 		path := "tools." + name
-		tools = append(tools, cueTool{name: name, root: cueNode(it.Value(), path, labels, labels[path]), again: again[name]})
+		t := cueTool{name: name, root: cueNode(it.Value(), path, labels, labels[path]), again: again[name]}
+		if !failed[name] {
+			// CUE reports a missing field only when nothing else in the
+			// package is wrong: each tool's are added here.
+			ps = append(ps, withMissing(nil, name, t.root, false)...)
+		}
+		tools = append(tools, t)
 	}
-	return tools, nil
+	return tools, ps
 }
 
 // redeclared finds the tools that two files of one package both declare, and
@@ -211,8 +228,9 @@ func redeclared(files []*cueFile) map[string]toolreg.Pos {
 }
 
 // cueProblems translates the errors of a CUE package v. An error inside
-// tools.<name> is that tool's; others are the package's.
-func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback toolreg.Pos) []toolreg.Problem {
+// tools.<name> is that tool's; others are the package's. failed names the
+// tools with an error.
+func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback toolreg.Pos) ([]toolreg.Problem, map[string]bool) {
 	var ps []toolreg.Problem
 	var order []string
 	byTool := map[string][]cueerrors.Error{}
@@ -226,19 +244,21 @@ func cueProblems(v cue.Value, err error, labels map[string]toolreg.Pos, fallback
 		}
 		byTool[tool] = append(byTool[tool], e)
 	}
+	failed := make(map[string]bool, len(order))
 	for _, tool := range order {
-		where := func(e cueerrors.Error) toolreg.Pos {
+		where := func(e cueerrors.Error, _ []string) toolreg.Pos {
 			return manifestPos(e, e.Path(), labels, fallback)
 		}
 		if tool == "\x00" {
-			ps = append(ps, translate(byTool[tool], 0, "", nil, where)...)
+			ps = append(ps, translate(byTool[tool], 0, nil, "", nil, where)...)
 			continue
 		}
+		failed[tool] = true
 		path := "tools." + tool
 		tree := cueNode(v.LookupPath(cue.MakePath(cue.Str("tools"), cue.Str(tool))), path, labels, labels[path])
-		ps = append(ps, withMissing(translate(byTool[tool], 2, tool, tree, where), tool, tree, false)...)
+		ps = append(ps, withMissing(translate(byTool[tool], 2, nil, tool, tree, where), tool, tree, false)...)
 	}
-	return ps
+	return ps, failed
 }
 
 // manifestPos finds where in the manifests (not in schema.cue) an error is:
@@ -363,4 +383,23 @@ func cueNode(v cue.Value, path string, labels map[string]toolreg.Pos, pos toolre
 		n.kind, n.bad = kindNull, true
 	}
 	return n
+}
+
+// hugeLiterals finds the number literals beyond float64's range: CUE itself
+// reads some of them wrong (-1e999999 as -1.0), so they are refused as
+// written, before CUE sees them.
+func hugeLiterals(name string, f *ast.File) []toolreg.Problem {
+	var ps []toolreg.Problem
+	ast.Walk(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || (lit.Kind != token.FLOAT && lit.Kind != token.INT) {
+			return true
+		}
+		if _, err := strconv.ParseFloat(lit.Value, 64); errors.Is(err, strconv.ErrRange) {
+			ps = append(ps, toolreg.Problem{Pos: cuePos(lit.Pos(), name),
+				Message: fmt.Sprintf("number %s is beyond the range of a float64 (about ±1.8e308 to 4.9e-324), which JSON Schema consumers (JavaScript) and toolreg's checks hold numbers in: use a number within it", short(lit.Value))})
+		}
+		return true
+	}, nil)
+	return ps
 }

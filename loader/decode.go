@@ -1,33 +1,52 @@
 package loader
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/beam-agents/toolreg"
 )
 
-// decodeSpec builds a Spec from a tool node that has passed the schema, so
-// every key is known and every value has its schema's type.
+// decodeSpec builds a Spec from a tool node. A value of the wrong kind, which
+// the schema refuses, is left out, so that a tool with problems still decodes
+// for the loader's own rules.
 func decodeSpec(n *node) *toolreg.Spec {
 	s := &toolreg.Spec{Pos: n.pos}
 	for i, k := range n.keys {
 		v := n.vals[i]
 		switch k {
 		case "name":
-			s.Name = v.text
+			s.Name = str(v)
 		case "description":
-			s.Description = v.text
+			s.Description = str(v)
 		case "side_effect":
 			s.SideEffect = v.text == "true"
 		case "strict":
 			s.Strict = v.text == "true"
 		case "params":
-			s.Params = decodeParams(v)
+			if v.kind == kindMap {
+				s.Params = decodeParams(v)
+			}
 		case "annotations":
-			s.Annotations = decodeAnnotations(v)
+			if v.kind == kindMap {
+				s.Annotations = decodeAnnotations(v)
+			}
+		case "tags":
+			s.Tags = decodeStrings(v)
+		case "keywords":
+			s.Keywords = decodeStrings(v)
 		}
 	}
 	return s
+}
+
+// decodeStrings returns a list of strings the schema has checked.
+func decodeStrings(n *node) []string {
+	out := make([]string, len(n.items))
+	for i, it := range n.items {
+		out[i] = it.text
+	}
+	return out
 }
 
 func decodeAnnotations(n *node) *toolreg.Annotations {
@@ -36,7 +55,7 @@ func decodeAnnotations(n *node) *toolreg.Annotations {
 		v := n.vals[i]
 		switch k {
 		case "title":
-			a.Title = v.text
+			a.Title = str(v)
 		case "destructiveHint":
 			a.DestructiveHint = boolPtr(v)
 		case "idempotentHint":
@@ -67,31 +86,33 @@ func decodeSchema(n *node, s *toolreg.Schema) {
 		v := n.vals[i]
 		switch k {
 		case "type":
-			s.Type = toolreg.Type(v.text)
+			s.Type = toolreg.Type(str(v))
 		case "description":
-			s.Description = v.text
+			s.Description = str(v)
 		case "default":
 			s.Default, s.HasDefault = v.value(), true
 		case "enum":
-			s.Enum = v.value().([]any)
+			if v.kind == kindList {
+				s.Enum = v.value().([]any)
+			}
 		case "minimum":
-			s.Minimum = floatPtr(v)
+			s.Minimum = number(v)
 		case "maximum":
-			s.Maximum = floatPtr(v)
+			s.Maximum = number(v)
 		case "exclusiveMinimum":
-			s.ExclusiveMinimum = floatPtr(v)
+			s.ExclusiveMinimum = number(v)
 		case "exclusiveMaximum":
-			s.ExclusiveMaximum = floatPtr(v)
+			s.ExclusiveMaximum = number(v)
 		case "multipleOf":
-			s.MultipleOf = floatPtr(v)
+			s.MultipleOf = number(v)
 		case "minLength":
 			s.MinLength = intPtr(v)
 		case "maxLength":
 			s.MaxLength = intPtr(v)
 		case "pattern":
-			s.Pattern = v.text
+			s.Pattern = str(v)
 		case "format":
-			s.Format = v.text
+			s.Format = str(v)
 		case "minItems":
 			s.MinItems = intPtr(v)
 		case "maxItems":
@@ -99,13 +120,19 @@ func decodeSchema(n *node, s *toolreg.Schema) {
 		case "uniqueItems":
 			s.UniqueItems = v.text == "true"
 		case "items":
-			s.Items = &toolreg.Schema{}
-			decodeSchema(v, s.Items)
+			if v.kind == kindMap {
+				s.Items = &toolreg.Schema{}
+				decodeSchema(v, s.Items)
+			}
 		case "properties":
-			s.Properties = decodeParams(v)
+			if v.kind == kindMap {
+				s.Properties = decodeParams(v)
+			}
 		case "additionalProperties":
-			s.AdditionalProperties = &toolreg.Schema{}
-			decodeSchema(v, s.AdditionalProperties)
+			if v.kind == kindMap {
+				s.AdditionalProperties = &toolreg.Schema{}
+				decodeSchema(v, s.AdditionalProperties)
+			}
 		}
 	}
 }
@@ -115,12 +142,27 @@ func boolPtr(n *node) *bool {
 	return &b
 }
 
-func floatPtr(n *node) *float64 {
-	f, _ := strconv.ParseFloat(n.text, 64) // the schema made it a number
-	return &f
+// number is a numeric keyword as written: exact, never rounded to a float64.
+func number(n *node) json.Number {
+	if n.kind != kindInt && n.kind != kindFloat {
+		return "" // refused by the schema
+	}
+	return json.Number(n.text)
 }
 
 func intPtr(n *node) *int {
-	i, _ := strconv.Atoi(n.text) // the schema made it an int
+	i, err := strconv.Atoi(n.text)
+	if n.kind != kindInt || err != nil {
+		return nil // refused by the schema
+	}
 	return &i
+}
+
+// str is a string node's text; the text of a node of another kind, which the
+// schema refuses, is not a string to keep.
+func str(n *node) string {
+	if n.kind != kindString {
+		return ""
+	}
+	return n.text
 }

@@ -50,9 +50,23 @@ func checkLoad(t *testing.T, name string, data []byte) {
 			if len(tde.Problems) == 0 {
 				t.Errorf("ToolDefinitionError without problems")
 			}
-			for _, p := range tde.Problems {
+			seen := map[string]bool{}
+			for i, p := range tde.Problems {
 				if p.Pos.File != name || p.Message == "" {
 					t.Errorf("problem does not name %s or says nothing: %s", name, p)
+				}
+				if seen[p.String()] {
+					t.Errorf("problem reported twice: %s", p)
+				}
+				seen[p.String()] = true
+				if i > 0 {
+					prev := tde.Problems[i-1].Pos
+					if prev.Line > p.Pos.Line || prev.Line == p.Pos.Line && prev.Col > p.Pos.Col {
+						t.Errorf("problems out of order: %s before %s", tde.Problems[i-1], p)
+					}
+				}
+				if len(p.Message) > 1100 {
+					t.Errorf("message of %d bytes: a message quotes only a short excerpt", len(p.Message))
 				}
 			}
 		case errors.As(err, &dup):

@@ -3,6 +3,7 @@ package loader_test
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,12 +117,120 @@ func TestManyDocumentsInOneFileLoad(t *testing.T) {
 // Not parallel: it changes the package's CUE time limit.
 func TestCUEEvaluationIsBoundedInTime(t *testing.T) {
 	defer loader.SetCUETimeout(time.Nanosecond)()
-	// 20^4 = 160,000 list elements: far more work than the limit allows, and
-	// soon done once abandoned.
+	// 20^3 = 8,000 list elements: within the budget of work, far more than
+	// a limit of 1ns allows, and soon done once abandoned.
 	src := "package toolreg\nr: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]\n" +
-		"big: [for a in r for b in r for c in r for d in r {a + b + c + d}]\n"
+		"big: [for a in r for b in r for c in r {a + b + c}]\n"
 	_, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(src)}}, "m.cue")
 	if err == nil || !strings.Contains(err.Error(), "m.cue: evaluating this CUE package took over 1ns") {
 		t.Errorf("got %v, want the package refused for taking too long", err)
+	}
+}
+
+// A file that is no manifest, or a huge value, is shown by a short excerpt:
+// never reprinted in full, so that vet cannot leak a file into CI logs or
+// bury its findings.
+func TestLongValuesAreCutInMessages(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 500_000)
+	tests := []struct{ name, data string }{
+		{"a 500 KB tool name", "name: " + long + "\ndescription: d\n"},
+		{"a 500 KB param name", "name: t\ndescription: d\nparams:\n  " + long + ": {type: string}\n"},
+		{"a 500 KB type", "name: t\ndescription: d\nparams:\n  p: {type: " + long + "}\n"},
+		{"a 500 KB pattern", "name: t\ndescription: d\nparams:\n  p: {type: string, pattern: \"(" + long + "\"}\n"},
+		{"a 500 KB key twice", "name: t\ndescription: d\n" + long + ": 1\n" + long + ": 2\n"},
+		{"a 500 KB boolean", "name: t\ndescription: d\nside_effect: !!bool " + long + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name+" is cut", func(t *testing.T) {
+			t.Parallel()
+			_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(tc.data)}}, "m.yaml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if len(err.Error()) > 4096 {
+				t.Errorf("error is %d bytes: %.300s...", len(err.Error()), err)
+			}
+			if !strings.Contains(err.Error(), "500") {
+				t.Errorf("error does not say how long the value was: %v", err)
+			}
+		})
+	}
+}
+
+// A bound beyond what a float64 (and so JavaScript) can hold is named as such,
+// not as a string.
+func TestHugeNumbersAreReportedAsNumbers(t *testing.T) {
+	t.Parallel()
+	for _, n := range []string{"1e999999", "-1e400", "1" + strings.Repeat("0", 400)} {
+		data := "name: t\ndescription: d\nparams:\n  p:\n    type: number\n    maximum: " + n + "\n"
+		_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(data)}}, "m.yaml")
+		if err == nil {
+			t.Fatalf("maximum %s accepted", n)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "string") || !strings.Contains(msg, "m.yaml:6:5") || !strings.Contains(msg, "params.p.maximum") || !strings.Contains(msg, "1.8e308") {
+			t.Errorf("maximum %s: got %v, want it named as a number beyond float64's range at m.yaml:6:5", n, err)
+		}
+	}
+}
+
+// CUE evaluation cannot be interrupted, so work a package asks for is
+// bounded before it is evaluated: each hostile package is refused at once,
+// naming the construct at fault, and leaves nothing running.
+func TestCUEWorkIsBoundedBeforeEvaluation(t *testing.T) {
+	t.Parallel()
+	chain := "package toolreg\na0: int | string\n"
+	for i := 1; i <= 40; i++ {
+		chain += "a" + strconv.Itoa(i) + ": a" + strconv.Itoa(i-1) + " | a" + strconv.Itoa(i-1) + "\n"
+	}
+	tests := []struct{ name, src, want string }{
+		{"a comprehension over 100k items", "package toolreg\nimport \"list\"\ntools: {for i in list.Range(0, 100000, 1) {\"t\\(i)\": description: \"d\"}}\n",
+			"m.cue:3:9: this comprehension brings the package to 100000 iterations"},
+		{"a 1000x1000x1000 nested comprehension", "package toolreg\nimport \"list\"\nr: list.Range(0, 1000, 1)\nx: [for a in r for b in r for c in r {a + b + c}]\n",
+			"m.cue:4:5: this comprehension brings the package to 1000000000 iterations"},
+		{"nested comprehensions over a list they build", "package toolreg\nr: [for a in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] for b in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] {a * b}]\ns: [for a in r for b in r {a}]\n",
+			"m.cue:3:5: this comprehension brings the package to 10100 iterations"},
+		{"a deep disjunction chain", chain, "disjuncts"},
+		{"a disjunction of disjunctions unified", "package toolreg\nd: 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10\nx: d & d & d & d\n", "m.cue:3:4: this value expands to 10000 disjuncts"},
+		{"a comprehension over what the syntax cannot size", "package toolreg\nimport \"strings\"\nx: [for a in strings.Split(\"a,b\", \",\") {a}]\n", "m.cue:3:5: cannot tell how many values this comprehension ranges over"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name+" is refused unevaluated", func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			_, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(tc.src)}}, "m.cue")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v: the package was evaluated", d)
+			}
+		})
+	}
+	// Within the budget, a comprehension generating tools is fine.
+	src := "package toolreg\nnames: [\"a\", \"b\", \"c\"]\ntools: {for n in names {\"get_\\(n)\": description: \"Get \\(n).\"}}\n"
+	specs, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(src)}}, "m.cue")
+	if err != nil || len(specs) != 3 {
+		t.Errorf("a small comprehension: got %d specs, %v; want 3 tools", len(specs), err)
+	}
+}
+
+// Not parallel: it counts goroutines. A package refused for its budget is
+// never evaluated, so nothing is left running after Load returns.
+func TestARefusedCUEPackageLeavesNothingRunning(t *testing.T) {
+	before := runtime.NumGoroutine()
+	src := "package toolreg\nimport \"list\"\nr: list.Range(0, 1000, 1)\nx: [for a in r for b in r for c in r {a + b + c}]\n"
+	for range 5 {
+		if _, err := loader.LoadFS(fstest.MapFS{"m.cue": {Data: []byte(src)}}, "m.cue"); err == nil {
+			t.Fatal("accepted a package over the budget")
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Load, %d before: an evaluation is still running", n, before)
 	}
 }

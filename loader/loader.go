@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -47,26 +49,122 @@ func LoadFS(fsys fs.FS, paths ...string) ([]*toolreg.Spec, error) {
 type source interface {
 	stat(name string) (fs.FileInfo, error)
 	readDir(name string) ([]fs.DirEntry, error)
+	// open opens a regular file, and refuses anything else (a FIFO, a
+	// device) with errNotRegular, without blocking on it.
 	open(name string) (io.ReadCloser, error)
 	join(dir, name string) string
 	valid(name string) bool
+	// within reports whether name, its symbolic links followed, is inside
+	// root (a directory, or for a file named alone, the file's directory).
+	within(name, root string) bool
 }
+
+// errNotRegular refuses a file that is not a regular file.
+var errNotRegular = errors.New("not a regular file")
 
 type osSource struct{}
 
 func (osSource) stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 func (osSource) readDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
-func (osSource) open(name string) (io.ReadCloser, error)    { return os.Open(name) }
-func (osSource) join(dir, name string) string               { return filepath.Join(dir, name) }
-func (osSource) valid(name string) bool                     { return name != "" }
+
+func (osSource) open(name string) (io.ReadCloser, error) {
+	// Non-blocking, so that opening a FIFO returns at once; the check that
+	// follows is on the file opened, so a file swapped in between cannot
+	// slip through.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (%s)", errNotRegular, fileKind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osSource) within(name, root string) bool {
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return true // open reports it
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// fileKind names the kind of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "mode " + m.String()
+}
+func (osSource) join(dir, name string) string {
+	// Not filepath.Join, which cleans: a file is named as its directory was
+	// given (./manifests/a.yaml stays so).
+	if strings.HasSuffix(dir, string(filepath.Separator)) || strings.HasSuffix(dir, "/") {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
+}
+func (osSource) valid(name string) bool { return name != "" }
 
 type fsSource struct{ fsys fs.FS }
 
 func (s fsSource) stat(name string) (fs.FileInfo, error)      { return fs.Stat(s.fsys, name) }
 func (s fsSource) readDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(s.fsys, name) }
-func (s fsSource) open(name string) (io.ReadCloser, error)    { return s.fsys.Open(name) }
 func (fsSource) join(dir, name string) string                 { return path.Join(dir, name) }
 func (fsSource) valid(name string) bool                       { return fs.ValidPath(name) }
+
+func (s fsSource) open(name string) (io.ReadCloser, error) {
+	fi, err := fs.Stat(s.fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, fileKind(fi.Mode()))
+	}
+	return s.fsys.Open(name)
+}
+
+// within follows name's links where the file system tells them
+// (fs.ReadLinkFS, which os.DirFS is): a link must stay inside root.
+func (s fsSource) within(name, root string) bool {
+	rl, ok := s.fsys.(fs.ReadLinkFS)
+	if !ok {
+		return true
+	}
+	cur := name
+	for range 40 {
+		fi, err := rl.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			break
+		}
+		target, err := rl.ReadLink(cur)
+		if err != nil || path.IsAbs(target) || filepath.IsAbs(target) {
+			return false
+		}
+		cur = path.Join(path.Dir(cur), target)
+		if !fs.ValidPath(cur) {
+			return false
+		}
+	}
+	return root == "." || cur == root || strings.HasPrefix(cur, root+"/")
+}
 
 func isManifest(name string) bool {
 	switch path.Ext(filepath.ToSlash(name)) {
@@ -78,11 +176,13 @@ func isManifest(name string) bool {
 
 // collect expands paths into the sorted, de-duplicated manifest files they
 // name. A path that does not exist, or a file that is no manifest, is a problem.
-func collect(src source, paths []string) ([]string, []toolreg.Problem) {
-	var files []string
-	var ps []toolreg.Problem
-	var walk func(dir string)
-	walk = func(dir string) {
+//
+// roots maps each file to the root it was found under: the directory given,
+// or for a file given alone, its own directory.
+func collect(src source, paths []string) (files []string, roots map[string]string, ps []toolreg.Problem) {
+	roots = map[string]string{}
+	var walk func(dir, root string)
+	walk = func(dir, root string) {
 		entries, err := src.readDir(dir)
 		if err != nil {
 			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: dir}, Message: fmt.Sprintf("cannot read directory: %v", unwrapPathError(err))})
@@ -94,7 +194,7 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 			case e.IsDir():
 				// Hidden directories (.git) and cue.mod hold no manifests.
 				if !strings.HasPrefix(e.Name(), ".") && e.Name() != "cue.mod" {
-					walk(name)
+					walk(name, root)
 				}
 			case isManifest(e.Name()) && !strings.HasPrefix(e.Name(), "."):
 				// A symlink to a directory is not followed: it could loop.
@@ -104,6 +204,7 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 					}
 				}
 				files = append(files, name)
+				roots[name] = root
 			}
 		}
 	}
@@ -117,15 +218,26 @@ func collect(src source, paths []string) ([]string, []toolreg.Problem) {
 		case err != nil:
 			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: fmt.Sprintf("cannot read: %v", unwrapPathError(err))})
 		case fi.IsDir():
-			walk(p)
+			walk(p, p)
 		case !isManifest(p):
 			ps = append(ps, toolreg.Problem{Pos: toolreg.Pos{File: p}, Message: "not a manifest: a manifest file ends in .yaml, .yml or .cue"})
 		default:
 			files = append(files, p)
+			if _, ok := roots[p]; !ok {
+				roots[p] = filepath.Dir(p)
+				if _, isFS := src.(fsSource); isFS {
+					roots[p] = path.Dir(p)
+				}
+			}
 		}
 	}
-	slices.Sort(files)
-	return slices.Compact(files), ps
+	// Sorted and without repeats, however each was spelt (manifests and
+	// ./manifests/a.yaml): a file named twice is read once.
+	slices.SortStableFunc(files, func(a, b string) int {
+		return cmp.Compare(filepath.ToSlash(filepath.Clean(a)), filepath.ToSlash(filepath.Clean(b)))
+	})
+	files = slices.CompactFunc(files, func(a, b string) bool { return filepath.Clean(a) == filepath.Clean(b) })
+	return files, roots, ps
 }
 
 func unwrapPathError(err error) error {
@@ -136,12 +248,19 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// read returns the file's bytes, refusing one over MaxFileSize or not text.
-func read(src source, name string) ([]byte, *toolreg.Problem) {
+// read returns the file's bytes, refusing one over MaxFileSize or not text,
+// one that is not a regular file, and a link that leads out of root.
+func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 	fail := func(format string, args ...any) ([]byte, *toolreg.Problem) {
 		return nil, &toolreg.Problem{Pos: toolreg.Pos{File: name}, Message: fmt.Sprintf(format, args...)}
 	}
+	if !src.within(name, root) {
+		return fail("symbolic link to a file outside %s: refused, so that a manifest cannot make the loader read, and print, a file elsewhere; put the manifest itself in the tree", root)
+	}
 	f, err := src.open(name)
+	if errors.Is(err, errNotRegular) {
+		return fail("%v: a manifest is a regular file; remove this one or rename it", unwrapPathError(err))
+	}
 	if err != nil {
 		return fail("cannot read: %v", unwrapPathError(err))
 	}
@@ -153,17 +272,43 @@ func read(src source, name string) ([]byte, *toolreg.Problem) {
 	if len(b) > MaxFileSize {
 		return fail("file is over the %d-byte (1 MiB) limit for a manifest: split it, or check it is the file you meant", MaxFileSize)
 	}
-	if !utf8.Valid(b) || slices.Contains(b, 0) {
-		return fail("file is not UTF-8 text: a manifest is YAML or CUE text")
+	if off, bad := firstNonText(b); bad {
+		line, col := lineCol(b, off)
+		return nil, &toolreg.Problem{Pos: toolreg.Pos{File: name, Line: line, Col: col},
+			Message: fmt.Sprintf("file is not UTF-8 text (byte 0x%02x at offset %d): a manifest is YAML or CUE text; save it as UTF-8", b[off], off)}
 	}
 	return b, nil
+}
+
+// firstNonText returns the offset of the first byte of b that is not part of
+// UTF-8 text: an invalid sequence or a NUL.
+func firstNonText(b []byte) (int, bool) {
+	for off := 0; off < len(b); {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 || r == 0 {
+			return off, true
+		}
+		off += n
+	}
+	return 0, false
+}
+
+// lineCol returns the 1-based line and column of offset off in b; the column
+// counts characters, as YAML's positions do.
+func lineCol(b []byte, off int) (line, col int) {
+	start := bytes.LastIndexByte(b[:off], '\n') + 1
+	return bytes.Count(b[:off], []byte{'\n'}) + 1, utf8.RuneCount(b[start:off]) + 1
 }
 
 // found is one tool found by the loader, with what orders it.
 type found struct {
 	spec *toolreg.Spec
-	file int // index of the file in sorted order
-	doc  int // YAML document index; for CUE, 0
+	file int  // index of the file in sorted order
+	doc  int  // YAML document index; for CUE, 0
+	ok   bool // the tool has no problem
+	// named: the tool's name is valid, so it takes part in the check for
+	// duplicates even when the tool has problems of its own.
+	named bool
 }
 
 // unit is the work of one YAML file (read, parse, check) or one CUE package
@@ -178,7 +323,7 @@ type unit struct {
 }
 
 func load(src source, paths []string) ([]*toolreg.Spec, error) {
-	files, probs := collect(src, paths)
+	files, roots, probs := collect(src, paths)
 	index := make(map[string]int, len(files))
 	for i, f := range files {
 		index[f] = i
@@ -194,7 +339,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 			units = append(units, &unit{files: []int{i}}) // read in parallel
 			continue
 		}
-		b, p := read(src, name)
+		b, p := read(src, name, roots[name])
 		if p != nil {
 			probs = append(probs, *p)
 			continue
@@ -241,7 +386,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 		if u.cue != nil {
 			u.loadCUE(c, index)
 		} else {
-			u.loadYAML(c, src, files[u.files[0]])
+			u.loadYAML(c, src, files[u.files[0]], roots[files[u.files[0]]])
 		}
 	})
 
@@ -258,10 +403,23 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	})
 
 	var errs []error
+	for i := range probs {
+		probs[i] = shorten(probs[i])
+	}
 	if len(probs) > 0 {
 		slices.SortStableFunc(probs, func(a, b toolreg.Problem) int {
 			return cmp.Or(cmp.Compare(fileOrder(index, a.Pos.File), fileOrder(index, b.Pos.File)),
-				cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
+				cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col),
+				cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Message, b.Message))
+		})
+		// Each once: two routes to one finding (CUE reporting a value
+		// through two paths of the schema) give one line.
+		said := make(map[string]bool, len(probs))
+		probs = slices.DeleteFunc(probs, func(p toolreg.Problem) bool {
+			s := p.String()
+			dup := said[s]
+			said[s] = true
+			return dup
 		})
 		errs = append(errs, &toolreg.ToolDefinitionError{Problems: probs})
 	}
@@ -269,12 +427,17 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	first := make(map[string]*toolreg.Spec, len(all))
 	specs := make([]*toolreg.Spec, 0, len(all))
 	for _, f := range all {
+		if !f.named {
+			continue
+		}
 		if prev, ok := first[f.spec.Name]; ok {
 			errs = append(errs, &toolreg.DuplicateToolError{Name: f.spec.Name, First: prev.Pos, Second: f.spec.Pos})
 			continue
 		}
 		first[f.spec.Name] = f.spec
-		specs = append(specs, f.spec)
+		if f.ok {
+			specs = append(specs, f.spec)
+		}
 	}
 	switch len(errs) {
 	case 0:
@@ -294,36 +457,56 @@ func fileOrder(index map[string]int, file string) int {
 	return -1
 }
 
-func (u *unit) loadYAML(c *checker, src source, name string) {
-	b, p := read(src, name)
+func (u *unit) loadYAML(c *checker, src source, name, root string) {
+	b, p := read(src, name, root)
 	if p != nil {
 		u.probs = append(u.probs, *p)
 		return
 	}
 	for _, d := range parseYAML(name, b) {
-		if d.prob != nil {
-			u.probs = append(u.probs, *d.prob)
+		u.probs = append(u.probs, d.probs...)
+		if d.root == nil {
 			continue
 		}
-		if ps := checkYAMLTool(d.root); ps != nil {
-			u.probs = append(u.probs, ps...)
-			continue
-		}
+		// The schema's problems and the loader's own rules, together: the
+		// rules are checked on every part of the tool the schema did not
+		// refuse, so that one run shows both.
+		ps := checkYAMLTool(c, d.root, d.probs)
 		s := decodeSpec(d.root)
-		if ps := c.checkSpec(s, d.root); ps != nil {
-			u.probs = append(u.probs, ps...)
-			continue
-		}
-		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index})
+		ps = append(ps, c.checkSpec(s, d.root, ps)...)
+		u.probs = append(u.probs, ps...)
+		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index,
+			ok: len(ps) == 0 && len(d.probs) == 0, named: named(s, ps)})
 	}
 }
 
-// cueTimeout bounds the evaluation of one CUE package. CUE has no loops, but
-// nested comprehensions can still ask for more work than any manifest needs;
-// past the limit the package is refused, and its evaluation is abandoned.
-var cueTimeout = 20 * time.Second
+// named reports whether a tool's name is one to check for duplicates: a
+// valid name the schema did not refuse.
+func named(s *toolreg.Spec, ps []toolreg.Problem) bool {
+	if !toolreg.ValidName(s.Name) {
+		return false
+	}
+	for _, p := range ps {
+		if p.Path == "name" {
+			return false
+		}
+	}
+	return true
+}
+
+// cueTimeout bounds the evaluation of one CUE package, as a last resort:
+// the budget of work (cuebudget.go) refuses, unevaluated, the packages that
+// could run long, and a package within it evaluates in milliseconds. CUE's
+// evaluation cannot be interrupted, so a package past the limit is refused
+// and its evaluation abandoned, to end on its own.
+var cueTimeout = 5 * time.Second
 
 func (u *unit) loadCUE(c *checker, index map[string]int) {
+	if ps := checkCUEBudget(u.cue); ps != nil {
+		u.probs = append(u.probs, ps...)
+		u.cue = nil
+		return
+	}
 	type result struct {
 		tools []cueTool
 		probs []toolreg.Problem
@@ -351,18 +534,22 @@ func (u *unit) loadCUE(c *checker, index map[string]int) {
 	}
 	tools, ps := r.tools, r.probs
 	u.probs = append(u.probs, ps...)
+	byTool := map[string][]toolreg.Problem{}
+	for _, p := range ps {
+		byTool[p.Tool] = append(byTool[p.Tool], p)
+	}
 	for _, t := range tools {
 		s := decodeSpec(t.root)
 		s.Name = t.name
 		if t.again.IsValid() {
-			u.dups = append(u.dups, &toolreg.DuplicateToolError{Name: t.name, First: s.Pos, Second: t.again})
+			u.dups = append(u.dups, &toolreg.DuplicateToolError{Name: shortName(t.name), First: s.Pos, Second: t.again})
 			continue
 		}
-		if ps := c.checkSpec(s, t.root); ps != nil {
-			u.probs = append(u.probs, ps...)
-			continue
-		}
-		u.tools = append(u.tools, found{spec: s, file: fileOrder(index, s.Pos.File)})
+		own := byTool[t.name]
+		more := c.checkSpec(s, t.root, own)
+		u.probs = append(u.probs, more...)
+		u.tools = append(u.tools, found{spec: s, file: fileOrder(index, s.Pos.File),
+			ok: len(own) == 0 && len(more) == 0, named: named(s, own)})
 	}
 	u.cue = nil
 }

@@ -13,44 +13,144 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 // schemaFile is the file name the embedded schema is compiled under, so that
 // positions inside it can be told from positions in manifests.
 const schemaFile = "schema.cue"
 
-// toolDef is #Tool of the embedded schema, compiled once per process. CUE
-// values may be unified with values of other contexts (cuelang.org/go v0.17),
-// so each document is built in a context of its own and unified with it: the
-// document's context, and all it retains, is garbage once the document is
-// checked, while this one stays the size of the schema.
-var toolDef = sync.OnceValue(func() cue.Value {
-	v := cuecontext.New().CompileString(toolreg.SchemaCUE, cue.Filename(schemaFile))
+// defs are #Tool and #Param of the embedded schema, compiled once per
+// process. CUE values may be unified with values of other contexts
+// (cuelang.org/go v0.17), so each document is built in a context of its own
+// and unified with them: the document's context, and all it retains, is
+// garbage once the document is checked, while this one stays the size of the
+// schema.
+var defs = sync.OnceValues(func() (tool, params cue.Value) {
+	v := cuecontext.New().CompileString(toolreg.SchemaCUE(), cue.Filename(schemaFile))
 	if err := v.Err(); err != nil {
 		panic("loader: embedded schema.cue does not compile: " + err.Error())
 	}
-	return v.LookupPath(cue.MakePath(cue.Def("Tool")))
+	return v.LookupPath(cue.MakePath(cue.Def("Tool"))), v.LookupPath(cue.MakePath(cue.Def("Tool"), cue.Str("params").Optional()))
 })
 
 // checkYAMLTool checks one YAML document against #Tool and returns its
-// problems.
-func checkYAMLTool(root *node) []toolreg.Problem {
-	// Encode, rather than building a syntax tree, skips the compiler: the
-	// document is data, with no references to resolve.
-	v := cuecontext.New().Encode(root.goValue())
-	err := v.Unify(toolDef()).Validate(cue.Concrete(true))
-	if err == nil {
-		return nil
-	}
+// problems. bad are the problems found decoding the document: the values they
+// are about are left out of the check, and so are CUE's errors about them.
+//
+// The tool is checked without its params against #Tool, then its params in
+// chunks of paramChunk against #Tool.params: CUE finds a field of a struct by
+// a linear search, so one struct of n params costs n² to check, and n params
+// in chunks cost n. A tool of 40,000 params (0.9 MiB) loads in time linear
+// in them.
+func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Problem {
+	toolDef, paramsDef := defs()
 	tool := ""
 	if n, _, ok := root.get("name"); ok && n.kind == kindString {
 		tool = n.text
 	}
-	ps := translate(cueerrors.Errors(err), 0, tool, root, func(e cueerrors.Error) toolreg.Pos {
-		_, pos := root.lookup(e.Path())
+	for i := range bad {
+		bad[i].Tool = tool
+	}
+	ctx := cuecontext.New()
+	where := func(_ cueerrors.Error, path []string) toolreg.Pos {
+		_, pos := root.lookup(path)
 		return pos
-	})
-	return withMissing(ps, tool, root, true)
+	}
+	var ps []toolreg.Problem
+	check := func(n *node, def cue.Value, base []string) bool {
+		// Encode, rather than building a syntax tree, skips the compiler:
+		// the document is data, with no references to resolve.
+		if err := ctx.Encode(n.goValue()).Unify(def).Validate(cue.Concrete(true)); err != nil {
+			ps = append(ps, translate(cueerrors.Errors(err), 0, base, tool, root, where)...)
+			return false
+		}
+		return true
+	}
+	top := root
+	params, _, _ := root.get("params")
+	if params != nil && params.kind == kindMap {
+		cp := *root
+		cp.vals = slices.Clone(root.vals)
+		for i, k := range cp.keys {
+			if k == "params" {
+				cp.vals[i] = &node{kind: kindMap, pos: params.pos}
+			}
+		}
+		top = &cp
+	}
+	check(top, toolDef, nil)
+	if top == root {
+		return finish(ps, tool, root)
+	}
+	// The params in chunks, each a struct of its own against #Tool.params.
+	// A registry repeats its params' shapes (customer_id, limit): a shape
+	// the schema accepted once is not checked again.
+	chunk := &node{kind: kindMap, pos: params.pos}
+	var shapes []string
+	flush := func() {
+		if len(chunk.keys) > 0 && check(chunk, paramsDef, []string{"params"}) {
+			for _, sh := range shapes {
+				c.clean.Store(sh, true)
+			}
+		}
+		chunk = &node{kind: kindMap, pos: params.pos}
+		shapes = shapes[:0]
+	}
+	for i, name := range params.keys {
+		v := params.vals[i]
+		if v.bad {
+			continue
+		}
+		sh := v.shape()
+		if _, ok := c.clean.Load(sh); ok && paramNameRE.MatchString(name) {
+			continue
+		}
+		chunk.keys = append(chunk.keys, name)
+		chunk.kpos = append(chunk.kpos, params.kpos[i])
+		chunk.vals = append(chunk.vals, v)
+		shapes = append(shapes, sh)
+		if len(chunk.keys) == paramChunk {
+			flush()
+		}
+	}
+	flush()
+	return finish(ps, tool, root)
+}
+
+// paramNameRE is #ParamName of schema.cue: a param skipped for its shape
+// must still have a name the schema takes.
+var paramNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// paramChunk is how many params are unified with the schema at a time: CUE
+// finds a struct's field by a linear search, so a chunk of k costs k², and n
+// params in chunks cost n·k.
+const paramChunk = 64
+
+// finish adds what CUE leaves out and drops what decoding already said.
+func finish(ps []toolreg.Problem, tool string, root *node) []toolreg.Problem {
+	ps = withMissing(ps, tool, root, true)
+	return slices.DeleteFunc(ps, func(p toolreg.Problem) bool { return onBadNode(root, p.Path) })
+}
+
+// onBadNode reports whether path leads to, or through, a value the YAML
+// decoder refused: its problem is already said.
+func onBadNode(root *node, path string) bool {
+	if path == "" {
+		return false
+	}
+	cur := root
+	for el := range strings.SplitSeq(path, ".") {
+		next, _ := cur.lookup([]string{el})
+		if next == nil {
+			return false
+		}
+		if next.bad {
+			return true
+		}
+		cur = next
+	}
+	return false
 }
 
 // withMissing adds to ps the missing required fields of the tool tree that ps
@@ -76,38 +176,58 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 			add(tree.pos, k, "missing "+k+requiredHint(k))
 		}
 	}
+	// Keys the schema does not allow: CUE leaves them out of its report when
+	// a param has an error of its own.
+	for i, k := range tree.keys {
+		if !slices.Contains(toolKeys, k) && (k != "name" || withName) {
+			add(tree.kpos[i], k, "field not allowed: "+notAllowedHint(tree, []string{k}))
+		}
+	}
 	if params, _, ok := tree.get("params"); ok {
-		missingTypes(params, "params", add)
+		missingTypes(tree, params, "params", add)
 	}
 	return ps
 }
 
 // missingTypes reports the params under a params or properties mapping that
-// have no type, and those nested in their items and additionalProperties.
-func missingTypes(params *node, path string, add func(toolreg.Pos, string, string)) {
+// have no type, or no items for an array, or a key their type does not take,
+// and those nested in their items and additionalProperties. tree is the tool.
+func missingTypes(tree, params *node, path string, add func(toolreg.Pos, string, string)) {
 	if params.kind != kindMap {
 		return
 	}
-	var schema func(n *node, pos toolreg.Pos, path string)
-	schema = func(n *node, pos toolreg.Pos, path string) {
+	var schema func(n *node, pos toolreg.Pos, path string, param bool)
+	schema = func(n *node, pos toolreg.Pos, path string, param bool) {
 		if n.kind != kindMap {
 			return
 		}
-		if _, _, ok := n.get("type"); !ok {
+		t, _, ok := n.get("type")
+		if !ok {
 			add(pos, path, missingType(n))
 		}
+		if ok && t.kind == kindString && toolreg.Type(t.text).Valid() {
+			if _, _, ok := n.get("items"); !ok && t.text == "array" {
+				add(pos, path+".items", "missing items"+requiredHint("items"))
+			}
+			allowed := keywords[t.text]
+			for i, k := range n.keys {
+				if !slices.Contains(keywords[""], k) && !slices.Contains(allowed, k) || k == "required" && !param {
+					add(n.kpos[i], path+"."+k, "field not allowed: "+notAllowedHint(tree, strings.Split(path+"."+k, ".")))
+				}
+			}
+		}
 		if it, kp, ok := n.get("items"); ok {
-			schema(it, kp, path+".items")
+			schema(it, kp, path+".items", false)
 		}
 		if ap, kp, ok := n.get("additionalProperties"); ok {
-			schema(ap, kp, path+".additionalProperties")
+			schema(ap, kp, path+".additionalProperties", false)
 		}
 		if props, _, ok := n.get("properties"); ok {
-			missingTypes(props, path+".properties", add)
+			missingTypes(tree, props, path+".properties", add)
 		}
 	}
 	for i, k := range params.keys {
-		schema(params.vals[i], params.kpos[i], path+"."+k)
+		schema(params.vals[i], params.kpos[i], path+"."+k, true)
 	}
 }
 
@@ -130,7 +250,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "annotations"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "tags", "keywords", "annotations"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
@@ -140,13 +260,20 @@ var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismat
 //
 // errs are CUE's errors about the tool; their paths start with prefix elements
 // that lead to the tool (tools.<name> in a CUE package), which are dropped.
-func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, where func(e cueerrors.Error) toolreg.Pos) []toolreg.Problem {
+//
+// base, when not nil, is the path of the value the errors are about inside
+// the tool (params.<name> for a param checked alone); it is put before each
+// error's path.
+func translate(errs []cueerrors.Error, prefix int, base []string, tool string, tree *node, where func(e cueerrors.Error, path []string) toolreg.Pos) []toolreg.Problem {
 	var ps []toolreg.Problem
 	done := map[string]bool{} // paths that already have their problem
 	for _, e := range errs {
 		path := e.Path()
 		if len(path) >= prefix {
 			path = path[prefix:]
+		}
+		if base != nil {
+			path = append(base[:len(base):len(base)], path...)
 		}
 		key := strings.Join(path, ".")
 		format, args := e.Msg()
@@ -178,6 +305,10 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 			msg = fmt.Sprintf("unknown type %s: use one of %s", unknownType(msg, at), typeNames)
 		case len(path) == 1 && last == "name" && strings.Contains(msg, "out of bound"):
 			msg = fmt.Sprintf("invalid tool name %q: use 1 to 64 letters, digits, '_' or '-'", tool)
+		case len(path) == 2 && path[0] == "tags" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("invalid tag %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", quotedValue(msg))
+		case len(path) == 2 && path[0] == "keywords" && strings.Contains(msg, "out of bound"):
+			msg = "empty keyword: remove it or write the word a search should match"
 		case len(path) == 1 && last == "description" && strings.HasPrefix(msg, `invalid value "" (out of bound !="")`):
 			msg = "empty description: say what the tool does, for the model"
 		case last == "required" && strings.HasPrefix(msg, "conflicting values"):
@@ -193,7 +324,7 @@ func translate(errs []cueerrors.Error, prefix int, tool string, tree *node, wher
 			continue
 		}
 		done[key+"\x00"+msg] = true
-		ps = append(ps, toolreg.Problem{Pos: where(e), Tool: tool, Path: key, Message: msg})
+		ps = append(ps, toolreg.Problem{Pos: where(e, path), Tool: tool, Path: key, Message: msg})
 	}
 	return ps
 }
@@ -256,7 +387,7 @@ func mismatch(m []string, written *node) string {
 		if cueKinds[written.kind] != gotType {
 			got, gotType, wantType = m[2], m[4], m[3]
 		}
-		if b, err := toolreg.CanonicalJSON(written.value()); err == nil {
+		if b, err := canonjson.Marshal(written.value()); err == nil {
 			got = string(b)
 		}
 	} else if isType(m[1]) && !isType(m[2]) {
@@ -293,6 +424,8 @@ func requiredHint(field string) string {
 		return ": say what the tool does, for the model"
 	case "type":
 		return ": set type to one of " + typeNames
+	case "items":
+		return ": declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)"
 	}
 	return ""
 }
@@ -330,4 +463,17 @@ func notAllowedHint(tree *node, path []string) string {
 		}
 	}
 	return fmt.Sprintf("%q is no keyword of type %s, which takes %s", bad, typ, strings.Join(allowed, ", "))
+}
+
+// quotedValue returns the quoted value of a CUE "invalid value \"x\" (out of
+// bound ...)" message, or the message when it has none.
+func quotedValue(msg string) string {
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	if q, err := strconv.QuotedPrefix(rest); err == nil {
+		return q
+	}
+	return msg
 }

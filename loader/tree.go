@@ -110,7 +110,12 @@ func (n *node) value() any {
 func (n *node) goValue() any {
 	return n.convert(func(n *node) any {
 		if n.kind == kindFloat {
-			f, _ := strconv.ParseFloat(n.text, 64)
+			f, err := strconv.ParseFloat(n.text, 64)
+			if err != nil {
+				// Beyond float64 (1e400): the loader's own rule refuses it;
+				// the schema sees a number.
+				return 0.0
+			}
 			return f
 		}
 		if i, err := strconv.ParseInt(n.text, 10, 64); err == nil {
@@ -142,9 +147,47 @@ func (n *node) convert(number func(*node) any) any {
 	case kindMap:
 		m := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {
+			if n.vals[i].bad {
+				continue // refused when decoded; its problem is said
+			}
 			m[k] = n.vals[i].convert(number)
 		}
 		return m
 	}
 	return nil
+}
+
+// shape returns a text that two nodes share exactly when they hold the same
+// keys, in the same order, with values of the same kinds and texts: when the
+// schema says the same of both. Positions are left out.
+func (n *node) shape() string {
+	var b strings.Builder
+	n.writeShape(&b)
+	return b.String()
+}
+
+func (n *node) writeShape(b *strings.Builder) {
+	b.WriteByte('0' + byte(n.kind))
+	if n.bad {
+		b.WriteByte('!')
+	}
+	switch n.kind {
+	case kindList:
+		b.WriteString(strconv.Itoa(len(n.items)))
+		b.WriteByte('[')
+		for _, it := range n.items {
+			it.writeShape(b)
+		}
+		b.WriteByte(']')
+	case kindMap:
+		b.WriteString(strconv.Itoa(len(n.keys)))
+		b.WriteByte('{')
+		for i, k := range n.keys {
+			b.WriteString(strconv.Quote(k))
+			n.vals[i].writeShape(b)
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(strconv.Quote(n.text))
+	}
 }

@@ -26,7 +26,6 @@ type benchArgs struct {
 // with three constrained params and annotations.
 func benchServer(b *testing.B, n int) *Server {
 	b.Helper()
-	min1, max100 := 1.0, 100.0
 	minLen, maxItems := 2, 5
 	yes, no := true, false
 	specs := make([]*toolreg.Spec, n)
@@ -37,7 +36,7 @@ func benchServer(b *testing.B, n int) *Server {
 			SideEffect:  i%2 == 1,
 			Params: []*toolreg.Param{
 				{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "What to look for.", MinLength: &minLen, Pattern: "^[a-z ]+$"}},
-				{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Description: "How many.", Minimum: &min1, Maximum: &max100, Default: int64(10), HasDefault: true}},
+				{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Description: "How many.", Minimum: "1", Maximum: "100", Default: int64(10), HasDefault: true}},
 				{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Description: "Filters.", MaxItems: &maxItems,
 					Items: &toolreg.Schema{Type: toolreg.TypeString, Enum: []any{"a", "b", "c"}}}, Optional: true},
 			},

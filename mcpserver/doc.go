@@ -3,14 +3,27 @@
 // over stdio (Run) or streamable HTTP (Handler).
 //
 //	srv, err := mcpserver.New(bound, eff)
-//	err = srv.Run(ctx, &mcp.StdioTransport{})
+//	err = srv.Run(ctx, mcpserver.StdioTransport())
+//
+// Over stdio, a LineTransport stands in front of the SDK (Run and Connect
+// also put one in place of an *mcp.StdioTransport or *mcp.IOTransport): each
+// line is judged on its own, so a line that is not JSON (-32700), JSON that
+// is not one JSON-RPC 2.0 message, a batch, a line over MaxLineBytes or
+// nesting deeper than MaxDepth (-32600) is answered with a JSON-RPC error and
+// the session goes on; a truncated line costs only itself; a call before
+// initialize gets -32600, not the SDK's code 0.
 //
 // tools/list answers with every tool of the pipeline table in the registry's
 // "mcp" provider form (registry.ProviderSchema, the form `toolreg schema
 // --provider mcp` prints): inputSchema is the tool's parameters JSON Schema,
-// and annotations carry readOnlyHint (not side_effect) and, when the manifest
-// says, title, destructiveHint, idempotentHint and openWorldHint. The list is
-// rendered once, in New, never per request; the SDK lists it in name order.
+// and annotations carry readOnlyHint (not side_effect), idempotentHint (true
+// for a read-only tool, false for a side-effecting one, unless the manifest's
+// annotations say otherwise) and, when the manifest says, title,
+// destructiveHint and openWorldHint. The list is rendered once, in New, never
+// per request; the SDK lists it in name order. Because it never changes, the
+// server advertises the tools capability without listChanged and never sends
+// notifications/tools/list_changed (a tool added later through MCP() is not
+// announced either).
 //
 // tools/call routes by side effect, as the pipeline does:
 //
@@ -35,7 +48,13 @@
 //     crashes and retries on a new connection still gets the first result.
 //     This is the identity to use: only the client knows which calls are
 //     retries of one another. Use a fresh random key per logical call; reusing
-//     a key with other arguments returns the first call's result.
+//     a key with other arguments is refused with an isError result (the
+//     effector records a digest of each call's tool and arguments). Where the
+//     transport authenticates the caller (streamable HTTP behind the SDK's
+//     auth.RequireBearerToken: the token's user id; or WithPrincipal), the
+//     entity key also holds the caller's identity, so one caller's key never
+//     reads another's result; where it does not (stdio, HTTP without auth),
+//     keys are shared by every client of the server.
 //  2. otherwise, the JSON-RPC request id, within the session: the entity key
 //     is the server's key plus the session id (the Mcp-Session-Id of
 //     streamable HTTP; for stdio and other session-less transports, an id Run
@@ -53,6 +72,12 @@
 //
 // Each call's intent is created with the server's clock (WithClock) and
 // expires after WithIntentTTL.
+//
+// With WithToolSearch, a large bound set is not listed whole: each session
+// starts with a few tools plus search_tools (package toolsearch), grows as its
+// model searches, and is sent notifications/tools/list_changed when it does;
+// a call of a tool the session was not offered is answered with a tool error
+// and never runs.
 //
 // mcpserver refuses to start (New) without an effector when the bound set has
 // side-effecting tools, and with a tool whose schema the SDK would refuse.

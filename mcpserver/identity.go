@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +45,12 @@ func (s *Server) position(tool string, req *mcp.CallToolRequest) (position, erro
 			return position{}, fmt.Errorf("%s was not run: _meta %q must be a non-empty string of at most %d bytes, such as a random UUID naming this call; got %s",
 				tool, MetaIdempotencyKey, maxIdempotencyKey, describe(v))
 		}
-		return position{[]byte(s.cfg.entityKey), seqOf("key", tool, key)}, nil
+		entity := s.cfg.entityKey
+		if p := s.principal(req); p != "" {
+			// Keys are the caller's: another caller's same key is another call.
+			entity += "/principal/" + hexDigest(p)
+		}
+		return position{[]byte(entity), seqOf("key", tool, key)}, nil
 	}
 	if id, ok := meta[metaRequestID].(string); ok && session != "" {
 		return position{[]byte(s.cfg.entityKey + "/" + session), seqOf("jsonrpc-id", tool, id)}, nil
@@ -190,4 +196,25 @@ func stampHTTP(h http.Handler) http.Handler {
 type readCloser struct {
 	io.Reader
 	io.Closer
+}
+
+// principal returns the authenticated identity of the caller of req, or ""
+// when the transport has none: WithPrincipal's function if given, else the
+// user id of the bearer token the streamable HTTP handler verified
+// (auth.RequireBearerToken puts it in the request's TokenInfo).
+func (s *Server) principal(req *mcp.CallToolRequest) string {
+	if s.cfg.principal != nil {
+		return s.cfg.principal(req)
+	}
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		return req.Extra.TokenInfo.UserID
+	}
+	return ""
+}
+
+// hexDigest names a principal in an entity key by its SHA-256, so any
+// principal, however long or odd, gives a key of one size.
+func hexDigest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:16])
 }

@@ -25,7 +25,9 @@ const (
 	// MetaIdempotencyKey is the _meta key under which a client names a call,
 	// so that a retry of it, on any connection, is answered with the first
 	// call's result instead of executing the effect again. The value must be
-	// a non-empty string of at most 256 bytes.
+	// a non-empty string of at most 256 bytes. A key is the caller's (see
+	// WithPrincipal) and names one call: the same key with other arguments
+	// is refused with an isError result.
 	MetaIdempotencyKey = "toolreg/idempotency-key"
 	// MetaIntentID is the result _meta key carrying the id of the intent a
 	// side-effecting call was executed as.
@@ -45,7 +47,21 @@ type config struct {
 	logger    *slog.Logger
 	// act configures each side-effecting call's activation (clock, TTL,
 	// signing key), in the order the options came: a later one wins.
-	act []runner.ActivationOption
+	act       []runner.ActivationOption
+	principal func(*mcp.CallToolRequest) string
+	// search is WithToolSearch's; nil serves every tool to every session.
+	search *searchConfig
+}
+
+// WithPrincipal sets how the server finds who calls, to scope idempotency
+// keys to their caller: principal returns the caller's identity for a
+// request, or "" for none. The default reads the user id of the request's
+// verified bearer token (req.Extra.TokenInfo.UserID), which the streamable
+// HTTP handler has when it is wrapped in the SDK's auth.RequireBearerToken;
+// over stdio, and over HTTP without authentication, there is none, and a
+// key is shared by every client of the server.
+func WithPrincipal(principal func(req *mcp.CallToolRequest) string) Option {
+	return func(c *config) { c.principal = principal }
 }
 
 // WithImplementation sets the name and version the server reports in
@@ -138,7 +154,15 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	s := &Server{cfg: cfg, bound: bound, effector: eff}
-	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{Logger: cfg.logger})
+	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{
+		Logger: cfg.logger,
+		// The tools are fixed here, in New, and the server never sends
+		// notifications/tools/list_changed: say so, rather than the SDK's
+		// default listChanged: true. Nor does it send log messages, so it
+		// does not advertise logging (the SDK's default, deprecated since
+		// protocol version 2026-07-28).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
 		return nil, err
@@ -153,6 +177,11 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	s.tools = tools
+	if cfg.search != nil {
+		if err := s.initSearch(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -178,22 +207,25 @@ func (s *Server) Tools() []*mcp.Tool { return s.tools }
 // package doc): only idempotency keys then protect retries.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one connection over t, such as &mcp.StdioTransport{}, until the
-// client disconnects or ctx ends.
+// Run serves one connection over t, such as StdioTransport(), until the
+// client disconnects or ctx ends. An *mcp.StdioTransport or *mcp.IOTransport
+// is served by a LineTransport over the same streams and line bound, so a bad
+// line is answered instead of ending the session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, stampTransport(t))
+	return s.sdkServer().Run(ctx, stampTransport(lineTransport(t)))
 }
 
 // Connect starts serving one connection over t and returns its session, for
-// callers that manage sessions themselves (tests, in-memory transports).
+// callers that manage sessions themselves (tests, in-memory transports). It
+// replaces the SDK's stdio and io transports as Run does.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, stampTransport(t), opts)
+	return s.sdkServer().Connect(ctx, stampTransport(lineTransport(t)), opts)
 }
 
 // Handler returns an http.Handler serving the streamable HTTP transport.
 // opts may be nil; see mcp.StreamableHTTPOptions.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts)
 	return stampHTTP(h)
 }
 
@@ -248,6 +280,14 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 		msg := fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err)
 		if refused := (*effector.RefusedError)(nil); errors.As(err, &refused) {
 			msg = fmt.Sprintf("%s was not executed: the effector refused it: %v", t.Name(), err)
+		}
+		if nd := (*effector.NonDeterministicError)(nil); errors.As(err, &nd) {
+			msg = fmt.Sprintf("%s was not executed: this call's identity (intent %s) was already used for a call with other arguments (%s, now %s); nothing ran, and the first call's result is not returned for this one",
+				t.Name(), in.ID, nd.Recorded, nd.Asked)
+			if key, ok := req.Params.Meta[MetaIdempotencyKey].(string); ok {
+				msg = fmt.Sprintf("%s was not executed: _meta %q %q was already used for a call to %s with other arguments; a key names one call: send a fresh key for a new call, or the first call's arguments to read its result",
+					t.Name(), MetaIdempotencyKey, key, t.Name())
+			}
 		}
 		if detached := (*effector.DetachedError)(nil); errors.As(err, &detached) {
 			msg = fmt.Sprintf("%s is still running: the request ended before it returned, and its result will be recorded. Retry the same call (same idempotency key) to read it.", t.Name())

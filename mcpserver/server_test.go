@@ -184,7 +184,7 @@ func TestToolsListIsTheMCPFormOfEveryTool(t *testing.T) {
 	want[0], want[1] = want[1], want[0]
 	want[0].Annotations = &mcp.ToolAnnotations{Title: "Charge card", ReadOnlyHint: false,
 		DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)}
-	want[1].Annotations = &mcp.ToolAnnotations{Title: "Greet", ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	want[1].Annotations = &mcp.ToolAnnotations{Title: "Greet", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	var got []entry
 	for _, tl := range res.Tools {
 		got = append(got, entry{tl.Name, tl.Title, tl.Description, tl.InputSchema, tl.Annotations})

@@ -59,7 +59,7 @@ func ExampleRender_mcp() {
 	}
 	fmt.Println(tool.Name, tool.Title, tool.Annotations)
 	// Output:
-	// lookup_customer Look up customer map[idempotentHint:false openWorldHint:false readOnlyHint:true title:Look up customer]
+	// lookup_customer Look up customer map[idempotentHint:true openWorldHint:false readOnlyHint:true title:Look up customer]
 }
 
 // What "toolreg vet --provider gemini" reports: one finding a line, with
@@ -77,7 +77,10 @@ func ExampleVet() {
 	}
 	// Output:
 	// manifests/lookup_customer.yaml:1:1: warning: gemini: lookup_customer: params.limit: param has no description: the model guesses what to send; describe it
+	// manifests/lookup_customer.yaml:1:1: info: gemini: lookup_customer: params: types, required members and closed objects kept but not enforced: gemini holds arguments to the schema only in function calling mode VALIDATED; toolreg checks every call
 	// manifests/lookup_customer.yaml:1:1: info: gemini: lookup_customer: params: additionalProperties: false dropped: the provider does not close the object (toolreg still refuses unknown members)
+	// manifests/lookup_customer.yaml:1:1: info: gemini: lookup_customer: params.customer_id: minLength: 3 kept but not enforced: gemini holds arguments to the schema only in function calling mode VALIDATED; toolreg checks every call
+	// manifests/lookup_customer.yaml:1:1: info: gemini: lookup_customer: params.limit: default: 10 kept, but gemini ignores it (its Schema takes default for documentation only); toolreg applies the default itself
 }
 
 // A registry renders each provider's tools list once; later calls are served

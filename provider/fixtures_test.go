@@ -23,7 +23,7 @@ func fixtures() []*toolreg.Spec {
 			Pos:         pos(1),
 			Params: []*toolreg.Param{
 				{Name: "customer_id", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "The customer's id.", MinLength: ptr(3), MaxLength: ptr(40), Pattern: "^c_[a-z0-9]+$"}, Pos: pos(5)},
-				{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Description: "How many orders to return.", Default: json.Number("10"), HasDefault: true, Minimum: ptr(1.0), Maximum: ptr(100.0)}, Pos: pos(9)},
+				{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Description: "How many orders to return.", Default: json.Number("10"), HasDefault: true, Minimum: json.Number("1"), Maximum: json.Number("100")}, Pos: pos(9)},
 				{Name: "status", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "Only orders in this status.", Enum: []any{"open", "shipped"}}, Optional: true, Pos: pos(14)},
 			},
 		},
@@ -35,7 +35,7 @@ func fixtures() []*toolreg.Spec {
 			Annotations: &toolreg.Annotations{Title: "Send invoice", DestructiveHint: ptr(false), IdempotentHint: ptr(true), OpenWorldHint: ptr(true)},
 			Params: []*toolreg.Param{
 				{Name: "email", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "Where to send it.", Format: "email"}, Pos: pos(25)},
-				{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeNumber, Description: "Amount due.", ExclusiveMinimum: ptr(0.0), MultipleOf: ptr(0.01)}, Pos: pos(28)},
+				{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeNumber, Description: "Amount due.", ExclusiveMinimum: json.Number("0"), MultipleOf: json.Number("0.01")}, Pos: pos(28)},
 				{Name: "callback", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "URL to notify.", Format: "uri"}, Optional: true, Pos: pos(31)},
 				{Name: "priority", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Enum: []any{json.Number("1"), json.Number("2"), json.Number("3")}, Default: json.Number("2"), HasDefault: true}, Pos: pos(34)},
 			},

@@ -309,8 +309,13 @@ func TestMCPFormDerivesAnnotationsFromTheManifest(t *testing.T) {
 		spec *toolreg.Spec
 		want mcp.ToolAnnotations
 	}{
-		{"a read-only tool without annotations is read-only and nothing else", spec("lookup_customer"),
-			mcp.ToolAnnotations{ReadOnlyHint: true}},
+		{"a read-only tool without annotations is read-only and idempotent", spec("lookup_customer"),
+			mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
+		{"a read-only tool whose manifest says it is not idempotent is not", func() *toolreg.Spec {
+			s := spec("lookup_customer")
+			s.Annotations = &toolreg.Annotations{IdempotentHint: ptr(false), Title: "Look up", OpenWorldHint: ptr(false)}
+			return s
+		}(), mcp.ToolAnnotations{Title: "Look up", ReadOnlyHint: true, IdempotentHint: false, OpenWorldHint: ptr(false)}},
 		{"a side-effecting tool carries the hints its manifest gives", spec("send_invoice"),
 			mcp.ToolAnnotations{Title: "Send invoice", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}},
 		{"a side-effecting tool without annotations is not read-only", spec("set_labels"),

@@ -16,11 +16,13 @@ const (
 	OpenAIStrict          = "openai-strict"
 	OpenAIStrictResponses = "openai-strict-responses"
 	Anthropic             = "anthropic"
+	AnthropicStrict       = "anthropic-strict"
 	Gemini                = "gemini"
+	GeminiJSONSchema      = "gemini-jsonschema"
 	MCP                   = "mcp"
 )
 
-var forms = []string{OpenAI, OpenAIResponses, OpenAIStrict, OpenAIStrictResponses, Anthropic, Gemini, MCP}
+var forms = []string{OpenAI, OpenAIResponses, OpenAIStrict, OpenAIStrictResponses, Anthropic, AnthropicStrict, Gemini, GeminiJSONSchema, MCP}
 
 // Forms returns every form name, in a fixed order.
 func Forms() []string { return slices.Clone(forms) }
@@ -40,6 +42,10 @@ const (
 	// Rewritten: the keyword was expressed another way that means the same to
 	// toolreg (an optional param made nullable, for instance).
 	Rewritten
+	// NotEnforced: the keyword stays in the schema, but the provider does not
+	// hold the model's arguments to it (a form without strict mode), or
+	// ignores it (Gemini's default). toolreg still checks it on every call.
+	NotEnforced
 )
 
 func (a Action) String() string {
@@ -50,6 +56,8 @@ func (a Action) String() string {
 		return "dropped"
 	case Rewritten:
 		return "rewritten"
+	case NotEnforced:
+		return "kept, not enforced by the provider"
 	}
 	return fmt.Sprintf("Action(%d)", int(a))
 }

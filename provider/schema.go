@@ -1,12 +1,15 @@
 package provider
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 type wrapper int
@@ -16,31 +19,42 @@ const (
 	wrapOpenAIResponses
 	wrapAnthropic
 	wrapGemini
+	wrapGeminiJSON
 	wrapMCP
 )
 
 // rules are what a form does with the contract.
 type rules struct {
-	form   string
-	wrap   wrapper
-	strict bool // OpenAI strict mode
-	gemini bool // Gemini's schema subset
+	form         string
+	wrap         wrapper
+	strict       bool // OpenAI strict mode
+	claudeStrict bool // Anthropic strict tool use
+	gemini       bool // Gemini's OpenAPI schema subset (parameters)
+	geminiJSON   bool // Gemini's JSON Schema subset (parametersJsonSchema)
+	// lax names the provider when the form does not have it hold arguments
+	// to the schema (no strict mode): each constraint the form keeps is then
+	// noted as NotEnforced.
+	lax string
 }
 
 func rulesFor(form string) (rules, bool) {
 	switch form {
 	case OpenAI:
-		return rules{form: form, wrap: wrapOpenAIChat}, true
+		return rules{form: form, wrap: wrapOpenAIChat, lax: "openai"}, true
 	case OpenAIResponses:
-		return rules{form: form, wrap: wrapOpenAIResponses}, true
+		return rules{form: form, wrap: wrapOpenAIResponses, lax: "openai"}, true
 	case OpenAIStrict:
 		return rules{form: form, wrap: wrapOpenAIChat, strict: true}, true
 	case OpenAIStrictResponses:
 		return rules{form: form, wrap: wrapOpenAIResponses, strict: true}, true
 	case Anthropic:
-		return rules{form: form, wrap: wrapAnthropic}, true
+		return rules{form: form, wrap: wrapAnthropic, lax: "anthropic"}, true
+	case AnthropicStrict:
+		return rules{form: form, wrap: wrapAnthropic, claudeStrict: true}, true
 	case Gemini:
-		return rules{form: form, wrap: wrapGemini, gemini: true}, true
+		return rules{form: form, wrap: wrapGemini, gemini: true, lax: "gemini"}, true
+	case GeminiJSONSchema:
+		return rules{form: form, wrap: wrapGeminiJSON, geminiJSON: true, lax: "gemini"}, true
 	case MCP:
 		return rules{form: form, wrap: wrapMCP}, true
 	}
@@ -53,11 +67,26 @@ const (
 	strictMaxDepth      = 10   // levels of object nesting
 	strictMaxProperties = 5000 // object properties in the whole schema
 	strictMaxEnumValues = 1000 // enum values in the whole schema
+	// "Limitations on total string size": the property names, definition
+	// names, enum values and const values of a schema, in characters.
+	strictMaxStringTotal = 120000
+	// "Limitations on enum size": one string enum of more than
+	// strictBigEnum values may total at most strictMaxBigEnumChars characters.
+	strictBigEnum         = 250
+	strictMaxBigEnumChars = 15000
 )
 
 // strictFormats are the string formats strict mode accepts; any other format
 // moves into the description.
 var strictFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+
+// claudeFormats are the string formats Anthropic's strict tool use accepts
+// (Structured outputs, "JSON Schema limitations").
+var claudeFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+
+// geminiJSONFormats are the string formats Gemini's JSON Schema support lists
+// (Structured output, "JSON Schema support").
+var geminiJSONFormats = []string{"date-time", "date", "time"}
 
 type walker struct {
 	rules
@@ -67,10 +96,11 @@ type walker struct {
 	problems []toolreg.Problem
 
 	props, enums int // strict mode's whole-schema counters
+	chars        int // characters of property names and enum values
 }
 
 func (w *walker) str(s string) {
-	q, _ := toolreg.CanonicalJSON(s) // a string always encodes
+	q, _ := canonjson.Marshal(s) // a string always encodes
 	w.b = append(w.b, q...)
 }
 
@@ -124,6 +154,9 @@ func (w *walker) tool() {
 		w.desc()
 		w.key("input_schema")
 		w.params()
+		if w.claudeStrict {
+			w.b = append(w.b, `,"strict":true`...)
+		}
 		w.b = append(w.b, '}')
 	case wrapGemini:
 		w.b = append(w.b, `{"name":`...)
@@ -133,6 +166,16 @@ func (w *walker) tool() {
 		// without params declares none.
 		if len(s.Params) > 0 {
 			w.key("parameters")
+			w.params()
+		}
+		w.b = append(w.b, '}')
+	case wrapGeminiJSON:
+		w.b = append(w.b, `{"name":`...)
+		w.str(s.Name)
+		w.desc()
+		// Like parameters, left out for a tool that takes none.
+		if len(s.Params) > 0 {
+			w.key("parametersJsonSchema")
 			w.params()
 		}
 		w.b = append(w.b, '}')
@@ -161,6 +204,9 @@ func (w *walker) desc() {
 // annotations writes MCP's tool annotations. readOnlyHint and idempotentHint
 // are always written (the MCP SDK's ToolAnnotations always carries them, and
 // false is the protocol's default for both); the others only when set.
+// idempotentHint defaults to true for a read-only tool (calling it again
+// changes nothing, so a host may retry it) and to false for a side-effecting
+// one; the manifest's annotations.idempotentHint overrides either.
 func (w *walker) annotations() {
 	a := w.spec.Annotations
 	if a == nil {
@@ -176,7 +222,11 @@ func (w *walker) annotations() {
 	if a.DestructiveHint != nil {
 		w.b = strconv.AppendBool(append(w.b, `,"destructiveHint":`...), *a.DestructiveHint)
 	}
-	w.b = strconv.AppendBool(append(w.b, `,"idempotentHint":`...), a.IdempotentHint != nil && *a.IdempotentHint)
+	idempotent := !w.spec.SideEffect
+	if a.IdempotentHint != nil {
+		idempotent = *a.IdempotentHint
+	}
+	w.b = strconv.AppendBool(append(w.b, `,"idempotentHint":`...), idempotent)
 	if a.OpenWorldHint != nil {
 		w.b = strconv.AppendBool(append(w.b, `,"openWorldHint":`...), *a.OpenWorldHint)
 	}
@@ -185,6 +235,9 @@ func (w *walker) annotations() {
 
 // params writes the parameters object schema.
 func (w *walker) params() {
+	if w.lax != "" && len(w.spec.Params) > 0 {
+		w.note(w.spec.Pos, "params", "type", NotEnforced, "types, required members and closed objects kept but not enforced: "+w.laxReason())
+	}
 	w.b = append(w.b, `{"type":"object"`...)
 	w.object(&toolreg.Schema{Type: toolreg.TypeObject, Properties: w.spec.Params}, "params", w.spec.Pos, 1, true)
 	w.b = append(w.b, '}')
@@ -201,15 +254,15 @@ type kw struct {
 func keywords(s *toolreg.Schema) []kw {
 	var ks []kw
 	val := func(key string, v any) {
-		b, err := toolreg.CanonicalJSON(v)
+		b, err := canonjson.Marshal(v)
 		if err != nil {
 			b = []byte(fmt.Sprintf("%q", fmt.Sprint(v)))
 		}
 		ks = append(ks, kw{key, string(b)})
 	}
-	num := func(key string, v *float64) {
-		if v != nil {
-			ks = append(ks, kw{key, strconv.FormatFloat(*v, 'g', -1, 64)})
+	num := func(key string, v json.Number) {
+		if v != "" {
+			ks = append(ks, kw{key, string(v)})
 		}
 	}
 	integer := func(key string, v *int) {
@@ -244,10 +297,47 @@ func keywords(s *toolreg.Schema) []kw {
 	return ks
 }
 
+// laxReason says why a kept keyword is not enforced.
+func (w *walker) laxReason() string {
+	switch w.lax {
+	case "gemini":
+		// Gemini's function calling mode VALIDATED is a request setting, not
+		// part of the tool: the form cannot assume it.
+		return "gemini holds arguments to the schema only in function calling mode VALIDATED; toolreg checks every call"
+	case "anthropic":
+		return "anthropic holds arguments to the schema only in strict mode (the anthropic-strict form); toolreg checks every call"
+	}
+	return w.lax + " holds arguments to the schema only in strict mode (the openai-strict forms); toolreg checks every call"
+}
+
 // keeps reports whether the form keeps keyword k of s in the schema; a
 // keyword it does not keep moves into the description.
 func (w *walker) keeps(k kw, s *toolreg.Schema) bool {
 	switch {
+	case w.claudeStrict:
+		switch k.key {
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+			"minLength", "maxLength", "maxItems", "uniqueItems":
+			return false
+		case "minItems":
+			return *s.MinItems <= 1 // only 0 and 1 are supported
+		case "format":
+			return slices.Contains(claudeFormats, s.Format)
+		case "pattern":
+			return claudePattern(s.Pattern)
+		case "enum":
+			return scalarEnum(s.Enum)
+		}
+	case w.geminiJSON:
+		switch k.key {
+		case "default", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+			"minLength", "maxLength", "pattern", "uniqueItems":
+			return false
+		case "format":
+			return slices.Contains(geminiJSONFormats, s.Format)
+		case "enum":
+			return s.Type == toolreg.TypeString || s.Type == toolreg.TypeNumber || s.Type == toolreg.TypeInteger
+		}
 	case w.strict:
 		switch k.key {
 		case "default", "minLength", "maxLength", "uniqueItems":
@@ -278,9 +368,15 @@ func (w *walker) schema(s *toolreg.Schema, path string, pos toolreg.Pos, optiona
 		w.note(pos, path, "required", Rewritten, "optional param made required and nullable: null means not given")
 	}
 	for _, k := range ks {
-		if !w.keeps(k, s) {
+		switch {
+		case !w.keeps(k, s):
 			moved = append(moved, k.key+": "+k.value)
 			w.note(pos, path, k.key, Moved, k.key+": "+k.value+" moved into the description")
+		case w.gemini && k.key == "default":
+			// Gemini's Schema takes default for documentation only.
+			w.note(pos, path, k.key, NotEnforced, k.key+": "+k.value+" kept, but gemini ignores it (its Schema takes default for documentation only); toolreg applies the default itself")
+		case w.lax != "":
+			w.note(pos, path, k.key, NotEnforced, k.key+": "+k.value+" kept but not enforced: "+w.laxReason())
 		}
 	}
 	if w.gemini && s.AdditionalProperties != nil && s.Type == toolreg.TypeObject {
@@ -308,6 +404,7 @@ func (w *walker) schema(s *toolreg.Schema, path string, pos toolreg.Pos, optiona
 		w.key(k.key)
 		if k.key == "enum" && w.strict {
 			w.enums += len(s.Enum)
+			w.strictEnum(s, path, pos)
 			if nullable && !slices.Contains(s.Enum, nil) {
 				// A nullable enum must list null, or strict mode cannot send it.
 				w.b = append(w.b, k.value[:len(k.value)-1]...)
@@ -347,11 +444,17 @@ func description(d string, moved []string) string {
 // additionalProperties) after its opening keywords. depth counts object
 // nesting, the parameters object being 1.
 func (w *walker) object(s *toolreg.Schema, path string, pos toolreg.Pos, depth int, root bool) {
+	if w.claudeStrict && s.AdditionalProperties != nil {
+		w.problem(pos, path+".additionalProperties", "an object with additionalProperties (a map with free keys) cannot be strict: Anthropic's strict tool use needs additionalProperties: false; declare its properties, or take a list of {key, value} objects")
+	}
 	if w.strict {
 		if depth > strictMaxDepth {
 			w.problem(pos, path, "nested %d objects deep: strict mode allows %d levels; flatten the param", depth, strictMaxDepth)
 		}
 		w.props += len(s.Properties)
+		for _, p := range s.Properties {
+			w.chars += utf8.RuneCountInString(p.Name)
+		}
 		if root {
 			defer w.strictTotals(pos)
 		}
@@ -392,7 +495,7 @@ func (w *walker) object(s *toolreg.Schema, path string, pos toolreg.Pos, depth i
 	}
 	// Anthropic's SDK and Gemini take an empty required list as absent; leave
 	// it out there so the form survives their types unchanged.
-	if n > 0 || !(w.gemini || (root && w.wrap == wrapAnthropic)) {
+	if n > 0 || !(w.gemini || w.geminiJSON || (root && w.wrap == wrapAnthropic)) {
 		w.b = append(w.b, `,"required":[`...)
 		n = 0
 		for _, p := range s.Properties {
@@ -408,7 +511,7 @@ func (w *walker) object(s *toolreg.Schema, path string, pos toolreg.Pos, depth i
 	}
 	switch {
 	case w.gemini:
-	case s.AdditionalProperties != nil && !w.strict:
+	case s.AdditionalProperties != nil && !w.strict && !w.claudeStrict:
 		w.key("additionalProperties")
 		w.schema(s.AdditionalProperties, path+".additionalProperties", pos, false, depth)
 	default:
@@ -423,4 +526,56 @@ func (w *walker) strictTotals(pos toolreg.Pos) {
 	if w.enums > strictMaxEnumValues {
 		w.problem(pos, "params", "%d enum values in all: strict mode allows %d", w.enums, strictMaxEnumValues)
 	}
+	if w.chars > strictMaxStringTotal {
+		w.problem(pos, "params", "%d characters of property names and enum values in all: strict mode allows %d; shorten them, or take a free string checked by pattern", w.chars, strictMaxStringTotal)
+	}
+}
+
+// strictEnum counts an enum's characters into the schema's total, and checks
+// the cap on one big string enum.
+func (w *walker) strictEnum(s *toolreg.Schema, path string, pos toolreg.Pos) {
+	n, strs := 0, true
+	for _, v := range s.Enum {
+		if str, ok := v.(string); ok {
+			n += utf8.RuneCountInString(str)
+			continue
+		}
+		strs = false
+		b, _ := canonjson.Marshal(v)
+		n += utf8.RuneCount(b)
+	}
+	w.chars += n
+	if strs && len(s.Enum) > strictBigEnum && n > strictMaxBigEnumChars {
+		w.problem(pos, path, "%d string enum values of %d characters in all: strict mode allows %d characters in an enum of more than %d values; shorten the values or split the param",
+			len(s.Enum), n, strictMaxBigEnumChars, strictBigEnum)
+	}
+}
+
+// claudePattern reports whether Anthropic's strict tool use takes pattern:
+// it refuses backreferences, lookaround and word boundaries. RE2, which
+// toolreg compiles patterns with, has no backreferences or lookaround, so
+// only \b and \B are left to find.
+func claudePattern(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '\\' || i+1 == len(p) {
+			continue
+		}
+		i++
+		if p[i] == 'b' || p[i] == 'B' {
+			return false
+		}
+	}
+	return true
+}
+
+// scalarEnum reports whether every enum value is a string, number, boolean or
+// null: Anthropic's strict tool use takes no complex types in an enum.
+func scalarEnum(vs []any) bool {
+	for _, v := range vs {
+		switch v.(type) {
+		case []any, map[string]any:
+			return false
+		}
+	}
+	return true
 }

@@ -69,10 +69,19 @@ func Worst(fs []Finding) (Severity, bool) {
 	return w, true
 }
 
-// Limits the providers document and enforce.
+// Limits of the providers.
 const (
-	openAIMaxDescription = 1024 // a function's description, in characters
-	openAIMaxTools       = 128  // tools in one request
+	// A function's description, in characters: a limit older OpenAI APIs
+	// enforced. The current API reference documents none (it gives 64 for the
+	// name and no maximum for the description), so a longer one is a warning.
+	openAIMaxDescription = 1024
+	openAIMaxTools       = 128 // tools in one request
+
+	// Anthropic's strict tool use, per request (Structured outputs, "JSON
+	// Schema limitations"): strict tools, and optional params (properties not
+	// in required) across every strict tool's schema.
+	claudeStrictMaxTools    = 20
+	claudeStrictMaxOptional = 24
 )
 
 var (
@@ -106,6 +115,18 @@ func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) [
 	if isOpenAI && len(specs) > openAIMaxTools {
 		add(Error, toolreg.Pos{}, "", "", "%d tools: OpenAI takes at most %d in one request; send a subset", len(specs), openAIMaxTools)
 	}
+	if form == AnthropicStrict {
+		if len(specs) > claudeStrictMaxTools {
+			add(Error, toolreg.Pos{}, "", "", "%d strict tools: Anthropic takes at most %d in one request; send a subset, or send the others with the plain anthropic form", len(specs), claudeStrictMaxTools)
+		}
+		n := 0
+		for _, s := range specs {
+			n += optionalParams(s.Params)
+		}
+		if n > claudeStrictMaxOptional {
+			add(Error, toolreg.Pos{}, "", "", "%d optional params in all: Anthropic's strict tool use takes at most %d in one request; make some required, or send fewer tools strict", n, claudeStrictMaxOptional)
+		}
+	}
 	// Each tool's findings together, in the order given.
 	probs := make(map[string][]toolreg.Problem)
 	for _, err := range renderErrs {
@@ -119,7 +140,7 @@ func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) [
 		var re *regexp.Regexp
 		rule := ""
 		switch form {
-		case Gemini:
+		case Gemini, GeminiJSONSchema:
 			re, rule = geminiName, "start with a letter or '_', then letters, digits, '_', '.', ':' or '-', at most 64"
 		case MCP:
 			re, rule = mcpName, "1 to 128 letters, digits, '_', '-' or '.'"
@@ -133,7 +154,7 @@ func vet(form string, specs []*toolreg.Spec, notes []Note, renderErrs []error) [
 		case s.Description == "":
 			add(Warning, s.Pos, s.Name, "description", "no description: the model chooses tools by it; say what the tool does and when to use it")
 		case isOpenAI && utf8.RuneCountInString(s.Description) > openAIMaxDescription:
-			add(Error, s.Pos, s.Name, "description", "description is %d characters: OpenAI refuses more than %d; shorten it", utf8.RuneCountInString(s.Description), openAIMaxDescription)
+			add(Warning, s.Pos, s.Name, "description", "description is %d characters: OpenAI documents no limit, but has refused more than %d and may truncate it; shorten it", utf8.RuneCountInString(s.Description), openAIMaxDescription)
 		}
 		if form == MCP && s.Annotations != nil && !s.SideEffect && s.Annotations.DestructiveHint != nil && *s.Annotations.DestructiveHint {
 			add(Warning, s.Pos, s.Name, "annotations.destructiveHint", "a read-only tool (side_effect: false) marked destructive: MCP clients ignore destructiveHint when readOnlyHint is true; fix one of them")
@@ -176,4 +197,28 @@ func vetSchema(s *toolreg.Spec, sc *toolreg.Schema, path string, pos toolreg.Pos
 	if sc.Items != nil {
 		vetSchema(s, sc.Items, path+".items", pos, add)
 	}
+}
+
+// optionalParams counts the params and properties, at any depth, a call may
+// leave out.
+func optionalParams(ps []*toolreg.Param) int {
+	n := 0
+	for _, p := range ps {
+		if !p.Required() {
+			n++
+		}
+		n += optionalSchema(&p.Schema)
+	}
+	return n
+}
+
+func optionalSchema(s *toolreg.Schema) int {
+	n := optionalParams(s.Properties)
+	if s.Items != nil {
+		n += optionalSchema(s.Items)
+	}
+	if s.AdditionalProperties != nil {
+		n += optionalSchema(s.AdditionalProperties)
+	}
+	return n
 }

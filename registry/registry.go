@@ -1,5 +1,3 @@
-// Package registry resolves tool names to tools. A Registry is a value its
-// caller owns; it refuses a second tool under a name it already holds.
 package registry
 
 import (
@@ -18,6 +16,8 @@ type Registry struct {
 	inline map[string]bool // read-only tools another table holds; see MarkInline
 	// renders caches each provider form's rendering; see ProviderSchema.
 	renders renderCache
+	// search is the index Search builds on first use; see search.go.
+	search searchIndex
 }
 
 // New returns an empty registry.

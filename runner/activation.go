@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,7 @@ type Activation struct {
 	runner    *Runner
 	clock     func() time.Time
 	ttl       time.Duration
+	ttlErr    error // a bad WithIntentTTL, which Act returns
 	sign      bool
 	keyID     string
 	key       []byte
@@ -59,6 +61,9 @@ type Activation struct {
 	full    bool // the step cursor has passed math.MaxUint32
 	staged  []*intent.Intent
 	drained bool
+	// offered holds the names WithOffered and Offer gave; nil offers every
+	// tool. See offer.go.
+	offered map[string]bool
 }
 
 // ActivationOption configures an Activation.
@@ -75,12 +80,15 @@ func WithClock(now func() time.Time) ActivationOption {
 }
 
 // WithIntentTTL sets how long after its creation an intent may still be
-// executed; the effector refuses it as EXPIRED after that. The default, and
-// any d <= 0, is DefaultIntentTTL (1h).
+// executed; the effector refuses it as EXPIRED after that. The default is
+// DefaultIntentTTL (1h). A d <= 0 would stage intents that expire as they
+// are made: Act refuses to stage with it.
 func WithIntentTTL(d time.Duration) ActivationOption {
 	return func(a *Activation) {
-		if d > 0 {
-			a.ttl = d
+		a.ttl = d
+		a.ttlErr = nil
+		if d <= 0 {
+			a.ttlErr = fmt.Errorf("runner: WithIntentTTL(%v): an intent must live a positive time, or the effector refuses it as EXPIRED; pass a positive duration, or leave the option out for the default of %v", d, DefaultIntentTTL)
 		}
 	}
 }
@@ -142,15 +150,31 @@ func (a *Activation) Step() uint32 {
 // RunTool runs the read-only tool called name inline, through the Runner, and
 // returns its result; see Runner.Run for what it refuses (a side-effecting
 // tool with *toolreg.SideEffectToolError, bad arguments with
-// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError.
+// *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError;
+// a name the activation does not offer (WithOffered), *toolreg.ToolNotOfferedError.
+// A result that lists found tools (search_tools') offers them; see WithOffered.
 // It does not advance the step cursor: only intents take steps, so adding or
 // removing a read-only call does not change the ids of the intents after it.
 func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	// offered is nil or not from NewActivation on: an activation offering
+	// every tool takes no lock here, whatever runs in parallel.
+	if a.offered != nil {
+		a.mu.Lock()
+		err := a.checkOffered(name)
+		a.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {
 		return nil, err
 	}
-	return a.runner.Run(ctx, t, args)
+	res, err := a.runner.Run(ctx, t, args)
+	if err == nil {
+		a.offerFound(res)
+	}
+	return res, err
 }
 
 // Act requests the side-effecting tool called name with args: it validates
@@ -164,11 +188,14 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // created/expiry times from the clock.
 //
 // Act refuses, staging nothing and leaving the step where it was: an unknown
-// name (*toolreg.ToolNotFoundError), a read-only tool, which runs inline with
+// name (*toolreg.ToolNotFoundError), a name the activation does not offer
+// (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
 // contract (*toolreg.ToolArgumentError), arguments above the runner's size
-// limit (*toolreg.ArgumentsTooLargeError; see WithMaxArgsBytes), an activation with no clock
-// (ErrNoClock), and one already drained (ErrDrained).
+// limit (*toolreg.ArgumentsTooLargeError; see WithMaxArgsBytes), an activation
+// with no clock (ErrNoClock) or a non-positive WithIntentTTL, and one already
+// drained (ErrDrained). The intent it returns is the caller's copy: changing
+// it changes nothing staged.
 func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -177,8 +204,13 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		return nil, ErrDrained
 	case a.clock == nil:
 		return nil, ErrNoClock
+	case a.ttlErr != nil:
+		return nil, a.ttlErr
 	case a.full:
 		return nil, fmt.Errorf("runner: activation %x/%d has used every step index (the last was %d): no more intents fit in it; stage the rest in the next activation (seq %d)", a.entityKey, a.seq, uint32(math.MaxUint32), a.seq+1)
+	}
+	if err := a.checkOffered(name); err != nil {
+		return nil, err
 	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {
@@ -197,7 +229,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	created := a.clock().UnixMilli()
 	in := &intent.Intent{
 		ID:          intent.IntentID(a.entityKey, a.seq, a.step),
-		EntityKey:   a.entityKey,
+		EntityKey:   bytes.Clone(a.entityKey), // each intent its own
 		Seq:         a.seq,
 		StepIndex:   a.step,
 		ToolName:    t.Name(),
@@ -217,7 +249,19 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	} else {
 		a.step++
 	}
-	return in, nil
+	// The caller gets its own copy: an edit of it must not change what Drain
+	// hands over, nor break the staged intent's signature.
+	return cloneIntent(in), nil
+}
+
+// cloneIntent returns a copy of in that shares no memory with it.
+func cloneIntent(in *intent.Intent) *intent.Intent {
+	c := *in
+	c.EntityKey = bytes.Clone(in.EntityKey)
+	c.ArgsJSON = bytes.Clone(in.ArgsJSON)
+	c.TraceID = bytes.Clone(in.TraceID)
+	c.Signature = bytes.Clone(in.Signature)
+	return &c
 }
 
 // Drain hands over the staged intents, in the order they were staged, and

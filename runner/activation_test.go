@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"math"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 	"github.com/beam-agents/toolreg/runner"
 )
@@ -44,7 +46,7 @@ func lookupOrderSpec() *toolreg.Spec {
 func refundParams() []*toolreg.Param {
 	return []*toolreg.Param{
 		orderIDParam(),
-		{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: new(1.0), Maximum: new(10000.0)}},
+		{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: "1", Maximum: "10000"}},
 		{Name: "reason", Schema: toolreg.Schema{Type: toolreg.TypeString, Default: "customer request", HasDefault: true}},
 	}
 }
@@ -126,8 +128,10 @@ func TestStagingDoesNotExecute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(drained) != 1 || drained[0] != in {
-			t.Errorf("Drain = %v; want the one staged intent", drained)
+		if len(drained) != 1 || drained[0] == in {
+			t.Errorf("Drain = %v; want the one staged intent, kept apart from the caller's copy", drained)
+		} else if diff := cmp.Diff(want, drained[0], cmp.AllowUnexported(intent.Intent{})); diff != "" {
+			t.Errorf("drained intent (-want +got):\n%s", diff)
 		}
 		if n := s.refunds.Load(); n != 0 {
 			t.Errorf("issue_refund ran %d times; staging and draining must run nothing", n)
@@ -139,11 +143,11 @@ func TestStagingDoesNotExecute(t *testing.T) {
 		// still only stage.
 		var calls atomic.Int64
 		count := func(context.Context, json.RawMessage) (any, error) { calls.Add(1); return true, nil }
-		tool := toolreg.NewBoundTool(issueRefundSpec(), &toolreg.Binding{
+		tool := toolbind.Attach(issueRefundSpec(), &toolbind.Binding{
 			Func:   count,
 			Decode: func(json.RawMessage) (any, error) { calls.Add(1); return nil, nil },
 			Call:   count,
-		})
+		}).(*toolreg.Tool)
 		table := registry.New()
 		if err := table.Register(tool); err != nil {
 			t.Fatal(err)
@@ -448,7 +452,7 @@ func TestActValidatesArgumentsExactlyAsTheRunnerDoes(t *testing.T) {
 				return
 			}
 			// The function saw what the intent carries.
-			want, err := toolreg.CanonicalJSON(res)
+			want, err := canonjson.Marshal(res)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -456,7 +460,7 @@ func TestActValidatesArgumentsExactlyAsTheRunnerDoes(t *testing.T) {
 			if err := json.Unmarshal(in.ArgsJSON, &got); err != nil {
 				t.Fatal(err)
 			}
-			gotJSON, _ := toolreg.CanonicalJSON(got)
+			gotJSON, _ := canonjson.Marshal(got)
 			if !bytes.Equal(want, gotJSON) {
 				t.Errorf("the intent's args decode to %s; the runner's function got %s", gotJSON, want)
 			}
@@ -491,13 +495,13 @@ func TestActivationOptionsShapeTheIntent(t *testing.T) {
 		t.Errorf("Step() = %d after one Act from step 3; want 4", a.Step())
 	}
 
-	defaults := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock), runner.WithIntentTTL(-time.Second))
+	defaults := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock))
 	in, err = defaults.Act("issue_refund", json.RawMessage(`{"order_id":"o-1","amount":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := in.ExpiresAtMs - in.CreatedAtMs; got != runner.DefaultIntentTTL.Milliseconds() {
-		t.Errorf("with a negative TTL, expires %d ms after creation; want the default hour", got)
+		t.Errorf("with no TTL, expires %d ms after creation; want the default hour", got)
 	}
 	if err := in.VerifyHMAC(map[string][]byte{"k1": key}); !errors.Is(err, intent.ErrUnsigned) {
 		t.Errorf("VerifyHMAC of an intent staged with no key = %v; want ErrUnsigned", err)
@@ -520,6 +524,79 @@ func TestActivationOptionsShapeTheIntent(t *testing.T) {
 	if diff := cmp.Diff([]int64{actT0.UnixMilli() + 1000, actT0.UnixMilli() + 2000}, created); diff != "" {
 		t.Errorf("created_at_ms (-want +got):\n%s", diff)
 	}
+}
+
+func TestAWithIntentTTLThatIsNotPositiveIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newSupportAgent(t)
+	for _, d := range []time.Duration{0, -time.Second} {
+		a := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock), runner.WithIntentTTL(d))
+		in, err := a.Act("issue_refund", json.RawMessage(`{"order_id":"o-1","amount":5}`))
+		if err == nil || !strings.Contains(err.Error(), "WithIntentTTL("+d.String()+")") || !strings.Contains(err.Error(), "positive") {
+			t.Fatalf("Act with WithIntentTTL(%v) = %+v, %v; want an error naming the option and what to pass", d, in, err)
+		}
+		if a.Step() != 0 {
+			t.Fatalf("a refused Act took a step")
+		}
+	}
+	// A later valid option replaces a bad one, as options do.
+	a := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock), runner.WithIntentTTL(0), runner.WithIntentTTL(time.Minute))
+	if _, err := a.Act("issue_refund", json.RawMessage(`{"order_id":"o-1","amount":5}`)); err != nil {
+		t.Fatalf("Act after WithIntentTTL(0) then WithIntentTTL(1m): %v", err)
+	}
+}
+
+func TestActReturnsAnIntentIndependentOfTheOneItStages(t *testing.T) {
+	t.Parallel()
+	s := newSupportAgent(t)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	a := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock), runner.WithSigningKey("k1", key))
+	first, err := a.Act("issue_refund", json.RawMessage(`{"order_id":"o-1","amount":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.Act("issue_refund", json.RawMessage(`{"order_id":"o-2","amount":6}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*intent.Intent{clone(first), clone(second)}
+	// The caller edits what Act returned, bytes and all.
+	first.EntityKey[0] = 'X'
+	first.ArgsJSON[2] = 'X'
+	first.Signature[0] ^= 0xff
+	first.ToolName = "other"
+	second.EntityKey = append(second.EntityKey[:0], "mallory"...)
+	got, err := a.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b *intent.Intent) bool {
+		x, _ := a.MarshalBinary()
+		y, _ := b.MarshalBinary()
+		return bytes.Equal(x, y)
+	})); diff != "" {
+		t.Fatalf("Drain after the caller edited Act's intents (-want +got):\n%s", diff)
+	}
+	for _, in := range got {
+		if err := in.VerifyHMAC(map[string][]byte{"k1": key}); err != nil {
+			t.Errorf("a drained intent does not verify after the caller edited its copy: %v", err)
+		}
+		if string(in.EntityKey) != "cust-42" {
+			t.Errorf("drained entity key %q, want cust-42", in.EntityKey)
+		}
+	}
+}
+
+func clone(in *intent.Intent) *intent.Intent {
+	b, err := in.MarshalBinary()
+	if err != nil {
+		panic(err)
+	}
+	c := new(intent.Intent)
+	if err := c.UnmarshalBinary(b); err != nil {
+		panic(err)
+	}
+	return c
 }
 
 func TestNewActivationCopiesTheEntityKey(t *testing.T) {

@@ -19,7 +19,7 @@ func benchSpec() *toolreg.Spec {
 		Name: "search", Description: "Search the catalogue.", Pos: toolreg.Pos{File: "search.yaml", Line: 1},
 		Params: []*toolreg.Param{
 			{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: ptr(1)}},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: ptr(1.0), Maximum: ptr(100.0)}},
+			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: json.Number("1"), Maximum: json.Number("100")}},
 			{Name: "exact", Schema: toolreg.Schema{Type: toolreg.TypeBoolean, Default: false, HasDefault: true}},
 			{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString}, MaxItems: ptr(5)}},
 		},
@@ -176,9 +176,11 @@ func checkHits(b *testing.B) {
 }
 
 // TestValidCallAllocations holds the runner's per-call allocations on the
-// benchmark's call to the 4 it makes today, all for the strings and the slice
-// the function receives: the argument struct itself stays on the stack. More
-// means something on the per-call path started escaping or copying.
+// benchmark's call to the 5 it makes today: 4 for the strings and the slice
+// the function receives, and 1 for the argument struct, which escapes since
+// the fast path stores slices and maps into it with reflect.NewAt rather
+// than through hand-made header layouts (issue 13). More means something on
+// the per-call path started escaping or copying.
 func TestValidCallAllocations(t *testing.T) {
 	tool := benchTool(t)
 	r, ctx := runner.New(), context.Background()
@@ -187,7 +189,7 @@ func TestValidCallAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if got > 4 {
-		t.Errorf("Run allocates %v times per valid call; want at most 4", got)
+	if got > 5 {
+		t.Errorf("Run allocates %v times per valid call; want at most 5", got)
 	}
 }

@@ -23,6 +23,11 @@
 // read-only calls concurrently (a model's parallel tool calls), returning the
 // outcomes in call order.
 //
+// Results come back as any, since one table holds tools of many types;
+// Result[R] gives one as its function's type R, or a *ResultTypeError naming
+// both types.
+//
 // A side-effecting tool is requested instead through an Activation, which
-// stages an intent that the effector executes once, outside the pipeline.
+// stages an intent (package intent) that the effector executes once, outside
+// the pipeline.
 package runner

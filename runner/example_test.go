@@ -69,3 +69,25 @@ func ExampleRunner_RunAll() {
 	// 1 20 <nil>
 	// 2 <nil> toolreg: search: invalid arguments: /tags: want an array (required), got nothing
 }
+
+func ExampleResult() {
+	b := bindings.New([]*toolreg.Spec{searchSpec(), refundSpec()}, bindings.PipelineOnly())
+	bindings.ReadOnly(b, "search", func(_ context.Context, a SearchArgs) ([]string, error) {
+		return []string{a.Query + " (wool)", a.Query + " (cotton)"}, nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		panic(err)
+	}
+	act := runner.NewActivation(bound.Pipeline, []byte("ticket-42"), 7)
+
+	// RunTool returns any; Result gives the search function's []string.
+	hits, err := runner.Result[[]string](act.RunTool(context.Background(), "search", json.RawMessage(`{"query":"socks","exact":true,"tags":[]}`)))
+	fmt.Println(len(hits), hits[0], err)
+
+	_, err = runner.Result[int](act.RunTool(context.Background(), "search", json.RawMessage(`{"query":"socks","exact":true,"tags":[]}`)))
+	fmt.Println(err)
+	// Output:
+	// 2 socks (wool) <nil>
+	// runner: the tool's result has type []string, not int: ask Result for the type its function returns
+}

@@ -26,7 +26,7 @@ func searchSpec() *toolreg.Spec {
 		Name: "search", Description: "Search the catalogue.", Pos: toolreg.Pos{File: "search.yaml", Line: 1},
 		Params: []*toolreg.Param{
 			{Name: "query", Schema: toolreg.Schema{Type: toolreg.TypeString, MinLength: ptr(1)}},
-			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: ptr(1.0), Maximum: ptr(100.0)}},
+			{Name: "limit", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Default: json.Number("10"), HasDefault: true, Minimum: json.Number("1"), Maximum: json.Number("100")}},
 			{Name: "exact", Schema: toolreg.Schema{Type: toolreg.TypeBoolean}},
 			{Name: "tags", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString}, MaxItems: ptr(5)}},
 		},
@@ -416,5 +416,29 @@ func TestRunStrictToolTakesNoCoercion(t *testing.T) {
 	}
 	if diff := cmp.Diff(SearchArgs{"socks", 7, true, []string{}}, got); diff != "" {
 		t.Errorf("the function got (-want +got):\n%s", diff)
+	}
+}
+
+// Malformed JSON from a model comes back as a message the model can act on,
+// on the runner's fast path as on the reference one: where, what JSON
+// wanted there, and to send one JSON object; never encoding/json's text.
+func TestRunTellsTheModelWhereItsJSONBrokeAndWhatToSend(t *testing.T) {
+	t.Parallel()
+	search, _, _ := fixture(t, func(context.Context, SearchArgs) (SearchResult, error) { return SearchResult{}, nil })
+	for _, args := range []string{`{"query": "socks", "limit": None}`, `{"query": nul}`, `{"query": "socks"}{"query": "shoes"}`, `{'query': 'socks'}`} {
+		_, err := runner.New().Run(context.Background(), search, json.RawMessage(args))
+		var ae *toolreg.ToolArgumentError
+		if !errors.As(err, &ae) {
+			t.Fatalf("Run(%s) error = %v, want a *toolreg.ToolArgumentError", args, err)
+		}
+		msg := ae.ModelMessage()
+		for _, want := range []string{"malformed JSON at line 1, column ", "expected ", "found ", "send one JSON object and nothing else"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("Run(%s): ModelMessage() = %q, want it to say %q", args, msg, want)
+			}
+		}
+		if strings.Contains(msg, "invalid character") || strings.Contains(msg, "literal null (expecting") {
+			t.Errorf("Run(%s): encoding/json's own words reach the model: %q", args, msg)
+		}
 	}
 }

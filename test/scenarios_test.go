@@ -1,6 +1,3 @@
-// Package test holds the cross-package tests: one per scenario of the seed
-// spec (seed/tool-registry-spec.txt), named after it. Each test's comment
-// gives the scenario's Go mapping.
 package test
 
 import (

@@ -3,7 +3,9 @@ package main
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -22,13 +24,22 @@ func TestMain(m *testing.M) {
 }
 
 // TestScript runs testdata/script/*.txtar. In them $REPO is the module root,
-// for scripts that check the repository's own manifests.
+// for scripts that check the repository's own manifests, and $CUE the real
+// cue command pinned in go.mod (go tool cue), for scripts that check that cue
+// vet agrees.
 func TestScript(t *testing.T) {
 	t.Parallel()
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd := exec.Command("go", "tool", "-n", "cue")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go tool -n cue: %v", err)
+	}
+	cue := strings.TrimSpace(string(out))
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
@@ -36,6 +47,8 @@ func TestScript(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("REPO", repo)
+			e.Setenv("CUE", cue)
+			e.Setenv("XDG_CACHE_HOME", filepath.Join(e.WorkDir, ".cache"))
 			return nil
 		},
 	})

@@ -2,23 +2,31 @@
 // several hosts that share one Redis or one Redis Cluster.
 //
 // Each intent has one record, at the key prefix + "{i:" + id + "}" (see
-// WithKeyPrefix). Its value is a claim ("c" and the owner's random
-// token) or a terminal result ("d", the completing owner's token, and the
-// result's bytes, exactly as completed). Claim is a single SET key value NX
-// PX lease, run in a script that in the same round trip sets the attempt
-// marker (below) if the SET won, or returns the value it found if not: Redis
-// decides who wins, and the lease is the key's expiry, kept by the Redis
-// server's clock, never a client's. Complete and Release are Lua scripts that
-// compare the stored value with the caller's claim and only then replace (compare-and-set)
-// or delete (compare-and-delete) it, atomically on the server; so a worker
-// whose lease expired while it was paused can never overwrite or free the
-// record of the next owner: it gets effector.ErrNotOwner. A result lives for
-// its ttl as the key's expiry, then the intent may be claimed again.
+// WithKeyPrefix). Its value is a claim ("c", the call, and the owner's random
+// token) or a terminal result ("d", the call, the completing owner's token,
+// and the result's bytes, exactly as completed). The call is the one the
+// intent was claimed for (effector.Call: a one-byte length and the tool name,
+// at most 64 bytes, then the 32-byte digest of the tool and arguments), so a
+// claim by another call gets effector.Mismatch, never the result. Claim is a
+// Lua script that, in one round trip, reads the record and, if it is free,
+// sets it with the lease as the key's expiry and updates the attempt marker
+// (below): Redis decides who wins, and the lease is kept by the Redis
+// server's clock, never a client's. Complete and Release are Lua scripts
+// that compare the stored claim's token with the caller's and only then
+// replace (compare-and-set) or delete (compare-and-delete) it, atomically on
+// the server; so a worker whose lease expired while it was paused can never
+// overwrite or free the record of the next owner: it gets
+// effector.ErrNotOwner. A result lives for its ttl as the key's expiry, then
+// the intent may be claimed again.
 //
-// Taking a claim also sets an attempt marker, at the record's key + ":attempt",
-// which Complete and Release delete: a claim that finds the marker follows an
-// owner that vanished after claiming, and says so (effector.Claim.Reclaimed).
-// It needs Redis 6.2 or later (SET ... GET).
+// Taking a claim also sets an attempt marker, at the record's key +
+// ":attempt", holding the call and the count of claims not released
+// (effector.Claim.Attempts); Complete deletes it, Release counts its own
+// attempt off. A claim that finds a marker of a claim follows an owner that
+// vanished after claiming, and says so (effector.Claim.Reclaimed); one for
+// another call is a Mismatch, since that owner may have run it. Records an
+// older version wrote are reported as foreign: let their intents finish
+// before upgrading. It needs Redis 6 or later (SET ... KEEPTTL).
 //
 // The store runs on Redis Cluster: the braces in the keys are a hash tag, so
 // an intent's record and marker, which every script touches together, always

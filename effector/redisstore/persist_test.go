@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
 
@@ -44,7 +45,7 @@ func TestOpenRefusesAServerThatDoesNotPersistWrites(t *testing.T) {
 		if log := buf.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "does not persist") {
 			t.Errorf("Open accepted a non-persistent server without a warning:\n%s", log)
 		}
-		if _, err := s.Claim(ctx, "i", 1e9); err != nil {
+		if _, err := s.Claim(ctx, "i", effector.NewCall("t", []byte("{}")), 1e9); err != nil {
 			t.Errorf("the accepted store does not work: %v", err)
 		}
 	})

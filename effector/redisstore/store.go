@@ -87,10 +87,16 @@ func randomToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// The two kinds of value a key holds, told apart by the first byte.
+// The values a key holds, told apart by the first byte, which is followed
+// by the call the intent was claimed for (see appendCall).
+//
+//	record:  "c" call token                          the owner's live claim
+//	         "d" call len(token) ":" token result    the terminal record
+//	marker:  "c" call attempts                       claimed, not completed nor released
+//	         "r" call attempts                       released, earlier attempts counted
 const (
-	claimTag = "c" // "c" token: the owner's live claim
-	doneTag  = "d" // "d" len(token) ":" token result: the terminal record
+	claimTag = "c"
+	doneTag  = "d"
 )
 
 // key is the key of intentID's record. The id goes in a hash tag after the
@@ -102,25 +108,43 @@ func (s *Store) key(intentID string) string {
 }
 
 // keys are the keys the scripts take for intentID: its record, then its
-// attempt marker. The marker is set when a claim is taken and deleted by
-// Complete and Release, so a claim that finds it set follows an owner that
-// vanished. It extends the record's key, so it shares its slot; it does not
-// end in "}", as every record's key does, so it is never an intent's record.
+// attempt marker. The marker is set when a claim is taken, deleted by
+// Complete, and counted down by Release, so a claim that finds it set
+// follows an owner that vanished, and counts the attempts. It extends the
+// record's key, so it shares its slot; it does not end in "}", as every
+// record's key does, so it is never an intent's record.
 func (s *Store) keys(intentID string) []string {
 	k := s.key(intentID)
 	return []string{k, k + ":attempt"}
 }
 
-// doneRecord is the value of a completed intent. It keeps the completing
-// owner's token so that a Complete retried after a lost reply recognizes its
-// own record.
-func doneRecord(token string, result []byte) []byte {
-	b := make([]byte, 0, 1+8+len(token)+len(result))
-	b = append(b, doneTag...)
-	b = strconv.AppendInt(b, int64(len(token)), 10)
-	b = append(b, ':')
-	b = append(b, token...)
-	return append(b, result...)
+// appendCall appends the call in the form the scripts read: the tool name's
+// length in one byte, the name, and the 32 bytes of the digest.
+func appendCall(b []byte, c effector.Call) []byte {
+	b = append(b, byte(len(c.Tool)))
+	b = append(b, c.Tool...)
+	return append(b, c.Digest[:]...)
+}
+
+// parseCall reads a value's call, after its tag byte, and returns the rest.
+func parseCall(v []byte) (effector.Call, []byte, bool) {
+	if len(v) < 2 {
+		return effector.Call{}, nil, false
+	}
+	n := int(v[1])
+	if len(v) < 2+n+32 {
+		return effector.Call{}, nil, false
+	}
+	c := effector.Call{Tool: string(v[2 : 2+n])}
+	copy(c.Digest[:], v[2+n:2+n+32])
+	return c, v[2+n+32:], true
+}
+
+// tokenPrefix is the part of a done record after its call that names the
+// completing owner's token, so that a Complete retried after a lost reply
+// recognizes its own record (the same token and the same result).
+func tokenPrefix(token string) string {
+	return strconv.Itoa(len(token)) + ":" + token
 }
 
 // parseDone returns the result of a done record.
@@ -128,7 +152,11 @@ func parseDone(v []byte) ([]byte, bool) {
 	if len(v) == 0 || v[0] != doneTag[0] {
 		return nil, false
 	}
-	n, rest, ok := bytes.Cut(v[1:], []byte(":"))
+	_, rest, ok := parseCall(v)
+	if !ok {
+		return nil, false
+	}
+	n, rest, ok := bytes.Cut(rest, []byte(":"))
 	if !ok {
 		return nil, false
 	}
@@ -139,29 +167,67 @@ func parseDone(v []byte) ([]byte, bool) {
 	return rest[l:], true
 }
 
+// lua holds the functions the scripts share: split returns a value's tag,
+// its call and the rest; digest a call's digest.
+const lua = `
+local function split(v)
+	local n = string.byte(v, 2) or 0
+	return string.sub(v, 1, 1), string.sub(v, 2, 2 + n + 32), string.sub(v, 3 + n + 32)
+end
+local function digest(call)
+	return string.sub(call, -32)
+end
+local function wellformed(v)
+	local n = string.byte(v, 2)
+	local tag = string.sub(v, 1, 1)
+	return n ~= nil and #v >= 2 + n + 32 and (tag == 'c' or tag == 'd' or tag == 'r')
+end
+`
+
 // completeScript replaces the caller's claim with the done record, with the
 // result's ttl as the key's expiry, if the key still holds exactly that claim.
-// If it already holds exactly this done record, an earlier attempt of this
+// If it already holds this owner's done record, an earlier attempt of this
 // same Complete succeeded and only its reply was lost: success again.
-var completeScript = redis.NewScript(`
+// ARGV: token, tokenPrefix(token), result, ttl ms.
+var completeScript = redis.NewScript(lua + `
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if not v then
+	return 0
+end
+local tag, call, rest = split(v)
+if tag == 'c' and rest == ARGV[1] then
+	redis.call('SET', KEYS[1], 'd' .. call .. ARGV[2] .. ARGV[3], 'PX', ARGV[4])
 	redis.call('DEL', KEYS[2])
 	return 1
 end
-if v == ARGV[2] then
+if tag == 'd' and rest == ARGV[2] .. ARGV[3] then
 	return 1
 end
 return 0`)
 
-// releaseScript deletes the key if it still holds exactly the caller's claim.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('DEL', KEYS[1], KEYS[2])
-	return 1
+// releaseScript deletes the key if it still holds exactly the caller's
+// claim, and counts its attempt off the marker. ARGV: token.
+var releaseScript = redis.NewScript(lua + `
+local v = redis.call('GET', KEYS[1])
+if not v then
+	return 0
 end
-return 0`)
+local tag, call, rest = split(v)
+if tag ~= 'c' or rest ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+local m = redis.call('GET', KEYS[2])
+if m then
+	local mtag, mcall, n = split(m)
+	n = (tonumber(n) or 1) - 1
+	if n <= 0 then
+		redis.call('DEL', KEYS[2])
+	else
+		redis.call('SET', KEYS[2], 'r' .. mcall .. n, 'KEEPTTL')
+	end
+end
+return 1`)
 
 // transient reports whether err may pass if the call is tried again: the
 // connection failed (the server restarts, a failover) or the server is still
@@ -212,24 +278,44 @@ func millis(what string, d time.Duration) (int64, error) {
 	return int64((d + time.Millisecond - 1) / time.Millisecond), nil
 }
 
-// claimScript takes the claim with one SET key value NX PX lease. If that
-// wins, it also sets the attempt marker and reports whether one was already
-// there (Reclaimed); if not, it returns the key's value, which the SET just
-// found, so that a claim costs one round trip whatever it finds, and is
-// atomic with the marker.
-var claimScript = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3], 'GET') then
-		return {1, 1}
+// claimScript takes the claim if the key is free, setting the attempt
+// marker, unless the record or the marker holds another call. It replies
+// {1, reclaimed, attempts} when it claims, {0, value} with the record it
+// found, and {2, call} with the other call. One round trip whatever it
+// finds, atomic with the marker. ARGV: call, token, lease ms, marker ms.
+var claimScript = redis.NewScript(lua + `
+local v = redis.call('GET', KEYS[1])
+if v then
+	if not wellformed(v) then
+		return {0, v}
 	end
-	return {1, 0}
+	local tag, call = split(v)
+	if digest(call) ~= digest(ARGV[1]) then
+		return {2, call}
+	end
+	return {0, v}
 end
-return {0, redis.call('GET', KEYS[1])}`)
+local attempts, reclaimed = 1, 0
+local m = redis.call('GET', KEYS[2])
+if m and wellformed(m) then
+	local mtag, mcall, n = split(m)
+	if digest(mcall) ~= digest(ARGV[1]) then
+		return {2, mcall}
+	end
+	attempts = (tonumber(n) or 0) + 1
+	if mtag == 'c' then
+		reclaimed = 1
+	end
+end
+redis.call('SET', KEYS[1], 'c' .. ARGV[1] .. ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[2], 'c' .. ARGV[1] .. attempts, 'PX', ARGV[4])
+return {1, reclaimed, attempts}`)
 
-// Claim takes intentID for lease unless the key holds a live claim (InFlight)
-// or a result (Done). It does not retry: a claim whose reply was lost runs
-// out by its lease, and the next claim reports Reclaimed.
-func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration) (effector.Claim, error) {
+// Claim takes intentID for lease unless the key holds a live claim
+// (InFlight) or a result (Done), or the record or its attempt marker holds
+// another call (Mismatch). It does not retry: a claim whose reply was lost
+// runs out by its lease, and the next claim reports Reclaimed.
+func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	if s.err != nil {
 		return effector.Claim{}, s.err
 	}
@@ -242,25 +328,42 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		return effector.Claim{}, err
 	}
 	keys := s.keys(intentID)
-	reply, err := claimScript.Run(ctx, s.rdb, keys, claimTag+token, ms, s.attemptMemory.Milliseconds()).Slice()
+	reply, err := claimScript.Run(ctx, s.rdb, keys, appendCall(nil, call), token, ms, s.attemptMemory.Milliseconds()).Slice()
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
 	}
-	if len(reply) != 2 {
-		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: the claim script replied %v", intentID, reply)
+	bad := fmt.Errorf("redisstore: claiming intent %q: the claim script replied %v", intentID, reply)
+	if len(reply) < 2 {
+		return effector.Claim{}, bad
 	}
-	if won, _ := reply[0].(int64); won == 1 {
+	switch state, _ := reply[0].(int64); state {
+	case 1:
+		if len(reply) != 3 {
+			return effector.Claim{}, bad
+		}
 		reclaimed, _ := reply[1].(int64)
-		return effector.Claim{State: effector.Claimed, Token: token, Reclaimed: reclaimed == 1}, nil
+		attempts, _ := reply[2].(int64)
+		return effector.Claim{State: effector.Claimed, Token: token, Reclaimed: reclaimed == 1, Attempts: int(attempts)}, nil
+	case 2:
+		v, _ := reply[1].(string)
+		recorded, _, ok := parseCall([]byte("x" + v))
+		if !ok {
+			return effector.Claim{}, s.foreign(keys[0], v)
+		}
+		return effector.Claim{State: effector.Mismatch, Recorded: recorded}, nil
 	}
 	v, _ := reply[1].(string)
 	if res, ok := parseDone([]byte(v)); ok {
 		return effector.Claim{State: effector.Done, Result: res}, nil
 	}
-	if len(v) > 0 && v[0] == claimTag[0] {
+	if _, _, ok := parseCall([]byte(v)); ok && v[0] == claimTag[0] {
 		return effector.Claim{State: effector.InFlight}, nil
 	}
-	return effector.Claim{}, fmt.Errorf("redisstore: key %q holds %q, which this store did not write; choose another WithKeyPrefix", keys[0], truncate([]byte(v)))
+	return effector.Claim{}, s.foreign(keys[0], v)
+}
+
+func (s *Store) foreign(key, v string) error {
+	return fmt.Errorf("redisstore: key %q holds %q, which this store did not write (or an older version wrote: let its intents finish first); choose another WithKeyPrefix", key, truncate([]byte(v)))
 }
 
 func truncate(v []byte) []byte {
@@ -283,11 +386,11 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if err != nil {
 		return err
 	}
-	done := doneRecord(token, result)
 	keys := s.keys(intentID)
+	tp := tokenPrefix(token)
 	var n int
 	err = retry(ctx, func() (err error) {
-		n, err = completeScript.Run(ctx, s.rdb, keys, claimTag+token, done, ms).Int()
+		n, err = completeScript.Run(ctx, s.rdb, keys, token, tp, result, ms).Int()
 		return err
 	})
 	if err != nil {
@@ -310,7 +413,7 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 	keys := s.keys(intentID)
 	var n int
 	err := retry(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.rdb, keys, claimTag+token).Int()
+		n, err = releaseScript.Run(ctx, s.rdb, keys, token).Int()
 		return err
 	})
 	if err != nil {

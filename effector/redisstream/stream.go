@@ -45,8 +45,9 @@ type Source struct {
 	batch                   int64
 
 	buf         []redis.XMessage
-	ownCursor   string // where the read of our own pending entries is; "" when done
-	claimCursor string // XAUTOCLAIM's cursor through the group's pending list
+	counts      map[string]int64 // delivery counts of buf's entries, when redelivered
+	ownCursor   string           // where the read of our own pending entries is; "" when done
+	claimCursor string           // XAUTOCLAIM's cursor through the group's pending list
 	nextClaim   time.Time
 }
 
@@ -166,6 +167,29 @@ func (s *Source) readOwnPending(ctx context.Context) error {
 	}
 	s.ownCursor = ms[len(ms)-1].ID
 	s.buf = ms
+	return s.readCounts(ctx)
+}
+
+// readCounts reads the delivery counts of the redelivered entries in buf
+// from the group's pending list, for effector.WithMaxAttempts: an entry
+// whose processing kills the effector each time is redelivered without end.
+func (s *Source) readCounts(ctx context.Context) error {
+	clear(s.counts)
+	if len(s.buf) == 0 {
+		return nil
+	}
+	ps, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: s.stream, Group: s.group, Start: s.buf[0].ID, End: s.buf[len(s.buf)-1].ID, Count: int64(len(s.buf)), Consumer: s.consumer,
+	}).Result()
+	if err != nil {
+		return fmt.Errorf("redisstream: reading the delivery counts of %q: %w", s.stream, err)
+	}
+	if s.counts == nil {
+		s.counts = make(map[string]int64, len(ps))
+	}
+	for _, p := range ps {
+		s.counts[p.ID] = p.RetryCount
+	}
 	return nil
 }
 
@@ -187,7 +211,7 @@ func (s *Source) reclaim(ctx context.Context) error {
 		s.claimCursor = next
 	}
 	s.buf = ms
-	return nil
+	return s.readCounts(ctx)
 }
 
 // readNew waits up to the block time for entries never delivered to anyone.
@@ -205,13 +229,16 @@ func (s *Source) readNew(ctx context.Context) error {
 	if len(res) > 0 {
 		s.buf = res[0].Messages
 	}
+	clear(s.counts) // first deliveries
 	return nil
 }
 
 func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 	id := m.ID
 	d := effector.Delivery{
-		Pos: s.stream + "/" + id,
+		Pos:        s.stream + "/" + id,
+		Offset:     -1,
+		Deliveries: 1,
 		Ack: func(ctx context.Context) error {
 			if err := s.rdb.XAck(ctx, s.stream, s.group, id).Err(); err != nil {
 				return fmt.Errorf("redisstream: acknowledging %s/%s: %w", s.stream, id, err)
@@ -219,13 +246,18 @@ func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 			return nil
 		},
 	}
+	if n := s.counts[id]; n > 0 {
+		d.Deliveries = int(n)
+	}
 	raw, ok := m.Values[IntentField].(string)
 	if !ok {
+		d.Bytes = fmt.Appendf(nil, "%v", m.Values)
 		d.Err = fmt.Errorf("redisstream: entry %s has no field %q: it is no intent (write intents with redisstream.Add)", d.Pos, IntentField)
 		return d
 	}
 	in := new(intent.Intent)
 	if err := in.UnmarshalJSON([]byte(raw)); err != nil {
+		d.Bytes = []byte(raw)
 		d.Err = fmt.Errorf("redisstream: entry %s, field %q: %w", d.Pos, IntentField, err)
 		return d
 	}

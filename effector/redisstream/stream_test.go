@@ -377,3 +377,57 @@ func TestContentionOverStreams(t *testing.T) {
 		t.Errorf("executions: %d, want %d", calls.Total(), unique)
 	}
 }
+
+func TestAPoisonEntryRedeliveredPastMaxAttemptsIsGivenUpAndTheStreamFlows(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	ids := addIntents(t, rdb, "poison", 6)
+	poison := ids[0]
+	// A consumer that dies on the first entry each time it reads it: its
+	// own pending entry is delivered again on every restart.
+	for want := 1; want <= 4; want++ {
+		d, err := newSource(t, rdb, "c1", redisstream.WithBatch(1), redisstream.WithReclaimIdle(time.Hour)).Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Intent.ID != poison || d.Deliveries != want {
+			t.Fatalf("delivery %d: intent %s, Deliveries %d; want %s delivered %d times", want, d.Intent.ID, d.Deliveries, poison, want)
+		}
+	}
+	var mu sync.Mutex
+	var dead []string
+	e, calls := effectortest.Effector(t, effector.NewMemoryStore(), effector.WithMaxAttempts(4),
+		effector.WithDeadLetter(func(ctx context.Context, in *intent.Intent, reason error) error {
+			mu.Lock()
+			defer mu.Unlock()
+			dead = append(dead, in.ID+": "+reason.Error())
+			return nil
+		}))
+	src := newSource(t, rdb, "c1", redisstream.WithReclaimIdle(time.Hour))
+	err := serveUntil(t, src, redisstream.NewSink(rdb, results), e, func() bool {
+		return len(publishedIDs(t, rdb)) == len(ids) && pending(t, rdb) == 0
+	})
+	if err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	rs, err := redisstream.Results(ctx, rdb, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		switch {
+		case r.IntentID == poison && (r.Status != intent.StatusError || !strings.Contains(r.ErrorMessage, "5 attempts")):
+			t.Errorf("the poison intent's result = %v %q, want ERROR after 5 attempts", r.Status, r.ErrorMessage)
+		case r.IntentID != poison && r.Status != intent.StatusOK:
+			t.Errorf("intent %s = %v, want OK: the rest of the stream keeps flowing", r.IntentID, r.Status)
+		}
+	}
+	if calls.Of(poison) != 0 || calls.Total() != len(ids)-1 {
+		t.Errorf("executions: poison %d, all %d; want 0 and %d", calls.Of(poison), calls.Total(), len(ids)-1)
+	}
+	if len(dead) != 1 || !strings.HasPrefix(dead[0], poison) || !strings.Contains(dead[0], "WithMaxAttempts") {
+		t.Errorf("dead letters = %q, want the poison intent with its reason", dead)
+	}
+}

@@ -11,7 +11,12 @@
 // writer; only taking a claim, completing and releasing take the write lock.
 //
 // A row is either a claim (a random token and a lease deadline) or a terminal
-// result (the bytes and an expiry). Both deadlines are wall-clock instants in
+// result (the bytes and an expiry), with the call it was claimed for (the
+// 32-byte digest, then the tool name: effector.Call) and its count of
+// attempts. A claim by another call is answered effector.Mismatch from the
+// digest alone; a Release that leaves earlier attempts counted keeps the row,
+// without a token. Files of older versions get the new columns at Open;
+// their rows have no call, and match any. Both deadlines are wall-clock instants in
 // the row, read against the local clock: every process sharing the file is on
 // one host, so they share that clock. Expired rows are swept: a claim on an
 // expired row replaces it at once, and a sweep deletes the rest every

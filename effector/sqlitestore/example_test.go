@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 )
 
@@ -26,14 +27,16 @@ func ExampleOpen() {
 	}
 	defer s.Close()
 
-	c, _ := s.Claim(ctx, "intent-1", time.Minute)
+	// The call the intent asks for is recorded with its claim.
+	call := effector.NewCall("send_email", []byte(`{"to":"a@example.com"}`))
+	c, _ := s.Claim(ctx, "intent-1", call, time.Minute)
 	fmt.Println("first claim:", c.State)
-	again, _ := s.Claim(ctx, "intent-1", time.Minute)
+	again, _ := s.Claim(ctx, "intent-1", call, time.Minute)
 	fmt.Println("second claim:", again.State)
 	if err := s.Complete(ctx, "intent-1", c.Token, []byte(`{"status":"OK"}`), 24*time.Hour); err != nil {
 		log.Fatal(err)
 	}
-	done, _ := s.Claim(ctx, "intent-1", time.Minute)
+	done, _ := s.Claim(ctx, "intent-1", call, time.Minute)
 	fmt.Println("after complete:", done.State, string(done.Result))
 	// Output:
 	// first claim: claimed

@@ -94,9 +94,18 @@ const schema = `CREATE TABLE IF NOT EXISTS effector_dedup (
 	token      TEXT,             -- the owner's token while claimed; NULL once done
 	done       INTEGER NOT NULL, -- 0: claimed, 1: terminal result stored
 	result     BLOB,             -- the terminal result, exactly as completed
-	expires_at INTEGER NOT NULL  -- unix ns: lease deadline if claimed, result expiry if done
+	expires_at INTEGER NOT NULL, -- unix ns: lease deadline if claimed, result expiry if done
+	call       BLOB,             -- the call: its 32-byte digest, then its tool name; NULL in rows of older versions
+	attempts   INTEGER NOT NULL DEFAULT 1 -- claims not released (effector.Claim.Attempts)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS effector_dedup_expires_at ON effector_dedup (expires_at);`
+
+// addedColumns are the columns later versions added, for files an older
+// version made: ALTER TABLE adds each one missing.
+var addedColumns = []struct{ name, def string }{
+	{"call", "BLOB"},
+	{"attempts", "INTEGER NOT NULL DEFAULT 1"},
+}
 
 // Open opens (creating it if needed) the SQLite file at path and the store's
 // table in it. The caller must Close the store.
@@ -162,6 +171,29 @@ func initSchema(ctx context.Context, db *sql.DB) error {
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
 		return err
 	}
+	have := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM pragma_table_info('effector_dedup')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, c := range addedColumns {
+		if !have[c.name] {
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE effector_dedup ADD COLUMN `+c.name+` `+c.def); err != nil {
+				return fmt.Errorf("adding column %s: %w", c.name, err)
+			}
+		}
+	}
 	return tx.Commit()
 }
 
@@ -176,8 +208,10 @@ func checkDuration(what string, d time.Duration) error {
 }
 
 // Claim takes intentID for lease unless another owner's lease is live
-// (InFlight) or a result is stored (Done, with its bytes).
-func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration) (effector.Claim, error) {
+// (InFlight) or a result is stored (Done, with its bytes), or the id is
+// recorded for another call (Mismatch). A row an older version wrote has no
+// digest, and matches any call.
+func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	if err := checkDuration("lease", lease); err != nil {
 		return effector.Claim{}, err
 	}
@@ -186,7 +220,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 	// the file's write lock only to claim. A live record cannot change under
 	// the read except by its owner (Complete: in flight becomes done, which the
 	// caller learns on its next claim) or by expiring (likewise).
-	if c, ok, err := s.peek(ctx, intentID); err != nil {
+	if c, ok, err := s.peek(ctx, intentID, call); err != nil {
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	} else if ok {
 		return c, nil
@@ -196,48 +230,92 @@ func (s *Store) Claim(ctx context.Context, intentID string, lease time.Duration)
 		return effector.Claim{}, err
 	}
 	var claim effector.Claim
+	var recorded bool // the id is known for another call
 	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
 		// Under the write lock the row cannot change between this read and the
-		// write below.
+		// write below. The flags pack three facts in one column (every column
+		// costs the driver allocations on the hot path): bit 0, the row's call
+		// matches (or it has none: an older version's row); bit 1, a token is
+		// set (claimed, live or lapsed; not released); the rest, the attempts.
 		var done bool
 		var result []byte
-		var expiresAt int64
-		err := tx.QueryRowContext(ctx, `SELECT done, result, expires_at FROM effector_dedup WHERE intent_id = ?1`,
-			intentID).Scan(&done, &result, &expiresAt)
+		var expiresAt, flags int64
+		err := tx.QueryRowContext(ctx, `SELECT done, result, expires_at,
+			(call IS NULL OR substr(call, 1, 32) = ?2) + 2 * (token IS NOT NULL) + 4 * attempts
+			FROM effector_dedup WHERE intent_id = ?1`,
+			intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if exists && expiresAt > now {
+		live := exists && expiresAt > now
+		if exists && (live || !done) && flags&1 == 0 {
+			recorded = true
+			return nil
+		}
+		if live {
 			claim = liveClaim(done, result)
 			return nil
 		}
 		// Missing, or expired: an expired claim's owner is presumed dead (and
-		// may have run the tool: Reclaimed), an expired result has lived its ttl.
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at)
-			VALUES (?1, ?2, 0, NULL, ?3)`, intentID, token, now+int64(lease)); err != nil {
+		// may have run the tool: Reclaimed), an expired result has lived its
+		// ttl, a released row keeps only the attempts of earlier owners.
+		attempts := int64(1)
+		if exists && !done {
+			attempts = flags>>2 + 1
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at, call, attempts)
+			VALUES (?1, ?2, 0, NULL, ?3, ?4, ?5)`, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
 			return err
 		}
-		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done}
+		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
 		return nil
 	})
+	if err == nil && recorded {
+		claim, err = s.mismatch(ctx, intentID)
+	}
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	}
 	return claim, nil
 }
 
+// callBlob is the call column's value: the digest, then the tool name.
+func callBlob(c effector.Call) []byte {
+	b := make([]byte, 0, len(c.Digest)+len(c.Tool))
+	return append(append(b, c.Digest[:]...), c.Tool...)
+}
+
+// mismatch reads the call intentID is recorded for, for a claim by another
+// call. It runs on the rare path only, so the hot path scans no call.
+func (s *Store) mismatch(ctx context.Context, intentID string) (effector.Claim, error) {
+	var blob []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT call FROM effector_dedup WHERE intent_id = ?1`, intentID).Scan(&blob); err != nil {
+		return effector.Claim{}, err
+	}
+	var c effector.Call
+	if len(blob) >= len(c.Digest) {
+		copy(c.Digest[:], blob)
+		c.Tool = string(blob[len(c.Digest):])
+	}
+	return effector.Claim{State: effector.Mismatch, Recorded: c}, nil
+}
+
 // peek reads intentID's live record, if it has one, without a transaction.
-func (s *Store) peek(ctx context.Context, intentID string) (effector.Claim, bool, error) {
-	var done bool
+func (s *Store) peek(ctx context.Context, intentID string, call effector.Call) (effector.Claim, bool, error) {
+	var done, matches bool
 	var result []byte
-	err := s.db.QueryRowContext(ctx, `SELECT done, result FROM effector_dedup WHERE intent_id = ?1 AND expires_at > ?2`,
-		intentID, s.now().UnixNano()).Scan(&done, &result)
+	err := s.db.QueryRowContext(ctx, `SELECT done, result, call IS NULL OR substr(call, 1, 32) = ?3 FROM effector_dedup WHERE intent_id = ?1 AND expires_at > ?2`,
+		intentID, s.now().UnixNano(), call.Digest[:]).Scan(&done, &result, &matches)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return effector.Claim{}, false, nil
 	case err != nil:
 		return effector.Claim{}, false, err
+	}
+	if !matches {
+		c, err := s.mismatch(ctx, intentID)
+		return c, err == nil, err
 	}
 	return liveClaim(done, result), true, nil
 }
@@ -275,13 +353,19 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	return nil
 }
 
-// Release deletes token's live claim on intentID so that another worker may
-// claim it at once; it returns effector.ErrNotOwner if token holds none.
+// Release ends token's live claim on intentID so that another worker may
+// claim it at once; it returns effector.ErrNotOwner if token holds none. The
+// row goes, unless earlier owners' attempts are counted in it: it then stays,
+// with no token and its lease ended, for the next claim to count on.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		return expectOne(tx.ExecContext(ctx, `DELETE FROM effector_dedup
+		if err := expectOne(tx.ExecContext(ctx, `UPDATE effector_dedup SET token = NULL, expires_at = ?3, attempts = attempts - 1
 			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?3`,
-			intentID, token, now))
+			intentID, token, now)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE intent_id = ?1 AND done = 0 AND attempts <= 0`, intentID)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore: releasing intent %q: %w", intentID, err)

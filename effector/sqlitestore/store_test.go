@@ -34,8 +34,8 @@ func openForTest(t testing.TB, path string, opts ...Option) *Store {
 // not the store. Durability has its own tests below, on the real disk. It is
 // not parallel with this package's fsync-heavy tests for the same reason.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) effector.DedupStore {
-		return openForTest(t, filepath.Join(fastTempDir(t), "dedup.db"))
+	storetest.RunWithClock(t, func(t *testing.T, now func() time.Time) effector.DedupStore {
+		return openForTest(t, filepath.Join(fastTempDir(t), "dedup.db"), WithClock(now))
 	})
 }
 
@@ -145,7 +145,16 @@ func TestDurability(t *testing.T) {
 func TestBusyTimeout(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "busy.db")
-	s := openForTest(t, path, WithBusyTimeout(5*time.Second))
+	// The clock tells when a claim has started: Claim reads it first thing.
+	started := make(chan struct{}, 1)
+	s := openForTest(t, path, WithBusyTimeout(5*time.Second), WithClock(func() time.Time {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		return time.Now()
+	}))
+	<-started // Open's own reading
 	impatient := openForTest(t, path, WithBusyTimeout(50*time.Millisecond))
 
 	other, err := sql.Open("sqlite", dsn(path, time.Second))
@@ -157,13 +166,13 @@ func TestBusyTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(`INSERT INTO effector_dedup VALUES ('held', 'other', 0, NULL, ?)`,
+	if _, err := tx.Exec(`INSERT INTO effector_dedup (intent_id, token, done, result, expires_at) VALUES ('held', 'other', 0, NULL, ?)`,
 		time.Now().Add(time.Hour).UnixNano()); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("a claim with a short busy timeout fails instead of claiming", func(t *testing.T) {
-		_, err := impatient.Claim(context.Background(), "held", time.Minute)
+		_, err := impatient.Claim(context.Background(), "held", effector.Call{}, time.Minute)
 		if err == nil || !strings.Contains(err.Error(), "locked") || !strings.Contains(err.Error(), "raise WithBusyTimeout") {
 			t.Fatalf("Claim while another connection writes: err = %v, want a database-locked error that says to raise WithBusyTimeout", err)
 		}
@@ -172,13 +181,21 @@ func TestBusyTimeout(t *testing.T) {
 	t.Run("a claim waits for the lock and sees the other writer's row", func(t *testing.T) {
 		done := make(chan effector.Claim)
 		go func() {
-			c, err := s.Claim(context.Background(), "held", time.Minute)
+			c, err := s.Claim(context.Background(), "held", effector.Call{}, time.Minute)
 			if err != nil {
 				t.Errorf("Claim: %v", err)
 			}
 			done <- c
 		}()
-		time.Sleep(100 * time.Millisecond)
+		<-started
+		// The claim has begun while the other connection holds the lock: it
+		// must still be waiting after a while, and return only after the commit.
+		time.Sleep(200 * time.Millisecond)
+		select {
+		case c := <-done:
+			t.Fatalf("Claim returned %s while another connection held the write lock: it did not wait for the lock", c.State)
+		default:
+		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +248,7 @@ func TestSweep(t *testing.T) {
 		if _, err := s.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.Claim(context.Background(), "crashed", time.Minute)
+		c, err := s.Claim(context.Background(), "crashed", storetest.Call, time.Minute)
 		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
 			t.Fatalf("Claim after sweeps = %+v, %v; want Claimed and Reclaimed: the crashed owner may have run the tool", c, err)
 		}
@@ -272,7 +289,7 @@ func TestInjectedTokens(t *testing.T) {
 	broken := openForTest(t, filepath.Join(t.TempDir(), "broken.db"), WithTokens(func() (string, error) {
 		return "", errors.New("entropy ran out")
 	}))
-	if _, err := broken.Claim(context.Background(), "a", time.Minute); err == nil || !strings.Contains(err.Error(), "entropy ran out") {
+	if _, err := broken.Claim(context.Background(), "a", effector.Call{}, time.Minute); err == nil || !strings.Contains(err.Error(), "entropy ran out") {
 		t.Fatalf("Claim with a failing token source: err = %v, want it passed on", err)
 	}
 }
@@ -286,7 +303,7 @@ func TestRefusesBadInput(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"a zero lease is refused", func() error { _, err := s.Claim(ctx, "x", 0); return err }(), "lease 0s: want a positive duration"},
+		{"a zero lease is refused", func() error { _, err := s.Claim(ctx, "x", effector.Call{}, 0); return err }(), "lease 0s: want a positive duration"},
 		{"a negative ttl is refused", s.Complete(ctx, "x", "t", nil, -time.Second), "result ttl -1s: want a positive duration"},
 		{"a path with a query is refused", func() error { _, err := Open(ctx, "x.db?mode=memory"); return err }(), `path "x.db?mode=memory"`},
 		{"an empty path is refused", func() error { _, err := Open(ctx, ""); return err }(), `path ""`},

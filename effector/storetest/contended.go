@@ -27,7 +27,7 @@ func ClaimContended(t *testing.T, intents, perStore int, stores ...effector.Dedu
 			wg.Go(func() {
 				<-start
 				for i := range intents {
-					c, err := s.Claim(context.Background(), fmt.Sprintf("contended-%d", i), time.Minute)
+					c, err := s.Claim(context.Background(), fmt.Sprintf("contended-%d", i), callA, time.Minute)
 					if err != nil {
 						errs <- err
 						return

@@ -7,11 +7,17 @@
 //		})
 //	}
 //
-// Run's subtests describe the contract the effector relies on for
+// A store that takes a clock calls RunWithClock instead, and makes the store
+// measure time with the clock it is given: the suite then moves that clock
+// forward to end leases and results, instead of sleeping, so it cannot flake
+// on a loaded machine.
+//
+// The subtests describe the contract the effector relies on for
 // execute-once: one owner at a time, a lease that ends, completion only by the
 // current owner (so a worker that paused past its lease cannot overwrite the
-// next owner's record), results returned byte-identical, and results that
-// expire. Leases and time-to-lives in the suite are tens of milliseconds, so
-// a store must honour millisecond durations and measure them with the real
-// clock.
+// next owner's record), results returned byte-identical, results that
+// expire, a call recorded with each claim (an id known for another call is a
+// Mismatch, never its result), and attempts counted across owners. Under Run,
+// leases and time-to-lives are tens of milliseconds, so a store must honour
+// millisecond durations.
 package storetest

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,12 +31,55 @@ var result = []byte("\x00\x01\xff\xfe result\r\n{\"ok\":true}")
 
 // Run runs the conformance suite against stores made by newStore, which must
 // return a fresh, empty store for each subtest (or one where no intent id the
-// suite uses exists: each subtest uses ids unique to it).
+// suite uses exists: each subtest uses ids unique to it). The stores measure
+// time with the real clock: the suite waits leases out by sleeping. Use
+// RunWithClock for a store that takes a clock.
 func Run(t *testing.T, newStore func(t *testing.T) effector.DedupStore) {
+	t.Helper()
+	run(t, func(t *testing.T) *env {
+		return &env{s: newStore(t), pass: time.Sleep}
+	})
+}
+
+// RunWithClock runs the conformance suite against stores made by newStore,
+// which must measure leases and time-to-lives with now. The suite moves now
+// forward where Run sleeps, so no subtest depends on how fast the machine is.
+func RunWithClock(t *testing.T, newStore func(t *testing.T, now func() time.Time) effector.DedupStore) {
+	t.Helper()
+	run(t, func(t *testing.T) *env {
+		c := &clock{}
+		c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+		return &env{s: newStore(t, c.now), pass: c.advance, fake: true}
+	})
+}
+
+// env is one subtest's store and the way its time passes.
+type env struct {
+	s    effector.DedupStore
+	pass func(time.Duration) // sleeps, or moves the fake clock
+	fake bool
+}
+
+// clock is a fake clock, safe for concurrent use.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Call is the call MustClaim, WantState and the suite claim intents for.
+var Call = callA
+
+// callA is the call the suite claims intents for; callB is another call.
+var (
+	callA = effector.NewCall("storetest_tool", []byte(`{"amount":1,"to":"a"}`))
+	callB = effector.NewCall("storetest_tool", []byte(`{"amount":2,"to":"a"}`))
+)
+
+func run(t *testing.T, newEnv func(t *testing.T) *env) {
 	t.Helper()
 	tests := []struct {
 		name string
-		run  func(t *testing.T, s effector.DedupStore, id string)
+		run  func(t *testing.T, e *env, id string)
 	}{
 		{"a fresh intent is claimed with a token", testClaimFresh},
 		{"a second claim while leased is in flight", testClaimWhileLeased},
@@ -57,19 +101,23 @@ func Run(t *testing.T, newStore func(t *testing.T) effector.DedupStore) {
 		{"an expired result frees the intent id", testResultExpiry},
 		{"concurrent claims from many goroutines give exactly one owner", testConcurrentClaims},
 		{"concurrent completes by stale and current owners keep the current owner's result", testConcurrentComplete},
+		{"a done intent asked for by another call is a mismatch naming the recorded call, without the result", testMismatchDone},
+		{"an intent in flight asked for by another call is a mismatch", testMismatchInFlight},
+		{"a lapsed claim asked for by another call is a mismatch, and the same call reclaims it", testMismatchLapsed},
+		{"an expired result frees the id for another call", testMismatchAfterExpiry},
+		{"attempts count the claims not released", testAttempts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := newStore(t)
-			tt.run(t, s, "storetest-"+t.Name())
+			tt.run(t, newEnv(t), "storetest-"+t.Name())
 		})
 	}
 }
 
 func claim(t *testing.T, s effector.DedupStore, id string, lease time.Duration) effector.Claim {
 	t.Helper()
-	c, err := s.Claim(context.Background(), id, lease)
+	c, err := s.Claim(context.Background(), id, callA, lease)
 	if err != nil {
 		t.Fatalf("Claim(%q, %v): %v", id, lease, err)
 	}
@@ -133,17 +181,20 @@ func wantNotOwner(t *testing.T, op string, err error) {
 	}
 }
 
-func testClaimFresh(t *testing.T, s effector.DedupStore, id string) {
+func testClaimFresh(t *testing.T, e *env, id string) {
+	s := e.s
 	MustClaim(t, s, id, long)
 }
 
-func testClaimWhileLeased(t *testing.T, s effector.DedupStore, id string) {
+func testClaimWhileLeased(t *testing.T, e *env, id string) {
+	s := e.s
 	MustClaim(t, s, id, long)
 	WantState(t, s, id, effector.InFlight)
 	WantState(t, s, id, effector.InFlight)
 }
 
-func testTokensDiffer(t *testing.T, s effector.DedupStore, id string) {
+func testTokensDiffer(t *testing.T, e *env, id string) {
+	s := e.s
 	seen := map[string]string{}
 	for i := range 8 {
 		iid := fmt.Sprintf("%s-%d", id, i)
@@ -155,7 +206,8 @@ func testTokensDiffer(t *testing.T, s effector.DedupStore, id string) {
 	}
 }
 
-func testIndependentIntents(t *testing.T, s effector.DedupStore, id string) {
+func testIndependentIntents(t *testing.T, e *env, id string) {
+	s := e.s
 	a, b := id+"-a", id+"-b"
 	ta := MustClaim(t, s, a, long)
 	MustClaim(t, s, b, long)
@@ -164,9 +216,10 @@ func testIndependentIntents(t *testing.T, s effector.DedupStore, id string) {
 	WantState(t, s, b, effector.InFlight)
 }
 
-func testClaimAfterLeaseExpiry(t *testing.T, s effector.DedupStore, id string) {
+func testClaimAfterLeaseExpiry(t *testing.T, e *env, id string) {
+	s := e.s
 	first := MustClaim(t, s, id, short)
-	time.Sleep(wait)
+	e.pass(wait)
 	second := MustClaim(t, s, id, long)
 	if second == first {
 		t.Fatalf("the claim after the lease ran out reused the old token %q", first)
@@ -174,13 +227,14 @@ func testClaimAfterLeaseExpiry(t *testing.T, s effector.DedupStore, id string) {
 	WantState(t, s, id, effector.InFlight)
 }
 
-func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
+func testReclaimed(t *testing.T, e *env, id string) {
+	s := e.s
 	if c := claim(t, s, id+"-fresh", long); c.State != effector.Claimed || c.Reclaimed {
 		t.Fatalf("a fresh claim = %+v, want Claimed and not Reclaimed", c)
 	}
 
 	MustClaim(t, s, id+"-lapsed", short)
-	time.Sleep(wait)
+	e.pass(wait)
 	if c := claim(t, s, id+"-lapsed", long); c.State != effector.Claimed || !c.Reclaimed {
 		t.Fatalf("the claim after a lease ran out without Complete = %+v, want Claimed and Reclaimed: the earlier owner may have run the tool", c)
 	}
@@ -197,13 +251,14 @@ func testReclaimed(t *testing.T, s effector.DedupStore, id string) {
 	if err := complete(s, id+"-expired", tok, []byte("r"), short); err != nil {
 		t.Fatalf("Complete by the owner: %v", err)
 	}
-	time.Sleep(wait)
+	e.pass(wait)
 	if c := claim(t, s, id+"-expired", long); c.State != effector.Claimed || c.Reclaimed {
 		t.Fatalf("the claim after a result expired = %+v, want Claimed and not Reclaimed", c)
 	}
 }
 
-func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
+func testCompleteThenDone(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, long)
 	res := bytes.Clone(result)
 	mustComplete(t, s, id, tok, res)
@@ -224,19 +279,21 @@ func testCompleteThenDone(t *testing.T, s effector.DedupStore, id string) {
 	wantDone(t, s, id, result)
 }
 
-func testDoneOutlivesLease(t *testing.T, s effector.DedupStore, id string) {
+func testDoneOutlivesLease(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, brief)
 	mustComplete(t, s, id, tok, result)
-	time.Sleep(brief + wait)
+	e.pass(brief + wait)
 	wantDone(t, s, id, result)
 }
 
 // testCompleteStaleToken is the paused owner: A's lease runs out while it is
 // stopped (a GC pause, a partition), B claims and executes, and A wakes up and
 // tries to complete. A must not overwrite B's claim or B's result.
-func testCompleteStaleToken(t *testing.T, s effector.DedupStore, id string) {
+func testCompleteStaleToken(t *testing.T, e *env, id string) {
+	s := e.s
 	a := MustClaim(t, s, id, short)
-	time.Sleep(wait)
+	e.pass(wait)
 	b := MustClaim(t, s, id, long)
 
 	wantNotOwner(t, "Complete by the paused owner while the next owner holds the lease",
@@ -249,22 +306,25 @@ func testCompleteStaleToken(t *testing.T, s effector.DedupStore, id string) {
 	wantDone(t, s, id, []byte("from B"))
 }
 
-func testCompleteAfterExpiry(t *testing.T, s effector.DedupStore, id string) {
+func testCompleteAfterExpiry(t *testing.T, e *env, id string) {
+	s := e.s
 	a := MustClaim(t, s, id, short)
-	time.Sleep(wait)
+	e.pass(wait)
 	wantNotOwner(t, "Complete after the lease ran out", complete(s, id, a, result, long))
 	// Nothing was stored: the intent is free for the next worker.
 	MustClaim(t, s, id, long)
 }
 
-func testCompleteTwice(t *testing.T, s effector.DedupStore, id string) {
+func testCompleteTwice(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, long)
 	mustComplete(t, s, id, tok, []byte("first"))
 	wantNotOwner(t, "second Complete with the same token", complete(s, id, tok, []byte("second"), long))
 	wantDone(t, s, id, []byte("first"))
 }
 
-func testCompleteWrongToken(t *testing.T, s effector.DedupStore, id string) {
+func testCompleteWrongToken(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, long)
 	wantNotOwner(t, "Complete with a made-up token", complete(s, id, tok+"-not-mine", []byte("forged"), long))
 	wantNotOwner(t, "Complete with an empty token", complete(s, id, "", []byte("forged"), long))
@@ -273,13 +333,15 @@ func testCompleteWrongToken(t *testing.T, s effector.DedupStore, id string) {
 	wantDone(t, s, id, result)
 }
 
-func testUnknownIntent(t *testing.T, s effector.DedupStore, id string) {
+func testUnknownIntent(t *testing.T, e *env, id string) {
+	s := e.s
 	wantNotOwner(t, "Complete of an intent never claimed", complete(s, id, "some-token", result, long))
 	wantNotOwner(t, "Release of an intent never claimed", s.Release(context.Background(), id, "some-token"))
 	MustClaim(t, s, id, long)
 }
 
-func testReleaseThenClaim(t *testing.T, s effector.DedupStore, id string) {
+func testReleaseThenClaim(t *testing.T, e *env, id string) {
+	s := e.s
 	a := MustClaim(t, s, id, long)
 	if err := s.Release(context.Background(), id, a); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
@@ -293,7 +355,8 @@ func testReleaseThenClaim(t *testing.T, s effector.DedupStore, id string) {
 	wantDone(t, s, id, []byte("from B"))
 }
 
-func testReleaseNonOwner(t *testing.T, s effector.DedupStore, id string) {
+func testReleaseNonOwner(t *testing.T, e *env, id string) {
+	s := e.s
 	a := MustClaim(t, s, id, long)
 	wantNotOwner(t, "Release with a token that does not own the claim", s.Release(context.Background(), id, a+"-not-mine"))
 	WantState(t, s, id, effector.InFlight)
@@ -301,14 +364,16 @@ func testReleaseNonOwner(t *testing.T, s effector.DedupStore, id string) {
 	wantDone(t, s, id, result)
 }
 
-func testReleaseDone(t *testing.T, s effector.DedupStore, id string) {
+func testReleaseDone(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, long)
 	mustComplete(t, s, id, tok, result)
 	wantNotOwner(t, "Release after Complete", s.Release(context.Background(), id, tok))
 	wantDone(t, s, id, result)
 }
 
-func testCompleteAfterRelease(t *testing.T, s effector.DedupStore, id string) {
+func testCompleteAfterRelease(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, long)
 	if err := s.Release(context.Background(), id, tok); err != nil {
 		t.Fatalf("Release by the owner: %v", err)
@@ -318,27 +383,33 @@ func testCompleteAfterRelease(t *testing.T, s effector.DedupStore, id string) {
 	MustClaim(t, s, id, long)
 }
 
-func testResultExpiry(t *testing.T, s effector.DedupStore, id string) {
+func testResultExpiry(t *testing.T, e *env, id string) {
+	s := e.s
 	tok := MustClaim(t, s, id, long)
 	if err := complete(s, id, tok, result, brief); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	wantDone(t, s, id, result)
 	// Claim until the result has expired; a Done answer before then changes nothing.
-	completed := time.Now()
+	var since time.Duration
 	for {
 		c := claim(t, s, id, long)
 		if c.State == effector.Claimed {
+			if since < brief-short {
+				t.Fatalf("a claim %v after completing with a %v time-to-live is claimed, want done until the result expires", since, brief)
+			}
 			return
 		}
-		if since := time.Since(completed); c.State != effector.Done || since > 10*time.Second {
+		if c.State != effector.Done || since > 10*time.Second {
 			t.Fatalf("a claim %v after completing with a %v time-to-live = %s, want done until the result expires, then claimed", since, brief, c.State)
 		}
-		time.Sleep(wait)
+		e.pass(wait)
+		since += wait
 	}
 }
 
-func testConcurrentClaims(t *testing.T, s effector.DedupStore, id string) {
+func testConcurrentClaims(t *testing.T, e *env, id string) {
+	s := e.s
 	const n = 32
 	var (
 		wg     sync.WaitGroup
@@ -349,7 +420,7 @@ func testConcurrentClaims(t *testing.T, s effector.DedupStore, id string) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			claims[i], errs[i] = s.Claim(context.Background(), id, long)
+			claims[i], errs[i] = s.Claim(context.Background(), id, callA, long)
 		})
 	}
 	close(start)
@@ -380,7 +451,8 @@ func testConcurrentClaims(t *testing.T, s effector.DedupStore, id string) {
 // testConcurrentComplete races a paused owner's Complete against the current
 // owner's: whatever the order, the stale one is refused and the current one's
 // result is what is stored.
-func testConcurrentComplete(t *testing.T, s effector.DedupStore, id string) {
+func testConcurrentComplete(t *testing.T, e *env, id string) {
+	s := e.s
 	const rounds = 8
 	ids := make([]string, rounds)
 	stale := make([]string, rounds)
@@ -388,7 +460,7 @@ func testConcurrentComplete(t *testing.T, s effector.DedupStore, id string) {
 		ids[r] = fmt.Sprintf("%s-%d", id, r)
 		stale[r] = MustClaim(t, s, ids[r], short)
 	}
-	time.Sleep(wait)
+	e.pass(wait)
 	var wg sync.WaitGroup
 	staleErrs := make([]error, rounds)
 	currentErrs := make([]error, rounds)
@@ -405,4 +477,107 @@ func testConcurrentComplete(t *testing.T, s effector.DedupStore, id string) {
 		}
 		wantDone(t, s, ids[r], []byte("current"))
 	}
+}
+
+// claimFor claims id for call in s with a long lease.
+func claimFor(t *testing.T, s effector.DedupStore, id string, call effector.Call) effector.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id, call, long)
+	if err != nil {
+		t.Fatalf("Claim(%q, %v): %v", id, call, err)
+	}
+	return c
+}
+
+// wantMismatch claims id for callB and fails t unless the store refuses it
+// as a mismatch that names callA, with no token and no result.
+func wantMismatch(t *testing.T, s effector.DedupStore, id string) {
+	t.Helper()
+	c := claimFor(t, s, id, callB)
+	if c.State != effector.Mismatch {
+		t.Fatalf("Claim(%q) by another call = %s, want mismatch: the id is recorded for %v", id, c.State, callA)
+	}
+	if c.Recorded != callA {
+		t.Fatalf("Claim(%q) by another call: recorded call = %v, want %v", id, c.Recorded, callA)
+	}
+	if c.Token != "" || c.Result != nil {
+		t.Fatalf("Claim(%q) by another call hands out token %q and result %q, want neither", id, c.Token, c.Result)
+	}
+}
+
+func testMismatchDone(t *testing.T, e *env, id string) {
+	s := e.s
+	tok := MustClaim(t, s, id, long)
+	mustComplete(t, s, id, tok, result)
+	wantMismatch(t, s, id)
+	wantDone(t, s, id, result) // the recorded call still gets its result
+}
+
+func testMismatchInFlight(t *testing.T, e *env, id string) {
+	s := e.s
+	tok := MustClaim(t, s, id, long)
+	wantMismatch(t, s, id)
+	WantState(t, s, id, effector.InFlight)
+	mustComplete(t, s, id, tok, result)
+	wantDone(t, s, id, result)
+}
+
+func testMismatchLapsed(t *testing.T, e *env, id string) {
+	s := e.s
+	MustClaim(t, s, id, short)
+	e.pass(wait)
+	// The lapsed owner may have run callA: callB must not run under its id.
+	wantMismatch(t, s, id)
+	if c := claim(t, s, id, long); c.State != effector.Claimed || !c.Reclaimed {
+		t.Fatalf("the claim by the same call after the lease ran out = %+v, want Claimed and Reclaimed", c)
+	}
+}
+
+func testMismatchAfterExpiry(t *testing.T, e *env, id string) {
+	s := e.s
+	tok := MustClaim(t, s, id, long)
+	if err := complete(s, id, tok, result, short); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	e.pass(wait)
+	if c := claimFor(t, s, id, callB); c.State != effector.Claimed || c.Reclaimed || c.Attempts != 1 {
+		t.Fatalf("a claim by another call after the result expired = %+v, want Claimed, not Reclaimed, attempt 1", c)
+	}
+}
+
+func testAttempts(t *testing.T, e *env, id string) {
+	s := e.s
+	want := func(what string, c effector.Claim, attempts int, reclaimed bool) {
+		t.Helper()
+		if c.State != effector.Claimed || c.Attempts != attempts || c.Reclaimed != reclaimed {
+			t.Fatalf("%s = %+v, want Claimed, Attempts %d, Reclaimed %v", what, c, attempts, reclaimed)
+		}
+	}
+	c := claim(t, s, id, short)
+	want("a first claim", c, 1, false)
+	e.pass(wait)
+	c = claim(t, s, id, short)
+	want("the claim after a lease ran out", c, 2, true)
+	e.pass(wait)
+	c = claim(t, s, id, long)
+	want("the claim after a second lease ran out", c, 3, true)
+	if err := s.Release(context.Background(), id, c.Token); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	// A release gives its own attempt back, not the lapsed ones.
+	c = claim(t, s, id, long)
+	want("the claim after a release", c, 3, false)
+	if err := s.Release(context.Background(), id, c.Token); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	// A released id keeps the call of the attempts that may have run.
+	wantMismatch(t, s, id)
+
+	fresh := id + "-fresh"
+	c = claim(t, s, fresh, long)
+	want("a first claim", c, 1, false)
+	if err := s.Release(context.Background(), fresh, c.Token); err != nil {
+		t.Fatalf("Release by the owner: %v", err)
+	}
+	want("the claim after the only claim was released", claim(t, s, fresh, long), 1, false)
 }

@@ -44,6 +44,47 @@ func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArg
 	return c, nil
 }
 
+type order struct {
+	ID       string  `json:"id"`
+	Customer string  `json:"customer_id"`
+	Status   string  `json:"status"`
+	Total    float64 `json:"total"`
+	Currency string  `json:"currency"`
+}
+
+// orders are the customer's orders, most recent first.
+var orders = []order{
+	{ID: "ord_2026_000123", Customer: "cus_8f3k2p", Status: "paid", Total: 49.9, Currency: "EUR"},
+	{ID: "ord_2026_000098", Customer: "cus_8f3k2p", Status: "delivered", Total: 12.5, Currency: "EUR"},
+	{ID: "ord_2025_000871", Customer: "cus_8f3k2p", Status: "refunded", Total: 80, Currency: "EUR"},
+}
+
+func (be *backend) lookupOrder(ctx context.Context, a tools.LookupOrderArgs) (order, error) {
+	for _, o := range orders {
+		if o.ID == a.OrderID {
+			return o, nil
+		}
+	}
+	return order{}, fmt.Errorf("no order %s", a.OrderID)
+}
+
+type orderList struct {
+	Orders []order `json:"orders"`
+}
+
+// searchOrders lists the customer's orders, filtered by status when the
+// call gives one (an optional param without a default: a nil pointer when
+// absent). The list is wrapped in an object: MCP's structured content is one.
+func (be *backend) searchOrders(ctx context.Context, a tools.SearchOrdersArgs) (orderList, error) {
+	out := orderList{Orders: []order{}}
+	for _, o := range orders {
+		if o.Customer == a.CustomerID && (a.Status == nil || o.Status == string(*a.Status)) && int64(len(out.Orders)) < a.Limit {
+			out.Orders = append(out.Orders, o)
+		}
+	}
+	return out, nil
+}
+
 type article struct {
 	Title string `json:"title"`
 	URL   string `json:"url"`

@@ -1,17 +1,3 @@
-// Command mcp-server serves four of toolreg's example tools over the Model
-// Context Protocol with package mcpserver: lookup_customer and search_kb,
-// read-only, run inline; refund_order and send_email, side-effecting, are
-// staged as intents and executed once by the effector.
-//
-//	go run ./examples/mcp-server [-manifests dir] [-transport stdio|http] [-addr host:port] [-state dir]
-//
-// With -state, the effector's dedup store is SQLite (dir/effects.db), so a
-// call retried with the same idempotency key is not executed again even
-// after a restart, and every effect actually executed is appended to
-// dir/effects.log, one JSON line each: count its lines to count effects.
-// Without -state the store is in memory and nothing is written.
-//
-// Over stdio, stdout carries the protocol; logs go to stderr.
 package main
 
 import (
@@ -26,13 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
@@ -46,9 +28,6 @@ func main() {
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stderr))
 }
-
-// served are the manifests' tools this server binds; the others are left out.
-var served = []string{tools.NameLookupCustomer, tools.NameSearchKB, tools.NameRefundOrder, tools.NameSendEmail}
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp-server", flag.ContinueOnError)
@@ -76,11 +55,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if *state != "" {
 		store = filepath.Join(*state, "effects.db") + " (SQLite); effects logged to " + filepath.Join(*state, "effects.log")
 	}
-	fmt.Fprintf(stderr, "mcp-server: %d tools from %s: lookup_customer and search_kb run inline; refund_order and send_email through the effector; dedup store %s\n",
+	fmt.Fprintf(stderr, "mcp-server: %d tools from %s: read-only ones run inline, side-effecting ones through the effector; dedup store %s\n",
 		len(srv.Tools()), *manifests, store)
 	switch *transport {
 	case "stdio":
-		err = srv.Run(ctx, &mcp.StdioTransport{})
+		err = srv.Run(ctx, mcpserver.StdioTransport())
 	case "http":
 		err = serveHTTP(ctx, srv, *addr, stderr)
 	}
@@ -92,21 +71,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 func start(ctx context.Context, manifests, state, entityKey string, log *slog.Logger) (*mcpserver.Server, func(), error) {
-	all, err := loader.Load(manifests)
+	specs, err := loader.Load(manifests)
 	if err != nil {
 		return nil, nil, err
-	}
-	var specs []*toolreg.Spec
-	for _, name := range served {
-		i := slices.IndexFunc(all, func(s *toolreg.Spec) bool { return s.Name == name })
-		if i < 0 {
-			return nil, nil, fmt.Errorf("%s: no manifest declares tool %q", manifests, name)
-		}
-		specs = append(specs, all[i])
 	}
 	be := &backend{}
 	b := bindings.New(specs)
 	tools.BindLookupCustomer(b, be.lookupCustomer)
+	tools.BindLookupOrder(b, be.lookupOrder)
+	tools.BindSearchOrders(b, be.searchOrders)
 	tools.BindSearchKB(b, be.searchKB)
 	tools.BindRefundOrder(b, be.refundOrder)
 	tools.BindSendEmail(b, be.sendEmail)

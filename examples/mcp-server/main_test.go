@@ -138,7 +138,7 @@ func TestTheBuiltServerOverStdio(t *testing.T) {
 	cs := connect(t, bin, state)
 	ctx := context.Background()
 
-	t.Run("lists the four tools in the MCP form", func(t *testing.T) {
+	t.Run("lists every tool of the manifests in the MCP form", func(t *testing.T) {
 		res, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -149,13 +149,48 @@ func TestTheBuiltServerOverStdio(t *testing.T) {
 		}
 		yes, no := true, false
 		want := map[string]*mcp.ToolAnnotations{
-			"lookup_customer": {Title: "Look up customer", ReadOnlyHint: true, OpenWorldHint: &no},
-			"search_kb":       {Title: "Search knowledge base", ReadOnlyHint: true},
+			"lookup_customer": {Title: "Look up customer", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
+			"lookup_order":    {ReadOnlyHint: true, IdempotentHint: true},
+			"search_orders":   {ReadOnlyHint: true, IdempotentHint: true},
+			"search_kb":       {Title: "Search knowledge base", ReadOnlyHint: true, IdempotentHint: true},
 			"refund_order":    {Title: "Refund order", DestructiveHint: &yes, OpenWorldHint: &yes},
 			"send_email":      {Title: "Send email", DestructiveHint: &no, OpenWorldHint: &yes},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("annotations by tool (-want +got):\n%s", diff)
+		}
+		specs, err := loader.Load(manifestsDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			if _, ok := got[s.Name]; !ok {
+				t.Errorf("tool %q of %s is not served", s.Name, s.Pos)
+			}
+		}
+		if len(got) != len(specs) {
+			t.Errorf("served %d tools, the manifests declare %d", len(got), len(specs))
+		}
+	})
+
+	t.Run("runs every read-only tool of the manifests", func(t *testing.T) {
+		for _, c := range []struct{ tool, args, want string }{
+			{"lookup_order", `{"order_id":"ord_2026_000098"}`, `{"currency":"EUR","customer_id":"cus_8f3k2p","id":"ord_2026_000098","status":"delivered","total":12.5}`},
+			{"search_orders", `{"customer_id":"cus_8f3k2p","status":"refunded"}`, `{"orders":[{"currency":"EUR","customer_id":"cus_8f3k2p","id":"ord_2025_000871","status":"refunded","total":80}]}`},
+			{"search_orders", `{"customer_id":"cus_8f3k2p","limit":"2"}`, `{"orders":[{"currency":"EUR","customer_id":"cus_8f3k2p","id":"ord_2026_000123","status":"paid","total":49.9},{"currency":"EUR","customer_id":"cus_8f3k2p","id":"ord_2026_000098","status":"delivered","total":12.5}]}`},
+			{"search_kb", `{"query":"refund"}`, ""},
+		} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.tool, c.args, err)
+			}
+			if res.IsError {
+				t.Errorf("%s %s: isError: %s", c.tool, c.args, text(t, res))
+				continue
+			}
+			if got := jsonOf(t, res.StructuredContent); c.want != "" && got != c.want {
+				t.Errorf("%s %s = %s, want %s", c.tool, c.args, got, c.want)
+			}
 		}
 	})
 
@@ -315,8 +350,12 @@ func TestTheBuiltServerOverStreamableHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Tools) != 4 {
-		t.Errorf("listed %d tools, want 4", len(list.Tools))
+	specs, err := loader.Load(manifestsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != len(specs) {
+		t.Errorf("listed %d tools, want the manifests' %d", len(list.Tools), len(specs))
 	}
 	var results []string
 	for range 2 {

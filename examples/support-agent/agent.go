@@ -18,36 +18,33 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/loader"
+	"github.com/beam-agents/toolreg/provider/dispatch"
 	"github.com/beam-agents/toolreg/runner"
 )
 
-// conversation is a scripted exchange: what the user said and what the model
-// answered, tool calls included. One conversation is one activation.
+// conversation is one activation's exchange: what the user said and, for
+// the scripted endpoint, what the model answers, tool calls included. Direct
+// calls are made by the agent's own code, as an adapted agent framework
+// might, without routing by side effect: the runner must refuse an effect.
 type conversation struct {
-	EntityKey string `json:"entity_key"`
-	Seq       int64  `json:"seq"`
-	Turns     []turn `json:"turns"`
+	EntityKey string     `json:"entity_key"`
+	Seq       int64      `json:"seq"`
+	System    string     `json:"system,omitempty"`
+	User      string     `json:"user"`
+	Model     []reply    `json:"model"`
+	Direct    []toolCall `json:"direct,omitempty"`
 }
 
-type turn struct {
-	User  string `json:"user,omitempty"`
-	Model *struct {
-		Text  string     `json:"text,omitempty"`
-		Calls []toolCall `json:"calls,omitempty"`
-	} `json:"model,omitempty"`
+// reply is one scripted model reply: tool calls, or the final text.
+type reply struct {
+	Text  string     `json:"text,omitempty"`
+	Calls []toolCall `json:"calls,omitempty"`
 }
 
 type toolCall struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
-	// Inline marks a call the agent code makes directly, as an adapted agent
-	// framework might, instead of routing it by side effect: the runner must
-	// refuse it if the tool has side effects.
-	Inline bool `json:"inline,omitempty"`
 }
-
-// runsInline reports whether the call goes to the runner rather than to Act.
-func (c toolCall) runsInline(t *toolreg.Tool) bool { return c.Inline || !t.SideEffect() }
 
 // service is the agent service: the pipeline side (tables, runner) and the
 // effector side (effect table, dedup store) in one process for the example.
@@ -98,38 +95,62 @@ func (s *service) close() { s.store.Close() }
 
 func (s *service) printf(format string, args ...any) { fmt.Fprintf(s.out, format, args...) }
 
-// play runs the conversation as one activation, hands its intents to the
-// effector, then replays the activation as a retried bundle would.
-func (s *service) play(ctx context.Context, conv *conversation) error {
+// maxReplies bounds the model replies one activation asks for: a model that
+// keeps calling tools fails the activation instead of looping.
+const maxReplies = 12
+
+// play runs the conversation as one activation with the model, hands its
+// intents to the effector, shows how their results answer the calls in the
+// next turn, then replays the activation as a retried bundle would.
+func (s *service) play(ctx context.Context, conv *conversation, models modelProvider) error {
 	// The activation's clock is its input event's time: a replay reuses it, so
 	// it stages byte-identical intents.
 	eventTime := time.Now().Truncate(time.Millisecond)
 
+	s.printf("model: %s\n", models.describe())
 	s.printf("\n== activation %s/%d ==\n", conv.EntityKey, conv.Seq)
-	first, err := s.activate(ctx, conv, eventTime, true)
+	first, err := s.activate(ctx, conv, models, eventTime, true)
 	if err != nil {
 		return err
 	}
-	s.printf("\n== effector: %d intents ==\n", len(first))
-	if err := s.execute(ctx, first); err != nil {
+	s.printf("\n== effector: %d intents ==\n", len(first.wire))
+	results, err := s.execute(ctx, first.wire)
+	if err != nil {
 		return err
+	}
+	s.printf("\n== next turn: each result answers the call that staged it ==\n")
+	for _, o := range first.staged {
+		r, ok := results[o.Intent.ID]
+		if !ok {
+			return fmt.Errorf("no result for intent %s", o.Intent.ID)
+		}
+		msg, err := first.model.answer(o.Call.ID, r)
+		if err != nil {
+			return err
+		}
+		s.printf("%s\n", msg)
 	}
 
-	s.printf("\n== replay of activation %s/%d (a retried bundle) ==\n", conv.EntityKey, conv.Seq)
-	again, err := s.activate(ctx, conv, eventTime, false)
+	replay, closeReplay, err := models.replay()
 	if err != nil {
 		return err
 	}
-	if len(again) != len(first) {
-		return fmt.Errorf("the replay staged %d intents, the first run %d", len(again), len(first))
+	defer closeReplay()
+	s.printf("\n== replay of activation %s/%d (a retried bundle) ==\n", conv.EntityKey, conv.Seq)
+	again, err := s.activate(ctx, conv, replay, eventTime, false)
+	if err != nil {
+		return err
 	}
-	for i := range again {
-		if !bytes.Equal(again[i], first[i]) {
+	if len(again.wire) != len(first.wire) {
+		return fmt.Errorf("the replay staged %d intents, the first run %d", len(again.wire), len(first.wire))
+	}
+	for i := range again.wire {
+		if !bytes.Equal(again.wire[i], first.wire[i]) {
 			return fmt.Errorf("the replay's intent %d differs from the first run's", i)
 		}
 	}
-	s.printf("the replay staged %d intents, byte-identical to the first run's\n", len(again))
-	if err := s.execute(ctx, again); err != nil {
+	s.printf("the replay staged %d intents, byte-identical to the first run's\n", len(again.wire))
+	if _, err := s.execute(ctx, again.wire); err != nil {
 		return err
 	}
 	refunds, emails := s.backend.effects()
@@ -140,9 +161,19 @@ func (s *service) play(ctx context.Context, conv *conversation) error {
 	return nil
 }
 
-// activate plays the conversation in a new activation and returns its drained
-// intents as wire bytes, as the pipeline would publish them.
-func (s *service) activate(ctx context.Context, conv *conversation, at time.Time, verbose bool) ([][]byte, error) {
+// activated is what one activation gave: its drained intents as wire bytes,
+// the outcomes that staged them, and its conversation.
+type activated struct {
+	wire   [][]byte
+	staged []dispatch.Outcome
+	model  chatModel
+}
+
+// activate talks with the model in a new activation until it answers without
+// tool calls, makes the script's direct calls, and drains the intents, as the
+// pipeline would publish them. A failed activation is never drained: it
+// leaves nothing behind.
+func (s *service) activate(ctx context.Context, conv *conversation, models modelProvider, at time.Time, verbose bool) (*activated, error) {
 	act := runner.NewActivation(s.bound.Pipeline, []byte(conv.EntityKey), conv.Seq,
 		runner.WithClock(func() time.Time { return at }), runner.WithRunner(s.runner))
 	say := func(format string, args ...any) {
@@ -150,80 +181,76 @@ func (s *service) activate(ctx context.Context, conv *conversation, at time.Time
 			s.printf(format, args...)
 		}
 	}
-	for _, t := range conv.Turns {
-		switch {
-		case t.User != "":
-			say("user:  %s\n", t.User)
-		case t.Model != nil && t.Model.Text != "":
-			say("model: %s\n", t.Model.Text)
-		case t.Model != nil:
-			if err := s.dispatch(ctx, act, t.Model.Calls, say); err != nil {
-				return nil, err // a failed activation is never drained: it leaves nothing behind
+	m, err := models.open(conv)
+	if err != nil {
+		return nil, err
+	}
+	out := &activated{model: m}
+	say("user:  %s\n", conv.User)
+	for n := 0; ; n++ {
+		if n == maxReplies {
+			return nil, fmt.Errorf("the model still calls tools after %d replies: the activation fails", maxReplies)
+		}
+		text, outs, err := m.ask(ctx, act)
+		if err != nil {
+			return nil, err
+		}
+		if text != "" {
+			say("model: %s\n", text)
+		}
+		for _, o := range outs {
+			say("%s", describe(o))
+			if o.Status == dispatch.Staged {
+				out.staged = append(out.staged, o)
 			}
 		}
+		if len(outs) == 0 {
+			break
+		}
+	}
+	for _, c := range conv.Direct {
+		// The agent's own code calling a tool directly: the runner refuses
+		// an effect before it looks at the arguments.
+		res, err := act.RunTool(ctx, c.Name, c.Args)
+		args, cerr := compact(c.Args)
+		if cerr != nil {
+			args = c.Args
+		}
+		say("agent → %s %s  (called directly, as an adapted framework might)\n", c.Name, args)
+		say("        %s\n", describeResult(res, err))
 	}
 	intents, err := act.Drain()
 	if err != nil {
 		return nil, err
 	}
-	wire := make([][]byte, len(intents))
+	out.wire = make([][]byte, len(intents))
 	for i, in := range intents {
-		if wire[i], err = in.MarshalBinary(); err != nil {
+		if out.wire[i], err = in.MarshalBinary(); err != nil {
 			return nil, err
 		}
 	}
-	return wire, nil
+	return out, nil
 }
 
-// dispatch routes one model turn's tool calls: read-only tools run inline and
-// concurrently, side-effecting ones are staged in call order with Act. Errors
-// a model can fix go back to it as the tool's result.
-func (s *service) dispatch(ctx context.Context, act *runner.Activation, calls []toolCall, say func(string, ...any)) error {
-	tools := make([]*toolreg.Tool, len(calls)) // nil for a name no tool has
-	var inline []runner.Call
-	for i, c := range calls {
-		t, err := s.bound.Pipeline.Get(c.Name)
-		if err != nil {
-			say("model → %s %s\n        ✗ %v\n", c.Name, c.Args, err)
-			continue
-		}
-		tools[i] = t
-		if c.runsInline(t) {
-			inline = append(inline, runner.Call{Tool: t, Args: c.Args})
-		}
-	}
-	outcomes := s.runner.RunAll(ctx, inline) // in the order of inline
-	for i, c := range calls {
-		if tools[i] == nil {
-			continue
-		}
-		if c.runsInline(tools[i]) {
-			o := outcomes[0]
-			outcomes = outcomes[1:]
-			say("model → %s %s  (inline)\n", c.Name, c.Args)
-			say("        %s\n", describe(o.Result, o.Err))
-			continue
-		}
-		in, err := act.Act(c.Name, c.Args)
-		say("model → %s %s  (Act)\n", c.Name, c.Args)
-		if err != nil {
-			say("        %s\n", describe(nil, err))
-			continue
-		}
-		say("        staged intent %s (step %d): nothing runs until the activation succeeds\n", in.ID, in.StepIndex)
-	}
-	return nil
-}
-
-// describe renders a tool outcome as the trace shows it and as the model
-// would be told.
-func describe(res any, err error) string {
+// describe renders one dispatched call as the trace shows it.
+func describe(o dispatch.Outcome) string {
+	c := o.Call
 	var argErr *toolreg.ToolArgumentError
+	switch {
+	case o.Status == dispatch.Staged:
+		return fmt.Sprintf("model → %s %s  (Act)\n        staged intent %s (step %d): nothing runs until the activation succeeds\n", c.Name, c.Args, o.Intent.ID, o.Intent.StepIndex)
+	case o.Status == dispatch.Ran:
+		return fmt.Sprintf("model → %s %s  (inline)\n        ← %s\n", c.Name, c.Args, o.Text)
+	case errors.As(o.Err, &argErr):
+		return fmt.Sprintf("model → %s %s\n        ✗ refused, function not called; sent back to the model:\n          %s\n", c.Name, c.Args, strings.ReplaceAll(o.Text, "\n", "\n          "))
+	}
+	return fmt.Sprintf("model → %s %s\n        ✗ %s; sent back to the model:\n          %s\n", c.Name, c.Args, o.Status, o.Text)
+}
+
+// describeResult renders a direct call's outcome.
+func describeResult(res any, err error) string {
 	var sideErr *toolreg.SideEffectToolError
 	switch {
-	case errors.As(err, &argErr):
-		return "✗ refused, function not called; sent back to the model:\n          " +
-			strings.ReplaceAll(argErr.ModelMessage(), "\n", "\n          ")
 	case errors.As(err, &sideErr):
 		return "✗ refused, function not called: " + err.Error()
 	case err != nil:
@@ -233,18 +260,19 @@ func describe(res any, err error) string {
 	return "← " + string(b)
 }
 
-// execute is the effector side: it reads each intent from its wire bytes and
-// processes it once.
-func (s *service) execute(ctx context.Context, wire [][]byte) error {
+// execute is the effector side: it reads each intent from its wire bytes,
+// processes it once, and returns the results by intent id.
+func (s *service) execute(ctx context.Context, wire [][]byte) (map[string]*intent.Result, error) {
+	results := make(map[string]*intent.Result, len(wire))
 	for _, w := range wire {
 		var in intent.Intent
 		if err := in.UnmarshalBinary(w); err != nil {
-			return err
+			return nil, err
 		}
 		refundsBefore, emailsBefore := s.backend.effects()
 		res, err := s.effector.Process(ctx, &in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		refunds, emails := s.backend.effects()
 		how := "executed now"
@@ -252,6 +280,7 @@ func (s *service) execute(ctx context.Context, wire [][]byte) error {
 			how = "already done: the stored result, not executed again"
 		}
 		s.printf("%s %-12s %-8s %s  (%s)\n", in.ID, in.ToolName, res.Status, res.Payload, how)
+		results[in.ID] = &res
 	}
-	return nil
+	return results, nil
 }

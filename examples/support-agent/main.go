@@ -1,17 +1,3 @@
-// Command support-agent is toolreg's example agent service: a customer-support
-// agent whose tools are declared in ../../manifests and bound to Go functions
-// at startup.
-//
-// It plays a scripted conversation (model turns with tool calls, no network):
-// read-only tools run inline through the runner, side-effecting ones are
-// staged as intents with Act, and after the activation succeeds its intents are
-// drained, sent as beam-agents wire bytes to the effector, and executed once,
-// with a SQLite dedup store in a state directory. Then it replays the same
-// activation, as a retried bundle would, to show that the refund is not
-// executed twice. Run it again and the store remembers: nothing runs twice
-// across processes either.
-//
-//	go run ./examples/support-agent [-manifests dir] [-state dir] [-script file]
 package main
 
 import (
@@ -25,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/openai/openai-go/v3/option"
 )
 
 //go:embed conversation.json
@@ -42,6 +30,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	manifests := fs.String("manifests", "manifests", "the tool manifests `dir`")
 	state := fs.String("state", filepath.Join(".state", "support-agent"), "the state `dir` holding the effector's SQLite dedup store (created if missing)")
 	scriptFile := fs.String("script", "", "a conversation script `file` (default: the embedded conversation.json)")
+	model := fs.String("model", "gpt-4.1-mini", "the model `name` to ask when OPENAI_API_KEY is set")
+	offline := fs.Bool("offline", false, "use the scripted endpoint even when OPENAI_API_KEY is set")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,9 +59,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer svc.close()
-	if err := svc.play(ctx, &conv); err != nil {
+	models, closeModels, err := openModels(svc, &conv, *model, *offline)
+	if err != nil {
+		fmt.Fprintf(stderr, "support-agent: %v\n", err)
+		return 1
+	}
+	defer closeModels()
+	if err := svc.play(ctx, &conv, models); err != nil {
 		fmt.Fprintf(stderr, "support-agent: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// openModels returns the model the service talks to: the one OPENAI_API_KEY
+// (and OPENAI_BASE_URL) name, or else the scripted conversation served as
+// Chat Completions responses from a local in-process endpoint.
+func openModels(svc *service, conv *conversation, model string, offline bool) (modelProvider, func(), error) {
+	if key := os.Getenv("OPENAI_API_KEY"); key != "" && !offline {
+		opts := []option.RequestOption{option.WithAPIKey(key)}
+		where := "https://api.openai.com/v1/"
+		if base := os.Getenv("OPENAI_BASE_URL"); base != "" {
+			opts = append(opts, option.WithBaseURL(base))
+			where = base
+		}
+		p, err := newOpenAIProvider(svc.bound.Pipeline, model, fmt.Sprintf("%s at %s, through openai-go (OPENAI_API_KEY is set)", model, where), true, opts...)
+		return p, func() {}, err
+	}
+	replies, err := scriptedReplies(conv, "scripted")
+	if err != nil {
+		return nil, nil, err
+	}
+	ep := newChatEndpoint(replies)
+	p, err := newOpenAIProvider(svc.bound.Pipeline, "scripted",
+		"the scripted conversation, served as Chat Completions responses by a local in-process endpoint, through openai-go (set OPENAI_API_KEY for a real model)",
+		false, option.WithBaseURL(ep.baseURL()), option.WithAPIKey("scripted"))
+	if err != nil {
+		ep.close()
+		return nil, nil, err
+	}
+	return p, ep.close, nil
 }

@@ -14,6 +14,7 @@ import (
 // state directory: the first run executes the refund and the email once and
 // answers the replay from the store; the second process executes nothing.
 func TestMainJobExecutesEachEffectOnce(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "") // the default: the scripted endpoint
 	state := t.TempDir()
 	manifests := filepath.Join("..", "..", "manifests")
 	runOnce := func() string {
@@ -30,6 +31,8 @@ func TestMainJobExecutesEachEffectOnce(t *testing.T) {
 		`tool "refund_order" has side effects and never runs inline`,
 		"the replay staged 2 intents, byte-identical to the first run's",
 		"payment provider applied 1 refund(s); mail relay sent 1 email(s) in this process",
+		"served as Chat Completions responses by a local in-process endpoint, through openai-go",
+		`"tool_call_id":"call_3_1","role":"tool"}`,
 	} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first run's trace lacks %q:\n%s", want, first)

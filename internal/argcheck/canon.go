@@ -2,14 +2,14 @@ package argcheck
 
 import (
 	"encoding/json"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/beam-agents/toolreg/canonjson"
 )
 
 // canonPlan rewrites valid arguments as normalized canonical JSON in one pass
@@ -96,7 +96,7 @@ func (c *Checker) canonNode(n *node, sch *jsonschema.Schema, depth int) (*canonN
 				return nil, false
 			}
 			p := canonProp{name: name, required: n.required[name], node: child}
-			p.key = append(AppendCanonicalString(nil, name), ':')
+			p.key = append(canonjson.AppendString(nil, name), ':')
 			if pn.hasDefault {
 				text, err := json.Marshal(pn.def)
 				if err != nil {
@@ -140,7 +140,7 @@ func (c *Checker) canonNode(n *node, sch *jsonschema.Schema, depth int) (*canonN
 // Canonical validates args and returns them normalized (coerced, nulls for
 // optional members dropped, defaults applied) as canonical JSON: keys sorted,
 // no spaces, UTF-8 kept, integers as written, other numbers as Python's repr
-// writes floats. It is what Check followed by toolreg.CanonicalJSON gives,
+// writes floats. It is what Check followed by canonjson.Marshal gives,
 // taken in one pass when the arguments allow it; ok is false when the caller
 // must take that path instead.
 func (c *Checker) Canonical(args []byte) (out []byte, ok bool) {
@@ -377,7 +377,7 @@ func (t *transcoder) scalar(n *canonNode, s *scanner) bool {
 		if !ok || !sp.stringOK(v) {
 			return false
 		}
-		t.out = AppendCanonicalString(t.out, v)
+		t.out = canonjson.AppendString(t.out, v)
 	case kBool:
 		v, ok := sp.boolean(s)
 		if !ok {
@@ -410,95 +410,17 @@ func (t *transcoder) scalar(n *canonNode, s *scanner) bool {
 		case tok[0] == 'f':
 			t.out = append(t.out, '0')
 		case tok[0] == '"':
-			// A coerced string: Check writes strconv's shortest 'g' form,
-			// which canonical JSON keeps when it is an integer.
-			g := strconv.FormatFloat(v, 'g', -1, 64)
-			if strings.ContainsAny(g, ".eE") {
-				t.out = appendFloat(t.out, v)
-			} else {
-				t.out = append(t.out, g...)
-			}
-		case strings.ContainsAny(unsafeString(tok), ".eE"):
-			t.out = appendFloat(t.out, v)
+			// A coerced string: Check writes strconv's shortest 'g' form.
+			var buf [32]byte
+			t.out, ok = canonjson.AppendNumber(t.out, unsafeString(strconv.AppendFloat(buf[:0], v, 'g', -1, 64)))
 		default:
-			t.out = append(t.out, tok...) // an integer keeps every digit
+			t.out, ok = canonjson.AppendNumber(t.out, unsafeString(tok))
+		}
+		if !ok {
+			return false
 		}
 	default:
 		return false
 	}
 	return true
-}
-
-// appendFloat writes f as Python's float repr does, as toolreg's canonical
-// JSON does: shortest round-trip digits, fixed notation with at least one
-// decimal when the exponent is in [-4, 16), else exponent notation.
-func appendFloat(b []byte, f float64) []byte {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return b // unreachable: the scanner reads finite numbers only
-	}
-	var buf [32]byte
-	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(string(e[strings.IndexByte(string(e), 'e')+1:]))
-	if exp < -4 || exp >= 16 {
-		return append(b, e...)
-	}
-	start := len(b)
-	b = strconv.AppendFloat(b, f, 'f', -1, 64)
-	if !strings.ContainsRune(string(b[start:]), '.') {
-		b = append(b, '.', '0')
-	}
-	return b
-}
-
-// appendQuoted is AppendCanonicalString; if strict, it stops at invalid
-// UTF-8 instead, and reports !ok.
-func appendQuoted(b []byte, s string, strict bool) (out []byte, ok bool) {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	// Text that needs no escape is copied a run at a time: s[start:i].
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				if strict {
-					return nil, false
-				}
-				// As encoding/json and a decode-then-encode would: the
-				// replacement character itself, so a string gives the same
-				// bytes wherever it stands in a value.
-				b = append(b, s[start:i]...)
-				b = append(b, "\uFFFD"...)
-				start = i + 1
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"'), true
 }

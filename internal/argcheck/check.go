@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,11 +56,15 @@ func Compile(schema []byte, strict bool) (*Checker, error) {
 // *Error listing every problem.
 //
 // Empty args (nothing but whitespace) and a bare null mean no arguments, {}:
-// a model calling a tool that takes none often sends one of them.
+// a model calling a tool that takes none often sends one of them. A key given
+// twice in one object, at any depth, is refused.
 func (c *Checker) Check(args []byte) (map[string]any, error) {
 	v, p := parseArgs(args)
 	if p != nil {
 		return nil, &Error{Problems: []Problem{*p}}
+	}
+	if ps := duplicateKeys(args); len(ps) > 0 {
+		return nil, &Error{Problems: ps}
 	}
 	var ps []Problem
 	guardNumbers(v, "", &ps)
@@ -69,9 +73,10 @@ func (c *Checker) Check(args []byte) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &Error{Problems: []Problem{{Want: "a JSON object of arguments", Got: gotValue(v)}}}
+		return nil, &Error{Problems: []Problem{{Want: wantObject, Got: gotValue(v) + sendOne}}}
 	}
 	c.normalize(c.root, m)
+	int64Range(c.root, m, "", &ps)
 	if err := c.schema.Validate(any(m)); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
@@ -80,35 +85,42 @@ func (c *Checker) Check(args []byte) (map[string]any, error) {
 		ps = sortProblems(c.problems(ve, m, ps))
 		return nil, &Error{Problems: ps}
 	}
+	if len(ps) > 0 {
+		return nil, &Error{Problems: sortProblems(ps)}
+	}
 	return m, nil
 }
 
-// parseArgs decodes the arguments text, or says why it is not JSON.
-func parseArgs(args []byte) (any, *Problem) {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return map[string]any{}, nil
+// int64Range refuses an integer beyond 64 bits wherever the schema n asks for
+// an integer in v. JSON Schema sets no such limit, but toolreg does, so that
+// what CheckArgs accepts (and Act stages) a tool bound to an int64 field, and
+// the effector, can decode: an integer is a 64-bit integer, as in OpenAPI's
+// int64 format.
+func int64Range(n *node, v any, path string, ps *[]Problem) {
+	if n == nil {
+		return
 	}
-	d := json.NewDecoder(bytes.NewReader(trimmed))
-	d.UseNumber()
-	var v any
-	malformed := func(err error) *Problem {
-		msg := err.Error()
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			msg = fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-		} else if errors.Is(err, io.ErrUnexpectedEOF) {
-			msg = "the JSON text ends too early"
+	switch x := v.(type) {
+	case json.Number:
+		if n.typ != "integer" {
+			return
 		}
-		return &Problem{Want: "a JSON object of arguments", Got: "malformed JSON: " + msg}
+		if i, ok := new(big.Int).SetString(string(x), 10); ok && !i.IsInt64() {
+			*ps = append(*ps, Problem{Path: path, Want: "a 64-bit integer (-9223372036854775808 to 9223372036854775807)", Got: gotValue(x)})
+		}
+	case []any:
+		for i, e := range x {
+			int64Range(n.items, e, path+"/"+strconv.Itoa(i), ps)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			child := n.props[k]
+			if child == nil {
+				child = n.addl
+			}
+			int64Range(child, x[k], path+"/"+escapeToken(k), ps)
+		}
 	}
-	if err := d.Decode(&v); err != nil {
-		return nil, malformed(err)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, &Problem{Want: "a JSON object of arguments", Got: fmt.Sprintf("malformed JSON: more text after the value (at byte %d)", d.InputOffset())}
-	}
-	return v, nil
 }
 
 // guardNumbers refuses numbers too large to compare exactly at low cost,

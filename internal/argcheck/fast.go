@@ -540,17 +540,14 @@ func (vp *valuePlan) decodeSlice(s *scanner, at unsafe.Pointer) bool {
 			}
 		}
 	}
-	// Store the header by hand: reflect.NewAt would make at, and with it the
-	// caller's whole argument struct, escape to the heap.
-	*(*sliceHeader)(at) = sliceHeader{data: out.UnsafePointer(), len: n, cap: out.Cap()}
+	// Set through reflect, which knows the slice's type, rather than write a
+	// header layout of our own through at. It costs an allocation per call:
+	// at, and so the caller's argument struct, escapes to the heap.
+	reflect.NewAt(vp.typ, at).Elem().Set(out)
 	return true
 }
 
-// sliceHeader is the layout of every Go slice.
-type sliceHeader struct {
-	data     unsafe.Pointer
-	len, cap int
-}
+var stringsType = reflect.TypeFor[[]string]()
 
 // decodeStrings reads an array of strings with one allocation for the slice.
 func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
@@ -579,10 +576,17 @@ func (vp *valuePlan) decodeStrings(s *scanner, at unsafe.Pointer) bool {
 			}
 		}
 	}
-	// The slice's elements have kind string, so it has []string's layout
-	// whatever its type's name: store it directly. reflect.MakeSlice would
-	// cost a second allocation, for the header its Value points to.
-	*(*[]string)(at) = append(make([]string, 0, len(list)), list...)
+	if vp.typ == stringsType {
+		// at holds a []string: store it as one, with one allocation.
+		*(*[]string)(at) = append(make([]string, 0, len(list)), list...)
+		return true
+	}
+	// A slice of a named string type: through reflect, which knows it.
+	out := reflect.MakeSlice(vp.typ, len(list), len(list))
+	for i, v := range list {
+		out.Index(i).SetString(v)
+	}
+	reflect.NewAt(vp.typ, at).Elem().Set(out)
 	return true
 }
 
@@ -615,7 +619,7 @@ func (vp *valuePlan) decodeMap(s *scanner, at unsafe.Pointer) bool {
 	if !ok {
 		return false
 	}
-	*(*unsafe.Pointer)(at) = m.UnsafePointer() // a map value is one pointer; see decodeSlice
+	reflect.NewAt(vp.typ, at).Elem().Set(m) // see decodeSlice
 	return true
 }
 

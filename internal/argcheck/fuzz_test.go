@@ -19,6 +19,8 @@ func FuzzCheck(f *testing.F) {
 		`{"query":"a","limit":null,"opts":{"deep":true,"depth":null}}`, `{"query":"a","tags":["a","a"]}`,
 		`{"query":"ABC","ratio":"-1e3","mode":"x","email":"a@b"}`, `{"query":"a","limit":1e99999}`, `{"query":`,
 		`{"query":"a","ratio":1e-400}`, `{"query":"a","exact":1.0}`, `{"query":"a","limit":true}`,
+		`{"query":"a","query":"b"}`, `{"query":"a","opts":{"deep":true,"deep":false}}`, `{"query":"a","\u0071uery":"b"}`,
+		`{"query":"a","counts":[{"a":1,"a":2}]}`,
 	} {
 		f.Add([]byte(s))
 	}

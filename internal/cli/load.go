@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -41,7 +42,8 @@ func reportErr(e *env, cmd string, err error) {
 	fs := findings(nil, err)
 	slices.SortStableFunc(fs, func(a, b finding) int {
 		return cmp.Or(
-			cmp.Compare(a.pos.File, b.pos.File),
+			// As the loader orders files: by their cleaned paths.
+			cmp.Compare(filepath.ToSlash(filepath.Clean(a.pos.File)), filepath.ToSlash(filepath.Clean(b.pos.File))),
 			cmp.Compare(a.pos.Line, b.pos.Line),
 			cmp.Compare(a.pos.Col, b.pos.Col),
 		)

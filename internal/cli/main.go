@@ -38,6 +38,9 @@ var commands = []*command{
 	schemaCommand,
 	genCommand,
 	diffCommand,
+	initCommand,
+	versionCommand,
+	searchCommand,
 }
 
 func lookup(name string) *command {

@@ -24,9 +24,12 @@ order), each
 
 With -provider it prints the tools list in that provider's accepted form
 instead: openai (Chat Completions), openai-responses, openai-strict,
-openai-strict-responses, anthropic, gemini or mcp (tools/list entries). A
-form that moves or drops a keyword says so on stderr, one note a line; a tool
-the form cannot express is reported, and the exit status is then 1.
+openai-strict-responses, anthropic, anthropic-strict, gemini,
+gemini-jsonschema or mcp (tools/list entries). A form that moves or drops a
+keyword, or keeps one the provider does not enforce, says so on stderr, one
+note a line; a tool the form cannot express, or a list the provider refuses
+(more tools than it takes in one request), is reported, and the exit status
+is then 1.
 
 When a manifest is invalid it prints vet's findings on stderr, nothing on
 stdout, and exits 1. Paths default to ./manifests.
@@ -60,12 +63,13 @@ stdout, and exits 1. Paths default to ./manifests.
 				for _, n := range set.Notes {
 					fmt.Fprintf(e.stderr, "%s\n", n)
 				}
-				if err != nil {
-					for _, f := range set.Findings {
-						if f.Severity == provider.Error {
-							fmt.Fprintln(e.stderr, f)
-						}
+				for _, f := range set.Findings {
+					if f.Severity == provider.Error {
+						fmt.Fprintln(e.stderr, f)
+						status = exitFindings
 					}
+				}
+				if err != nil {
 					status = exitFindings
 				}
 				list = set.List()

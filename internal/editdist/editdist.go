@@ -1,5 +1,3 @@
-// Package editdist measures how far apart two names are, for the "did you
-// mean" hints of the binder and the registry.
 package editdist
 
 // Levenshtein is the Levenshtein distance between a and b, by bytes. It works

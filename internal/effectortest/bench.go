@@ -46,7 +46,7 @@ func BenchmarkClaimComplete(b *testing.B, store effector.DedupStore, result []by
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		id := prefix + strconv.Itoa(i)
-		c, err := store.Claim(ctx, id, time.Minute)
+		c, err := store.Claim(ctx, id, effector.Call{}, time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}

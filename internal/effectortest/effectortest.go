@@ -1,6 +1,3 @@
-// Package effectortest builds what tests and benchmarks of the effector's
-// stores and transports need: a one-tool effect table whose function counts
-// its calls, and intents for it.
 package effectortest
 
 import (

@@ -15,13 +15,16 @@ import (
 // checkRecorded fails t for every intent whose published results are not
 // the result its store holds: a result the store could not record must never
 // be published (and so acknowledged).
-func checkRecorded(t *testing.T, kind, dir string, srv *redistest.Server, prefix string, ids []string, res map[string][]intent.Result) {
+func checkRecorded(t *testing.T, kind, dir string, srv *redistest.Server, prefix string, ins []*intent.Intent, res map[string][]intent.Result) {
 	t.Helper()
-	for _, id := range ids {
-		if len(res[id]) == 0 {
+	seen := map[string]bool{}
+	for _, in := range ins {
+		id := in.ID
+		if seen[id] || len(res[id]) == 0 {
 			continue // tally counts it lost
 		}
-		if stored := storedResult(t, kind, dir, srv, prefix, id); !sameResult(stored, res[id][0]) {
+		seen[id] = true
+		if stored := storedResult(t, kind, dir, srv, prefix, in); !sameResult(stored, res[id][0]) {
 			t.Errorf("intent %s: published %+v, but the store holds %+v", id, res[id][0], stored)
 		}
 	}
@@ -103,7 +106,7 @@ func TestResultWriteFailing(t *testing.T) {
 				calls := downstreamCalls(t, fs.downstream)
 				res := results(t, fs.out)
 				r := tally(t, scenario, ids, calls, res)
-				checkRecorded(t, kind, dir, srv, prefix, ids, res)
+				checkRecorded(t, kind, dir, srv, prefix, ins, res)
 				reclaimed := reclaimedIDs(t, fs.reclaims)
 				repeated := checkRepeats(t, ids, calls, res, reclaimed)
 				injected := 0
@@ -173,7 +176,7 @@ func TestCallerCancelledMidTool(t *testing.T) {
 				calls := downstreamCalls(t, fs.downstream)
 				res := results(t, fs.out)
 				r := tally(t, scenario, ids, calls, res)
-				checkRecorded(t, kind, dir, srv, prefix, ids, res)
+				checkRecorded(t, kind, dir, srv, prefix, ins, res)
 				for id, rs := range res {
 					if strings.Contains(rs[0].ErrorMessage, "cancel") {
 						t.Errorf("intent %s: result %q blames a cancellation: only the function's real outcome may be recorded", id, rs[0].ErrorMessage)

@@ -199,7 +199,7 @@ func TestPausedOwner(t *testing.T) {
 				t.Fatal("the second effector was killed")
 			}
 			bPID := pb.cmd.Process.Pid
-			before := storedResult(t, kind, dir, srv, prefix, id)
+			before := storedResult(t, kind, dir, srv, prefix, ins[0])
 
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 				t.Fatal(err)
@@ -207,7 +207,7 @@ func TestPausedOwner(t *testing.T) {
 			if pa.wait(t) {
 				t.Fatal("the first effector was killed")
 			}
-			after := storedResult(t, kind, dir, srv, prefix, id)
+			after := storedResult(t, kind, dir, srv, prefix, ins[0])
 
 			// Both ran the tool: the downstream saw the new owner's call, then
 			// the woken owner's late one, with the same key.
@@ -252,7 +252,8 @@ func TestPausedOwner(t *testing.T) {
 }
 
 // storedResult reads the intent's terminal record straight from the store.
-func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix, id string) intent.Result {
+func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix string, in *intent.Intent) intent.Result {
+	id := in.ID
 	t.Helper()
 	ctx := context.Background()
 	var store effector.DedupStore
@@ -268,7 +269,7 @@ func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix,
 		defer rdb.Close()
 		store = redisstore.New(rdb, redisstore.WithKeyPrefix(prefix))
 	}
-	c, err := store.Claim(ctx, id, time.Minute)
+	c, err := store.Claim(ctx, id, effector.CallOf(in), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,44 +1,3 @@
-// Command effectord is the effector service the fault tests of package
-// internal/faulttest run as real processes and kill: effector.Serve over a
-// JSONL intents file (checkpointed) into a JSONL results file, with a SQLite
-// or Redis dedup store, and one side-effecting tool, "apply", whose effect is
-// a call to a fake downstream service.
-//
-// With -stream=<host:port> it reads intents from the Redis stream "intents"
-// as consumer -consumer of group "effectors" and appends results to the
-// stream "results" (package effector/redisstream) instead, until SIGTERM.
-//
-// The downstream service is a log file shared by every process of a test.
-// Each call appends one line, with O_APPEND and fsync:
-//
-//	<intent id> <pid> applied|duplicate
-//
-// Without -dedup every call applies its effect ("applied"). With -dedup the
-// downstream deduplicates on the idempotency key (the intent id): the first
-// call for a key applies it, later ones are logged as "duplicate" and applied
-// no more (an O_EXCL marker file per key makes that atomic across processes).
-//
-// The kill points live here, not in the library: with -kill-at=POINT and
-// -kill-n=N the process SIGKILLs itself the N-th time it reaches POINT,
-// after appending "<point> <intent id> <pid>" to -kills (fsynced), so the test
-// knows which intent each kill hit. The points:
-//
-//	after-claim                 Claim returned Claimed; nothing ran
-//	in-tool                     the downstream call was made; the tool has not returned
-//	after-tool-before-complete  the tool returned; its result is not recorded
-//	after-complete              the result is recorded; not yet published nor acknowledged
-//
-// -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, before
-// the downstream call, for intent ID (a paused owner: a GC pause, a VM
-// migration); continued, it makes the call late. Every Complete's outcome is appended to -completes as
-// "<intent id> <pid> ok|not-owner|error", and every claim the store reports
-// as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
-// Release) to -reclaims as "<intent id> <pid>".
-//
-// With -fail-complete-after=N and -fail-complete-for=D, the N-th Complete and
-// every Complete in the D after it fail (a full disk freed D later), noted as
-// "injected" in -completes. On SIGTERM Serve drains for -drain; a shutdown
-// that leaves deliveries unanswered exits with status 3 (ExitUnanswered).
 package main
 
 import (
@@ -65,6 +24,7 @@ import (
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -101,6 +61,10 @@ type flags struct {
 	consumer   string
 	reclaim    time.Duration
 	toolDelay  time.Duration
+	tornWait   time.Duration
+	maxAtt     int
+	poison     string
+	dead       string
 	storeTO    time.Duration
 	drain      time.Duration
 	failAfter  int64
@@ -132,6 +96,10 @@ func main() {
 	flag.Int64Var(&f.failAfter, "fail-complete-after", 0, "after this many Completes, fail every Complete for -fail-complete-for (a full disk, a lost connection); 0: never")
 	flag.DurationVar(&f.failFor, "fail-complete-for", 0, "how long Completes fail after -fail-complete-after")
 	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
+	flag.DurationVar(&f.tornWait, "torn-wait", effector.DefaultTornLineWait, "how long to wait for the rest of a torn last line")
+	flag.IntVar(&f.maxAtt, "max-attempts", effector.DefaultMaxAttempts, "the effector's attempt limit")
+	flag.StringVar(&f.poison, "poison", "", "SIGKILL self inside the tool every time it runs this intent id")
+	flag.StringVar(&f.dead, "dead", "", "file to append dead letters to")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -202,7 +170,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	table, err := applyTable(ds, k, f.stopInTool, f.toolDelay)
+	table, err := applyTable(ds, k, f.stopInTool, f.poison, f.toolDelay)
+	if err != nil {
+		return err
+	}
+	dead, err := openLog(f.dead)
 	if err != nil {
 		return err
 	}
@@ -211,12 +183,18 @@ func run(f flags, log *slog.Logger) error {
 	}
 	e, err := effector.New(table, store, effector.WithLease(f.lease), effector.WithTimeout(f.timeout),
 		effector.WithBackoff(5*time.Millisecond, 50*time.Millisecond), effector.WithStoreTimeout(f.storeTO),
-		effector.WithLogger(log))
+		effector.WithLogger(log), effector.WithMaxAttempts(f.maxAtt),
+		effector.WithDeadLetter(func(ctx context.Context, in *intent.Intent, reason error) error {
+			return dead.line(fmt.Sprintf("intent %s %q", in.ID, reason.Error()))
+		}))
 	if err != nil {
 		return err
 	}
 	opts := []effector.ServeOption{effector.WithWorkers(f.workers), effector.WithDrainTimeout(f.drain),
-		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log)}
+		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log),
+		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
+			return dead.line(fmt.Sprintf("entry %s %d %q %q", d.Pos, d.Offset, d.Bytes, d.Err.Error()))
+		})}
 	if f.stream != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: f.stream, MaxRetries: -1, DialTimeout: time.Second})
 		defer rdb.Close()
@@ -227,7 +205,7 @@ func run(f flags, log *slog.Logger) error {
 		}
 		return effector.Serve(ctx, src, redisstream.NewSink(rdb, "results"), e, opts...)
 	}
-	src, err := effector.OpenJSONLFile(f.in)
+	src, err := effector.OpenJSONLFile(f.in, effector.WithTornLineWait(f.tornWait))
 	if err != nil {
 		return err
 	}
@@ -291,8 +269,8 @@ func (s *killStore) injected() bool {
 	return time.Now().Before(s.failUntil)
 }
 
-func (s *killStore) Claim(ctx context.Context, id string, lease time.Duration) (effector.Claim, error) {
-	c, err := s.DedupStore.Claim(ctx, id, lease)
+func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
+	c, err := s.DedupStore.Claim(ctx, id, call, lease)
 	if err == nil && c.State == effector.Claimed {
 		if c.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", id, os.Getpid()))
@@ -411,7 +389,7 @@ type applyResult struct {
 	PID     int    `json:"pid"`     // which process executed it
 }
 
-func applyTable(ds *downstream, k *killer, stopFor string, delay time.Duration) (*registry.Registry, error) {
+func applyTable(ds *downstream, k *killer, stopFor, poison string, delay time.Duration) (*registry.Registry, error) {
 	spec := &toolreg.Spec{
 		Name: "apply", Description: "Apply an effect downstream.", SideEffect: true,
 		Params: []*toolreg.Param{{Name: "key", Schema: toolreg.Schema{Type: toolreg.TypeString}}},
@@ -433,6 +411,10 @@ func applyTable(ds *downstream, k *killer, stopFor string, delay time.Duration) 
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 			<-cont
 			signal.Stop(cont)
+		}
+		if info.ID == poison {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
 		}
 		applied, err := ds.call(info.ID)
 		if err != nil {

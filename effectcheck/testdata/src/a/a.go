@@ -25,7 +25,7 @@ func Bind(b *bindings.Binder, m *Mailer) {
 }
 
 func Direct(ctx context.Context) {
-	refund(ctx, RefundArgs{}) // want `a call of refund, bound as side-effecting tool "refund" at a.go:\d+, runs its effect inline`
+	refund(ctx, RefundArgs{}) // want `a call of refund, bound as side-effecting tool "refund" at effectcheck/testdata/src/a/a.go:\d+, runs its effect inline`
 	lookup(ctx, LookupArgs{})
 }
 

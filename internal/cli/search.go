@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+var searchCommand = &command{
+	name:  "search",
+	args:  "QUERY [paths...]",
+	short: "find the tools of a large manifest set by what they do",
+	long: `Search loads and validates the tool manifests in paths, as vet does, and
+prints the tools that best match QUERY, best first, one a line on stdout:
+
+	file:line:col: name (read-only|side effect): description
+
+The ranking is registry.Search's, the one the search_tools meta-tool uses:
+BM25 over each tool's name, title, tags, keywords, description and params'
+names and descriptions. Case, punctuation and plural endings do not matter,
+and snake_case or camelCase words match their parts. Quote a query of several
+words, and write flags before it. An empty query ('') with -tag or -read-only
+lists the tools those keep, in load order.
+
+With -provider it prints the matches instead as a JSON array of tools in that
+provider's form, as search_tools answers a model.
+
+The exit status is 0 when a tool matches, 1 when none does or a manifest is
+invalid (vet's findings are printed on stderr), and 2 on a usage error.
+Paths default to ./manifests.
+`,
+	setup: func(fs *flag.FlagSet) func(*env, []string) int {
+		limit := fs.Int("n", registry.DefaultSearchLimit, "print at most `n` tools")
+		readOnly := fs.Bool("read-only", false, "only tools without side effects")
+		tags := fs.String("tag", "", "only tools with every one of these comma-separated `tags`")
+		form := fs.String("provider", "", "print the matches as JSON in this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
+		return func(e *env, args []string) int {
+			filtered := *readOnly || strings.TrimSpace(*tags) != ""
+			if len(args) == 0 || (strings.TrimSpace(args[0]) == "" && !filtered) {
+				fmt.Fprintln(e.stderr, "toolreg search: no query: say what the tool should do, such as toolreg search 'refund a payment', or list tools by -tag with the query ''")
+				return exitUsage
+			}
+			if *limit <= 0 {
+				fmt.Fprintf(e.stderr, "toolreg search: -n %d: give a positive number of tools\n", *limit)
+				return exitUsage
+			}
+			if *form != "" && !provider.Known(*form) {
+				fmt.Fprintf(e.stderr, "toolreg search: %v\n", &provider.UnknownFormError{Name: *form})
+				return exitUsage
+			}
+			query, paths := args[0], args[1:]
+			specs, ok := loadSpecs(e, "search", paths)
+			if !ok {
+				return exitFindings
+			}
+			r := registry.New()
+			for _, s := range specs {
+				if err := r.Register(toolreg.NewTool(s)); err != nil {
+					reportErr(e, "search", err)
+					return exitFindings
+				}
+			}
+			q := registry.Query{Text: query, ReadOnly: *readOnly, Limit: *limit}
+			for _, t := range strings.Split(*tags, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					q.Tags = append(q.Tags, t)
+				}
+			}
+			ms := r.Search(q)
+			if len(ms) == 0 {
+				fmt.Fprintf(e.stderr, "toolreg search: no tool matches %q%s\n", query, filtersText(q))
+				return exitFindings
+			}
+			if *form != "" {
+				return printRendered(e, *form, ms)
+			}
+			for _, m := range ms {
+				kind := "read-only"
+				if m.Tool.SideEffect() {
+					kind = "side effect"
+				}
+				desc := strings.Join(strings.Fields(m.Tool.Description()), " ")
+				fmt.Fprintf(e.stdout, "%s: %s (%s): %s\n", m.Tool.Spec().Pos, m.Tool.Name(), kind, desc)
+			}
+			return exitOK
+		}
+	},
+}
+
+// filtersText says which filters a search had, for its "no tool matches".
+func filtersText(q registry.Query) string {
+	if !q.ReadOnly && len(q.Tags) == 0 {
+		return ""
+	}
+	s := " among the"
+	if q.ReadOnly {
+		s += " read-only"
+	}
+	s += " tools"
+	if len(q.Tags) > 0 {
+		s += " tagged " + strings.Join(q.Tags, " and ")
+	}
+	return s
+}
+
+// printRendered prints the matches in a provider's form, as a JSON array.
+func printRendered(e *env, form string, ms []registry.Match) int {
+	list := make([]json.RawMessage, 0, len(ms))
+	status := exitOK
+	for _, m := range ms {
+		r, err := provider.Render(form, m.Tool.Spec())
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: %v\n", m.Tool.Spec().Pos, err)
+			status = exitFindings
+			continue
+		}
+		list = append(list, r.JSON)
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(list); err != nil {
+		fmt.Fprintf(e.stderr, "toolreg search: %v\n", err)
+		return exitFindings
+	}
+	return status
+}

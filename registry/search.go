@@ -1,0 +1,390 @@
+package registry
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg"
+)
+
+// DefaultSearchLimit is how many matches Search returns when Query.Limit is
+// not positive.
+const DefaultSearchLimit = 10
+
+// maxQueryBytes and maxQueryTerms bound what of one query is read and looked
+// up, so that a hostile query (megabytes of words) costs a bounded amount of
+// work. A person's or a model's query has a handful of words.
+const (
+	maxQueryBytes = 1024
+	maxQueryTerms = 64
+)
+
+// Query is a search over a registry's tools: words to rank them by, and
+// filters that keep or drop a tool whatever its rank.
+type Query struct {
+	// Text is the words to look for, in any language's letters and digits;
+	// case, punctuation and plural endings do not matter, and snake_case or
+	// camelCase words match their parts. Blank text lists the tools the
+	// filters keep, in registration order, each with score 0; text whose
+	// words are all too common to search by ("the", "of") matches nothing.
+	Text string
+	// ReadOnly keeps only tools without side effects: those a pipeline runs
+	// inline.
+	ReadOnly bool
+	// Tags keeps only tools that carry every one of these tags (the
+	// manifest's tags, compared without regard to case).
+	Tags []string
+	// Limit is the most matches returned; not positive means
+	// DefaultSearchLimit.
+	Limit int
+}
+
+// Match is one tool a search found, with its score: higher is better; only
+// comparable between matches of one search.
+type Match struct {
+	Tool  *toolreg.Tool
+	Score float64
+}
+
+// Search ranks the registry's tools against q.Text and returns the best
+// q.Limit of those q's filters keep, best first; tools with equal scores come
+// in registration order, so a search repeated gives the same answer. A tool
+// that matches none of the words is not returned.
+//
+// The ranking is BM25 over each tool's name, title, tags, keywords,
+// description, and its params' names and descriptions (nested properties
+// included): the name weighs most, then title and tags, a param's
+// description least; two neighbouring words of the query found side by side
+// count as a phrase, above the same words apart. Nothing is downloaded and no
+// model runs: the words must appear (up to case, plural endings and
+// snake/camel case splitting).
+//
+// The index is built on the first Search, not at Register, so a registry
+// that is never searched pays nothing for it; BuildSearchIndex builds it
+// ahead. Tools registered later are added to it on the next Search. Search is
+// safe for concurrent use with itself and every other read.
+func (r *Registry) Search(q Query) []Match {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	terms := queryTerms(q.Text)
+	idx := r.searchIndex()
+	idx.mu.RLock()
+	defer idx.mu.RUnlock()
+	keep := func(doc int) bool {
+		t := r.tools[doc]
+		if q.ReadOnly && t.SideEffect() {
+			return false
+		}
+		for _, want := range q.Tags {
+			if !slices.ContainsFunc(t.Spec().Tags, func(tag string) bool { return strings.EqualFold(tag, want) }) {
+				return false
+			}
+		}
+		return true
+	}
+	if strings.TrimSpace(q.Text) == "" {
+		var out []Match
+		for i := 0; i < idx.n && len(out) < limit; i++ {
+			if keep(i) {
+				out = append(out, Match{Tool: r.tools[i]})
+			}
+		}
+		return out
+	}
+	sp := idx.score(terms)
+	defer scorePool.Put(sp)
+	scores := *sp
+	top := make([]Match, 0, min(limit, 64))
+	for doc, s := range scores {
+		if s <= 0 || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
+			continue
+		}
+		// Insertion into the sorted top: strictly greater scores go first,
+		// equal ones after (docs come in registration order).
+		i, _ := slices.BinarySearchFunc(top, s, func(m Match, s float64) int {
+			if m.Score >= s {
+				return -1
+			}
+			return 1
+		})
+		if len(top) == limit {
+			top = top[:limit-1]
+		}
+		top = slices.Insert(top, i, Match{Tool: r.tools[doc], Score: s})
+	}
+	return top
+}
+
+// BuildSearchIndex builds the search index of every registered tool now,
+// rather than on the first Search: for a service that wants its first search
+// as fast as the others. It is safe for concurrent use with Search.
+func (r *Registry) BuildSearchIndex() { r.searchIndex() }
+
+// searchIndex returns the index, first adding the tools registered since it
+// was last brought up to date.
+func (r *Registry) searchIndex() *searchIndex {
+	idx := &r.search
+	idx.mu.RLock()
+	current := idx.n == len(r.tools)
+	idx.mu.RUnlock()
+	if !current {
+		idx.mu.Lock()
+		for idx.n < len(r.tools) {
+			idx.add(r.tools[idx.n].Spec())
+		}
+		idx.mu.Unlock()
+	}
+	return idx
+}
+
+// Field weights: a word in a tool's name says more about what the tool is
+// for than one in a param's description.
+const (
+	weightName      = 3
+	weightLabel     = 2 // title, tags
+	weightKeyword   = 1
+	weightDesc      = 1
+	weightParamName = 1
+	weightParamDesc = 0.5
+)
+
+// BM25's constants, at their usual values.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// searchIndex is an inverted index of the registry's first n tools. It only
+// grows, as Register only appends; BM25's statistics (document count, lengths,
+// document frequencies) are read at query time, so adding a tool never
+// rebuilds what is there.
+type searchIndex struct {
+	mu       sync.RWMutex
+	n        int
+	postings map[string][]posting
+	lengths  []float64 // each tool's weighted length
+	total    float64   // the sum of lengths
+
+	// scratch of add, reused from tool to tool.
+	tf    map[string]float64
+	words []string
+}
+
+// posting is one tool's weighted frequency of a term.
+type posting struct {
+	doc int32
+	tf  float32
+}
+
+// add indexes spec as document n.
+func (x *searchIndex) add(spec *toolreg.Spec) {
+	if x.postings == nil {
+		x.postings = make(map[string][]posting)
+		x.tf = make(map[string]float64)
+	}
+	clear(x.tf)
+	length := 0.0
+	field := func(text string, weight float64, compound bool) {
+		x.words = appendTerms(x.words[:0], text, compound)
+		for _, w := range x.words {
+			x.tf[w] += weight
+		}
+		length += weight * float64(len(x.words))
+	}
+	field(spec.Name, weightName, true)
+	if a := spec.Annotations; a != nil {
+		field(a.Title, weightLabel, false)
+	}
+	for _, t := range spec.Tags {
+		field(t, weightLabel, true)
+	}
+	for _, k := range spec.Keywords {
+		field(k, weightKeyword, false)
+	}
+	field(spec.Description, weightDesc, false)
+	var params func(ps []*toolreg.Param)
+	var schema func(s *toolreg.Schema)
+	params = func(ps []*toolreg.Param) {
+		for _, p := range ps {
+			field(p.Name, weightParamName, false)
+			schema(&p.Schema)
+		}
+	}
+	schema = func(s *toolreg.Schema) {
+		field(s.Description, weightParamDesc, false)
+		if s.Items != nil {
+			schema(s.Items)
+		}
+		if s.AdditionalProperties != nil {
+			schema(s.AdditionalProperties)
+		}
+		params(s.Properties)
+	}
+	params(spec.Params)
+
+	doc := int32(x.n)
+	for w, f := range x.tf {
+		x.postings[w] = append(x.postings[w], posting{doc: doc, tf: float32(f)})
+	}
+	x.lengths = append(x.lengths, length)
+	x.total += length
+	x.n++
+}
+
+// scorePool holds score slices, so that a search allocates none: at 10,000
+// tools one is 80 kB, and a service searching each turn would otherwise make
+// the garbage collector run for them.
+var scorePool = sync.Pool{New: func() any { return new([]float64) }}
+
+// score returns every indexed tool's BM25 score for terms, by document, in a
+// slice from scorePool that the caller puts back.
+func (x *searchIndex) score(terms []string) *[]float64 {
+	sp := scorePool.Get().(*[]float64)
+	if cap(*sp) < x.n {
+		*sp = make([]float64, x.n)
+	}
+	*sp = (*sp)[:x.n]
+	scores := *sp
+	clear(scores)
+	if x.n == 0 || x.total == 0 {
+		return sp
+	}
+	n := float64(x.n)
+	avg := x.total / n
+	for _, t := range terms {
+		ps := x.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		df := float64(len(ps))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range ps {
+			tf := float64(p.tf)
+			norm := bm25K1 * (1 - bm25B + bm25B*x.lengths[p.doc]/avg)
+			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
+		}
+	}
+	return sp
+}
+
+// queryTerms returns the distinct terms of a query, in the order they first
+// appear, from its first maxQueryBytes, at most maxQueryTerms of them.
+func queryTerms(text string) []string {
+	if len(text) > maxQueryBytes {
+		text = text[:maxQueryBytes] // a torn last rune is dropped by appendTerms
+	}
+	var terms []string
+	seen := make(map[string]bool)
+	for _, w := range appendTerms(nil, text, true) {
+		if !seen[w] {
+			seen[w] = true
+			terms = append(terms, w)
+			if len(terms) == maxQueryTerms {
+				break
+			}
+		}
+	}
+	return terms
+}
+
+// appendTerms appends to dst the terms of text: its words, split at
+// punctuation, '_', '-' and camelCase humps, lower-cased, stop words dropped
+// and plural endings removed; and each pair of neighbouring words ("support
+// ticket"), so that a phrase outranks the same words scattered. With
+// compound, a word written with '_', '-' or humps (refund_order, refundOrder)
+// is also kept whole, lower-cased, so that a tool's exact name matches it
+// best.
+func appendTerms(dst []string, text string, compound bool) []string {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, " ")
+	}
+	var words []string
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isWord(r) && r != '_' && r != '-' }) {
+		start := len(words)
+		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == '_' || r == '-' }) {
+			words = appendHumps(words, part)
+		}
+		if compound && len(words)-start > 1 {
+			dst = append(dst, strings.ToLower(strings.Trim(chunk, "_-")))
+		}
+	}
+	dst = append(dst, words...)
+	for i := 1; i < len(words); i++ {
+		dst = append(dst, words[i-1]+" "+words[i])
+	}
+	return dst
+}
+
+// appendHumps splits one word at its camelCase humps (quasarId: quasar, id;
+// HTTPServer: http, server; oauth2Token: oauth2, token) and appends each part
+// as a term.
+func appendHumps(dst []string, word string) []string {
+	rs := []rune(word)
+	start := 0
+	for i := 1; i < len(rs); i++ {
+		lowerToUpper := (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])) && unicode.IsUpper(rs[i])
+		acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
+		if lowerToUpper || acronymEnd {
+			dst = appendTerm(dst, string(rs[start:i]))
+			start = i
+		}
+	}
+	return appendTerm(dst, string(rs[start:]))
+}
+
+func appendTerm(dst []string, w string) []string {
+	w = strings.ToLower(w)
+	if stopWords[w] {
+		return dst
+	}
+	return append(dst, stem(w))
+}
+
+// stem removes an English plural ending (the "S stemmer", Harman 1991, with
+// the -es of sibilants): invoices -> invoice, queries -> query, refunds ->
+// refund, statuses -> status, branches -> branch; status, class and glass stay
+// as they are.
+func stem(w string) string {
+	n := len(w)
+	switch {
+	case n <= 3:
+		return w
+	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
+		return w[:n-3] + "y"
+	case hasAnySuffix(w, "sses", "tuses", "xes", "ches", "shes", "zzes"):
+		return w[:n-2]
+	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
+		return w[:n-1]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "ss"):
+		return w[:n-1]
+	}
+	return w
+}
+
+// stopWords are English words too common in tool descriptions and queries
+// to say anything about a tool.
+var stopWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`a an the of to for and or in on at by with from into as is are be been
+		it its this that these those i me my we our you your they their them he she his her
+		do does can could will would should please some any so if than then there s t`) {
+		m[w] = true
+	}
+	return m
+}()
+
+func hasAnySuffix(w string, suffixes ...string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(w, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,339 @@
+package registry_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+// corpus returns a registry of testdata/corpus: 37 realistic manifests
+// (billing, CRM, support, orders, shipping, calendar, mail, files, GitHub,
+// ops), contract-only.
+func corpus(t testing.TB) *registry.Registry {
+	t.Helper()
+	specs, err := loader.Load("testdata/corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := registry.New()
+	for _, s := range specs {
+		if err := r.Register(toolreg.NewTool(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func names(ms []registry.Match) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Tool.Name()
+	}
+	return out
+}
+
+// The expected results below were written from the manifests alone, before
+// the ranking existed, as a person would answer each query; the ranking was
+// then made to meet them, not the other way round.
+func TestSearchRanksTheToolAPersonWouldPick(t *testing.T) {
+	t.Parallel()
+	r := corpus(t)
+	for _, tc := range []struct {
+		query string
+		// top are the tools expected in the first len(top) results, in any order.
+		top []string
+	}{
+		{"refund a payment", []string{"refund_payment"}},
+		{"give the customer their money back", []string{"refund_payment"}},
+		{"where is my package", []string{"track_shipment"}},
+		{"schedule a meeting", []string{"create_calendar_event"}},
+		{"send an email", []string{"send_email"}},
+		{"open a support ticket", []string{"create_ticket"}},
+		{"stock level of a product", []string{"check_inventory", "adjust_inventory"}},
+		{"invoices", []string{"list_invoices", "create_invoice"}},
+		{"cancel subscription", []string{"cancel_subscription"}},
+		{"exchange rate from usd to eur", []string{"convert_currency"}},
+		{"pull requests", []string{"list_pull_requests"}},
+		{"query the database", []string{"run_sql_query"}},
+		{"slack", []string{"post_slack_message"}},
+		{"weather forecast", []string{"get_weather"}},
+		{"tracking_number", []string{"track_shipment"}},
+		{"lookup_order", []string{"lookup_order"}},
+		{"service logs", []string{"get_service_logs"}},
+		{"translate into French", []string{"translate_text"}},
+		{"when are they free (busy calendars)", []string{"find_free_time"}},
+		{"reply to a ticket", []string{"add_ticket_comment"}},
+		{"helpdesk", []string{"create_ticket", "close_ticket", "list_open_tickets"}},
+		{"Refunds", []string{"refund_payment"}},
+		{"unsubscribe", []string{"cancel_subscription"}},
+		{"upgradePlan", []string{"update_subscription"}},
+		// A second batch, written (like the first) before it was run.
+		{"bug report on github", []string{"create_github_issue"}},
+		{"reboot the api server", []string{"restart_service"}},
+		{"how many units in stock", []string{"check_inventory"}},
+		{"change the email on a profile", []string{"update_customer_email"}},
+		{"postage for a parcel", []string{"create_shipping_label"}},
+		{"upcoming agenda", []string{"list_calendar_events"}},
+		{"charge the customer's credit card", []string{"charge_card"}},
+		{"find a document in the drive", []string{"search_files"}},
+		{"google something", []string{"web_search"}},
+		{"account balance", []string{"get_balance"}},
+		{"internal note on a ticket", []string{"add_ticket_comment"}},
+		{"SQL", []string{"run_sql_query"}},
+		{"close the case", []string{"close_ticket"}},
+		{"fx", []string{"convert_currency"}},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			t.Parallel()
+			got := names(r.Search(registry.Query{Text: tc.query, Limit: 5}))
+			if len(got) < len(tc.top) {
+				t.Fatalf("Search(%q) = %v, want %v first", tc.query, got, tc.top)
+			}
+			head := slices.Clone(got[:len(tc.top)])
+			want := slices.Clone(tc.top)
+			slices.Sort(head)
+			slices.Sort(want)
+			if !slices.Equal(head, want) {
+				t.Errorf("Search(%q) = %v, want %v first", tc.query, got, tc.top)
+			}
+		})
+	}
+}
+
+func TestSearchScoresFallAndAreAllPositive(t *testing.T) {
+	t.Parallel()
+	ms := corpus(t).Search(registry.Query{Text: "customer payment", Limit: 50})
+	if len(ms) < 5 {
+		t.Fatalf("Search = %v, want several matches", names(ms))
+	}
+	for i, m := range ms {
+		if m.Score <= 0 {
+			t.Errorf("match %d (%s) has score %v, want > 0", i, m.Tool.Name(), m.Score)
+		}
+		if i > 0 && m.Score > ms[i-1].Score {
+			t.Errorf("match %d (%s, %v) scores above match %d (%s, %v)", i, m.Tool.Name(), m.Score, i-1, ms[i-1].Tool.Name(), ms[i-1].Score)
+		}
+	}
+}
+
+func TestSearchMatchingNothingGivesNoMatches(t *testing.T) {
+	t.Parallel()
+	r := corpus(t)
+	for _, q := range []string{"zqxjv", "kubernetesx", "\x00\xff", "the of a", "!!!"} {
+		if got := r.Search(registry.Query{Text: q}); len(got) != 0 {
+			t.Errorf("Search(%q) = %v, want none", q, names(got))
+		}
+	}
+}
+
+func TestSearchFilters(t *testing.T) {
+	t.Parallel()
+	r := corpus(t)
+	t.Run("read-only keeps only tools without side effects", func(t *testing.T) {
+		t.Parallel()
+		ms := r.Search(registry.Query{Text: "ticket", ReadOnly: true, Limit: 50})
+		if got := names(ms); !slices.Equal(got, []string{"list_open_tickets"}) {
+			t.Errorf("read-only Search(ticket) = %v, want [list_open_tickets]", got)
+		}
+	})
+	t.Run("a tag keeps only tools that carry it", func(t *testing.T) {
+		t.Parallel()
+		ms := r.Search(registry.Query{Text: "customer", Tags: []string{"billing"}, Limit: 50})
+		if len(ms) == 0 {
+			t.Fatal("no billing tool matches customer")
+		}
+		for _, m := range ms {
+			if !slices.Contains(m.Tool.Spec().Tags, "billing") {
+				t.Errorf("%s matched but has tags %v", m.Tool.Name(), m.Tool.Spec().Tags)
+			}
+		}
+		if slices.Contains(names(ms), "lookup_customer") {
+			t.Errorf("lookup_customer (tag crm) matched the billing filter")
+		}
+	})
+	t.Run("several tags keep only tools that carry every one", func(t *testing.T) {
+		t.Parallel()
+		got := names(r.Search(registry.Query{Tags: []string{"billing", "payments"}, Limit: 50}))
+		if want := []string{"refund_payment", "charge_card"}; !slices.Equal(got, want) {
+			t.Errorf("Search(tags billing+payments) = %v, want %v", got, want)
+		}
+	})
+	t.Run("an unknown tag matches nothing", func(t *testing.T) {
+		t.Parallel()
+		if got := r.Search(registry.Query{Text: "customer", Tags: []string{"nope"}}); len(got) != 0 {
+			t.Errorf("Search with tag nope = %v, want none", names(got))
+		}
+	})
+	t.Run("limit caps the matches and keeps the best", func(t *testing.T) {
+		t.Parallel()
+		all := names(r.Search(registry.Query{Text: "customer", Limit: 50}))
+		two := names(r.Search(registry.Query{Text: "customer", Limit: 2}))
+		if len(all) <= 2 || !slices.Equal(two, all[:2]) {
+			t.Errorf("limit 2 gave %v; unlimited gave %v", two, all)
+		}
+	})
+	t.Run("no limit means the default", func(t *testing.T) {
+		t.Parallel()
+		got := r.Search(registry.Query{})
+		if len(got) != registry.DefaultSearchLimit {
+			t.Errorf("Search with no limit gave %d, want DefaultSearchLimit (%d)", len(got), registry.DefaultSearchLimit)
+		}
+	})
+	t.Run("blank text lists the filtered tools in registration order", func(t *testing.T) {
+		t.Parallel()
+		got := names(r.Search(registry.Query{Text: " \t ", Tags: []string{"calendar"}}))
+		want := []string{"create_calendar_event", "list_calendar_events", "find_free_time"}
+		if !slices.Equal(got, want) {
+			t.Errorf("Search(no words, tag calendar) = %v, want %v", got, want)
+		}
+	})
+}
+
+// Tools whose indexed text differs only in their names score the same; they
+// come in registration order, every time.
+func TestSearchTiesComeInRegistrationOrder(t *testing.T) {
+	t.Parallel()
+	r := registry.New()
+	var want []string
+	for _, n := range []string{"zeta", "alpha", "mid", "beta", "omega", "gamma"} {
+		name := "tool_" + n
+		want = append(want, name)
+		spec := &toolreg.Spec{Name: name, Description: "Fetch the weather report."}
+		if err := r.Register(toolreg.NewTool(spec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 20 {
+		ms := r.Search(registry.Query{Text: "weather report", Limit: 10})
+		if got := names(ms); !slices.Equal(got, want) {
+			t.Fatalf("Search = %v, want registration order %v", got, want)
+		}
+		for _, m := range ms[1:] {
+			if m.Score != ms[0].Score {
+				t.Fatalf("scores %v and %v differ for equal text", ms[0].Score, m.Score)
+			}
+		}
+	}
+}
+
+// A tool registered after the first search is found by the next one: the
+// index follows the registry.
+func TestSearchSeesToolsRegisteredAfterTheFirstSearch(t *testing.T) {
+	t.Parallel()
+	r := corpus(t)
+	if got := r.Search(registry.Query{Text: "horoscope"}); len(got) != 0 {
+		t.Fatalf("horoscope found %v before any horoscope tool", names(got))
+	}
+	spec := &toolreg.Spec{Name: "daily_horoscope", Description: "Read today's horoscope for a star sign."}
+	if err := r.Register(toolreg.NewTool(spec)); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(r.Search(registry.Query{Text: "horoscope"})); !slices.Equal(got, []string{"daily_horoscope"}) {
+		t.Errorf("Search(horoscope) after Register = %v, want [daily_horoscope]", got)
+	}
+}
+
+// Searches run concurrently with one another (go test -race).
+func TestSearchIsSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
+	r := corpus(t)
+	want := names(r.Search(registry.Query{Text: "refund a payment"}))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if got := names(r.Search(registry.Query{Text: "refund a payment"})); !slices.Equal(got, want) {
+					t.Errorf("concurrent Search = %v, want %v", got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Param names, param descriptions, nested properties, tags and keywords are
+// all searched, not only names and descriptions.
+func TestSearchMatchesEveryIndexedField(t *testing.T) {
+	t.Parallel()
+	spec := func(name string, edit func(*toolreg.Spec)) *toolreg.Spec {
+		s := &toolreg.Spec{Name: name, Description: "Do a thing."}
+		edit(s)
+		return s
+	}
+	r := registry.New()
+	for _, s := range []*toolreg.Spec{
+		spec("by_param_name", func(s *toolreg.Spec) {
+			s.Params = []*toolreg.Param{{Name: "quasarId", Schema: toolreg.Schema{Type: toolreg.TypeString}}}
+		}),
+		spec("by_param_description", func(s *toolreg.Spec) {
+			s.Params = []*toolreg.Param{{Name: "x", Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "The nebula to look at."}}}
+		}),
+		spec("by_property", func(s *toolreg.Spec) {
+			s.Params = []*toolreg.Param{{Name: "x", Schema: toolreg.Schema{Type: toolreg.TypeArray, Items: &toolreg.Schema{
+				Type: toolreg.TypeObject, Properties: []*toolreg.Param{{Name: "pulsar", Schema: toolreg.Schema{Type: toolreg.TypeString}}}}}}}
+		}),
+		spec("by_tag", func(s *toolreg.Spec) { s.Tags = []string{"comet"} }),
+		spec("by_keyword", func(s *toolreg.Spec) { s.Keywords = []string{"supernova"} }),
+		spec("by_title", func(s *toolreg.Spec) { s.Annotations = &toolreg.Annotations{Title: "Meteor shower"} }),
+	} {
+		if err := r.Register(toolreg.NewTool(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q, want := range map[string]string{
+		"quasar": "by_param_name", "nebula": "by_param_description", "pulsar": "by_property",
+		"comet": "by_tag", "supernova": "by_keyword", "meteor": "by_title",
+	} {
+		if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, []string{want}) {
+			t.Errorf("Search(%q) = %v, want [%s]", q, got, want)
+		}
+	}
+}
+
+// A hostile query (megabytes of words) costs a bounded amount of work and
+// still answers.
+func TestSearchBoundsAHugeQuery(t *testing.T) {
+	t.Parallel()
+	r := corpus(t)
+	q := strings.Repeat("refund payment customer zzz ", 200_000)
+	got := r.Search(registry.Query{Text: q, Limit: 3})
+	if len(got) == 0 || got[0].Tool.Name() != "refund_payment" {
+		t.Errorf("Search(huge) = %v, want refund_payment first", names(got))
+	}
+}
+
+func TestSearchOfAnEmptyRegistry(t *testing.T) {
+	t.Parallel()
+	if got := registry.New().Search(registry.Query{Text: "anything"}); len(got) != 0 {
+		t.Errorf("Search of an empty registry = %v", names(got))
+	}
+}
+
+func ExampleRegistry_Search() {
+	specs, err := loader.Load("testdata/corpus")
+	if err != nil {
+		panic(err)
+	}
+	r := registry.New()
+	for _, s := range specs {
+		_ = r.Register(toolreg.NewTool(s))
+	}
+	for _, m := range r.Search(registry.Query{Text: "where is my parcel?", Limit: 3}) {
+		fmt.Println(m.Tool.Name(), m.Tool.SideEffect())
+	}
+	// Only the tools a pipeline runs inline:
+	for _, m := range r.Search(registry.Query{Text: "where is my parcel?", ReadOnly: true, Limit: 3}) {
+		fmt.Println(m.Tool.Name(), m.Tool.SideEffect())
+	}
+	// Output:
+	// track_shipment false
+	// create_shipping_label true
+	// track_shipment false
+}
