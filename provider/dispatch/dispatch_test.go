@@ -93,10 +93,10 @@ func TestMalformedArgumentsAreRefusedAndSentBackToTheModel(t *testing.T) {
 		name, tool, args string
 		want             string // in the model's message
 	}{
-		{"truncated JSON for a read-only tool", "lookup_customer", `{"customer_id":"cus_ada"`, `the arguments: expected a JSON object of arguments, got `},
-		{"JSON that is not an object for a read-only tool", "search_orders", `["cus_ada"]`, `the arguments: expected a JSON object of arguments, got `},
-		{"not JSON at all for an effect", "refund_order", `order ord_1, 5 euros`, `the arguments: expected a JSON object of arguments, got `},
-		{"a string holding an object for an effect", "refund_order", `"{\"order_id\":\"ord_1\",\"amount\":5}"`, `the arguments: expected a JSON object of arguments, got `},
+		{"truncated JSON for a read-only tool", "lookup_customer", `{"customer_id":"cus_ada"`, `the arguments: expected one JSON object of arguments, got `},
+		{"JSON that is not an object for a read-only tool", "search_orders", `["cus_ada"]`, `the arguments: expected one JSON object of arguments, got `},
+		{"not JSON at all for an effect", "refund_order", `order ord_1, 5 euros`, `the arguments: expected one JSON object of arguments, got `},
+		{"a string holding an object for an effect", "refund_order", `"{\"order_id\":\"ord_1\",\"amount\":5}"`, `the arguments: expected one JSON object of arguments, got `},
 		{"a value that breaks the contract", "refund_order", `{"order_id":"ord_1","amount":-5}`, `"amount": expected`},
 		{"a pattern the id does not match", "lookup_customer", `{"customer_id":"ada"}`, `"customer_id": expected`},
 		{"a missing required param", "send_email", `{"to":"ada@example.test"}`, `"subject": expected`},
