@@ -5,8 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/beam-agents/toolreg"
 )
 
 func searchSpec(strict bool) *toolreg.Spec {

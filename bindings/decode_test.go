@@ -6,8 +6,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/beam-agents/toolreg"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/beam-agents/toolreg"
 )
 
 func iptr(i int) *int { return &i }

@@ -2,10 +2,11 @@ package effector
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg/canonjson"
-	"github.com/beam-agents/toolreg/intent"
 	"testing"
 	"time"
+
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // BenchmarkProcessParts measures, each alone, the parts of Process that a

@@ -2,13 +2,13 @@ package effector_test
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg/intent"
 	"testing"
 	"time"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 const benchArgs = `{"amount":30,"order_id":"o-1"}`

@@ -2,10 +2,11 @@ package effector
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg/intent"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // IntentInfo is the identity of the intent a tool function is executing for.

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/canonjson"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"maps"
 	"slices"
@@ -16,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
 )
 

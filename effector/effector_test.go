@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"log/slog"
 	"math"
@@ -20,6 +19,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
 )
 

@@ -3,13 +3,13 @@ package effector_test
 import (
 	"context"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"time"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 func ExampleEffector_Process() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/beam-agents/toolreg/intent"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 )

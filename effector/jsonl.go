@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // DefaultMaxLineBytes is the longest JSONL line a JSONLSource reads as an

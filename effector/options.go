@@ -2,12 +2,12 @@ package effector
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // Defaults of the options below.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // Delivery is one intent handed out by a Source, with the means to

@@ -3,7 +3,6 @@ package effector_test
 import (
 	"context"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"log"
 	"log/slog"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // Serve answers a JSONL stream of intents with a JSONL stream of results: here

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 

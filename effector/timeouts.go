@@ -1,10 +1,11 @@
 package effector
 
 import (
-	"github.com/beam-agents/toolreg/intent"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // watchdog decides, once, whether a function's return or its interruption

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/beam-agents/toolreg/canonjson"
-	"github.com/beam-agents/toolreg/intent"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // dropUnknownKeys returns the intent's arguments with the keys t's manifest

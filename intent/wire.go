@@ -2,10 +2,11 @@ package intent
 
 import (
 	"fmt"
-	"github.com/beam-agents/toolreg"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // This file is the beam-agents v1 wire format of Intent (ToolIntent) and

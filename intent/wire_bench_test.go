@@ -1,12 +1,13 @@
 package intent_test
 
 import (
-	"github.com/beam-agents/toolreg/intent"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // Each toolreg benchmark is compared, in the same run, with protobuf-go doing

@@ -3,10 +3,11 @@ package intent_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/beam-agents/toolreg/intent"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // The wire decoders read bytes from queues and stores another runtime writes:

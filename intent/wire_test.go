@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

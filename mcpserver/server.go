@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/runner"
 )
 

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beam-agents/toolreg/provider"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/beam-agents/toolreg/provider"
 )
 
 // constraintKeywords are the keywords a provider may or may not enforce.

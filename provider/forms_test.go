@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beam-agents/toolreg"
-	"github.com/beam-agents/toolreg/provider"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
 )
 
 func spec(name string) *toolreg.Spec {

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/provider"
-	"github.com/google/go-cmp/cmp"
 )
 
 // claudeStrictKeywords are the JSON Schema keywords Anthropic's strict tool use

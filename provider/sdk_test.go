@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/beam-agents/toolreg"
-	"github.com/beam-agents/toolreg/provider"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
 )
 
 // sdkRoundTrip decodes a rendered tool into the provider SDK's own request

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
 )
 

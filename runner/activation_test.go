@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/canonjson"
-	"github.com/beam-agents/toolreg/intent"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 	"github.com/beam-agents/toolreg/runner"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/storetest"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )

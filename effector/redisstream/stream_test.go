@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )

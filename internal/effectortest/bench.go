@@ -2,13 +2,13 @@ package effectortest
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg/intent"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // benchSeq keeps the intents of every BenchmarkProcess round fresh: the

@@ -2,7 +2,6 @@ package effectortest
 
 import (
 	"context"
-	"github.com/beam-agents/toolreg/intent"
 	"log/slog"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
 )
 

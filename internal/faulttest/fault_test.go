@@ -3,7 +3,6 @@ package faulttest
 import (
 	"context"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
 

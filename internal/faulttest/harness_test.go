@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/intent"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // effectord is the path of the built effector service.

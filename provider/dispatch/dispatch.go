@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/beam-agents/toolreg/canonjson"
 	"strings"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/runner"
 )
