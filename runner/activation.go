@@ -158,13 +158,8 @@ func (a *Activation) Step() uint32 {
 func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	// offered is nil or not from NewActivation on: an activation offering
 	// every tool takes no lock here, whatever runs in parallel.
-	if a.offered != nil {
-		a.mu.Lock()
-		err := a.checkOffered(name)
-		a.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
+	if err := a.offeredErr(name); err != nil {
+		return nil, err
 	}
 	t, err := a.pipeline.Get(name)
 	if err != nil {
@@ -181,7 +176,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // args against the tool's contract exactly as the runner would
 // (toolreg.Tool.CheckArgs), stages an intent for the effector, advances the
 // step cursor, and returns the intent. It runs nothing and sends nothing; the
-// intent leaves only through Drain. Callers must not modify the intent.
+// intent leaves only through Drain.
 //
 // The intent has kind TOOL, attempt 0, the canonical JSON of the validated
 // args (coerced, defaults applied), id IntentID(entity key, seq, step), and

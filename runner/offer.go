@@ -71,6 +71,17 @@ func (a *Activation) Offered() ([]string, bool) {
 
 // checkOffered refuses name when the activation is limited and does not offer
 // it. The caller holds a.mu.
+// offeredErr is checkOffered under the activation's lock, and takes no lock
+// when the activation offers every tool.
+func (a *Activation) offeredErr(name string) error {
+	if a.offered == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.checkOffered(name)
+}
+
 func (a *Activation) checkOffered(name string) error {
 	if a.offered == nil || a.offered[name] {
 		return nil

@@ -158,3 +158,36 @@ func TestOfferIsSafeDuringCalls(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Tool and RunAll, the doors a dispatcher uses, refuse a tool outside the
+// offered set as RunTool does, and RunAll runs the offered calls beside it.
+func TestToolAndRunAllRefuseAToolOutsideTheOfferedSet(t *testing.T) {
+	t.Parallel()
+	s := newSupportAgent(t)
+	a := runner.NewActivation(s.bound.Pipeline, []byte("cust-42"), 7, runner.WithClock(actClock),
+		runner.WithOffered("refund_check"))
+	if _, err := a.Tool("lookup_order"); !isNotOffered(err, "lookup_order") {
+		t.Errorf("Tool(lookup_order) = %v, want *toolreg.ToolNotOfferedError", err)
+	}
+	lookup, err := s.bound.Pipeline.Get("lookup_order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check, err := a.Tool("refund_check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := a.RunAll(context.Background(), []runner.Call{
+		{Tool: lookup, Args: json.RawMessage(`{"order_id":"o-1"}`)},
+		{Tool: check, Args: json.RawMessage(`{"order_id":"o-1","amount":5}`)},
+	})
+	if !isNotOffered(outs[0].Err, "lookup_order") {
+		t.Errorf("RunAll's lookup_order outcome = %v, want *toolreg.ToolNotOfferedError", outs[0].Err)
+	}
+	if outs[1].Err != nil {
+		t.Errorf("RunAll's refund_check outcome = %v, want it to run", outs[1].Err)
+	}
+	if n := s.lookups.Load(); n != 0 {
+		t.Errorf("lookup_order ran %d times though it was not offered", n)
+	}
+}

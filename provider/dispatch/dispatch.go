@@ -213,9 +213,12 @@ func refusalText(c Call, err error) string {
 	var notFound *toolreg.ToolNotFoundError
 	var repeated *RepeatedEffectError
 	var unsupported *UnsupportedCallError
+	var notOffered *toolreg.ToolNotOfferedError
 	switch {
 	case errors.As(err, &argErr):
 		return argErr.ModelMessage()
+	case errors.As(err, &notOffered):
+		return notOffered.ModelMessage()
 	case errors.As(err, &notFound):
 		var b strings.Builder
 		fmt.Fprintf(&b, "The call was not run: there is no tool named %q.", notFound.Name)
