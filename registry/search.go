@@ -312,4 +312,3 @@ func queryTerms(text string) []string {
 	}
 	return terms
 }
-
