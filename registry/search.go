@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
 )
@@ -167,13 +165,18 @@ const (
 type searchIndex struct {
 	mu       sync.RWMutex
 	n        int
-	postings map[string][]posting
-	lengths  []float64 // each tool's weighted length
-	total    float64   // the sum of lengths
+	ids      map[string]int32 // term -> its index in postings
+	postings [][]posting      // by term id; each in document order
+	lengths  []float64        // each tool's weighted length
+	total    float64          // the sum of lengths
 
-	// scratch of add, reused from tool to tool.
-	tf    map[string]float64
-	words []string
+	// The state of add, reused from tool to tool: building allocates a
+	// string only for a term not seen before.
+	scan   termScanner
+	doc    int32
+	weight float64
+	length float64
+	emit   func(term []byte)
 }
 
 // posting is one tool's weighted frequency of a term.
@@ -182,20 +185,42 @@ type posting struct {
 	tf  float32
 }
 
+// postingsOf returns the postings of term, or nil.
+func (x *searchIndex) postingsOf(term string) []posting {
+	if id, ok := x.ids[term]; ok {
+		return x.postings[id]
+	}
+	return nil
+}
+
+// addTerm counts one occurrence of term, at the current weight, in the
+// current document.
+func (x *searchIndex) addTerm(term []byte) {
+	id, ok := x.ids[string(term)]
+	if !ok {
+		id = int32(len(x.postings))
+		x.ids[string(term)] = id
+		x.postings = append(x.postings, nil)
+	}
+	ps := x.postings[id]
+	if len(ps) == 0 || ps[len(ps)-1].doc != x.doc {
+		ps = append(ps, posting{doc: x.doc})
+	}
+	ps[len(ps)-1].tf += float32(x.weight)
+	x.postings[id] = ps
+	x.length += x.weight
+}
+
 // add indexes spec as document n.
 func (x *searchIndex) add(spec *toolreg.Spec) {
-	if x.postings == nil {
-		x.postings = make(map[string][]posting)
-		x.tf = make(map[string]float64)
+	if x.ids == nil {
+		x.ids = make(map[string]int32)
+		x.emit = x.addTerm
 	}
-	clear(x.tf)
-	length := 0.0
+	x.doc, x.length = int32(x.n), 0
 	field := func(text string, weight float64, compound bool) {
-		x.words = appendTerms(x.words[:0], text, compound)
-		for _, w := range x.words {
-			x.tf[w] += weight
-		}
-		length += weight * float64(len(x.words))
+		x.weight = weight
+		x.scan.scan(text, compound, x.emit)
 	}
 	field(spec.Name, weightName, true)
 	if a := spec.Annotations; a != nil {
@@ -227,13 +252,8 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 		params(s.Properties)
 	}
 	params(spec.Params)
-
-	doc := int32(x.n)
-	for w, f := range x.tf {
-		x.postings[w] = append(x.postings[w], posting{doc: doc, tf: float32(f)})
-	}
-	x.lengths = append(x.lengths, length)
-	x.total += length
+	x.lengths = append(x.lengths, x.length)
+	x.total += x.length
 	x.n++
 }
 
@@ -258,7 +278,7 @@ func (x *searchIndex) score(terms []string) *[]float64 {
 	n := float64(x.n)
 	avg := x.total / n
 	for _, t := range terms {
-		ps := x.postings[t]
+		ps := x.postingsOf(t)
 		if len(ps) == 0 {
 			continue
 		}
@@ -291,100 +311,4 @@ func queryTerms(text string) []string {
 		}
 	}
 	return terms
-}
-
-// appendTerms appends to dst the terms of text: its words, split at
-// punctuation, '_', '-' and camelCase humps, lower-cased, stop words dropped
-// and plural endings removed; and each pair of neighbouring words ("support
-// ticket"), so that a phrase outranks the same words scattered. With
-// compound, a word written with '_', '-' or humps (refund_order, refundOrder)
-// is also kept whole, lower-cased, so that a tool's exact name matches it
-// best.
-func appendTerms(dst []string, text string, compound bool) []string {
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, " ")
-	}
-	var words []string
-	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
-	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isWord(r) && r != '_' && r != '-' }) {
-		start := len(words)
-		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == '_' || r == '-' }) {
-			words = appendHumps(words, part)
-		}
-		if compound && len(words)-start > 1 {
-			dst = append(dst, strings.ToLower(strings.Trim(chunk, "_-")))
-		}
-	}
-	dst = append(dst, words...)
-	for i := 1; i < len(words); i++ {
-		dst = append(dst, words[i-1]+" "+words[i])
-	}
-	return dst
-}
-
-// appendHumps splits one word at its camelCase humps (quasarId: quasar, id;
-// HTTPServer: http, server; oauth2Token: oauth2, token) and appends each part
-// as a term.
-func appendHumps(dst []string, word string) []string {
-	rs := []rune(word)
-	start := 0
-	for i := 1; i < len(rs); i++ {
-		lowerToUpper := (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])) && unicode.IsUpper(rs[i])
-		acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
-		if lowerToUpper || acronymEnd {
-			dst = appendTerm(dst, string(rs[start:i]))
-			start = i
-		}
-	}
-	return appendTerm(dst, string(rs[start:]))
-}
-
-func appendTerm(dst []string, w string) []string {
-	w = strings.ToLower(w)
-	if stopWords[w] {
-		return dst
-	}
-	return append(dst, stem(w))
-}
-
-// stem removes an English plural ending (the "S stemmer", Harman 1991, with
-// the -es of sibilants): invoices -> invoice, queries -> query, refunds ->
-// refund, statuses -> status, branches -> branch; status, class and glass stay
-// as they are.
-func stem(w string) string {
-	n := len(w)
-	switch {
-	case n <= 3:
-		return w
-	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
-		return w[:n-3] + "y"
-	case hasAnySuffix(w, "sses", "tuses", "xes", "ches", "shes", "zzes"):
-		return w[:n-2]
-	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
-		return w[:n-1]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "ss"):
-		return w[:n-1]
-	}
-	return w
-}
-
-// stopWords are English words too common in tool descriptions and queries
-// to say anything about a tool.
-var stopWords = func() map[string]bool {
-	m := make(map[string]bool)
-	for _, w := range strings.Fields(`a an the of to for and or in on at by with from into as is are be been
-		it its this that these those i me my we our you your they their them he she his her
-		do does can could will would should please some any so if than then there s t`) {
-		m[w] = true
-	}
-	return m
-}()
-
-func hasAnySuffix(w string, suffixes ...string) bool {
-	for _, s := range suffixes {
-		if strings.HasSuffix(w, s) {
-			return true
-		}
-	}
-	return false
 }
