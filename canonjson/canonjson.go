@@ -44,6 +44,22 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	return canonicalizeReference(raw)
 }
 
+// AppendCanonical appends the canonical form of the JSON text raw to dst, as
+// Canonicalize rewrites it, for a caller that keeps a buffer of its own (the
+// effector digests every intent's arguments). On error dst is returned as it
+// was given.
+func AppendCanonical(dst, raw []byte) ([]byte, error) {
+	r := rewriter{in: raw}
+	if out, ok := r.value(dst, 0); ok && r.skipSpace() == len(raw) {
+		return out, nil
+	}
+	canon, err := canonicalizeReference(raw)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, canon...), nil
+}
+
 // canonicalizeReference is Canonicalize's reference path: decode with
 // encoding/json into generic values, numbers kept as their text, and write
 // them out with appendValue.

@@ -59,6 +59,13 @@ func FuzzCanonicalize(f *testing.F) {
 		if err == nil && !json.Valid(got) {
 			t.Fatalf("Canonicalize(%q) = %s, which is not JSON", data, got)
 		}
+		// AppendCanonical writes the same bytes after what dst holds, and
+		// leaves dst as it was on error, whatever its spare capacity.
+		prefix := append(make([]byte, 0, 64), "prefix"...)
+		app, appErr := AppendCanonical(prefix, data)
+		if (appErr != nil) != (wantErr != nil) || !bytes.Equal(app, append([]byte("prefix"), want...)) {
+			t.Fatalf("AppendCanonical(%q)\n got %s, %v\nwant prefix%s, %v", data, app, appErr, want, wantErr)
+		}
 		// Any value, wrapped in a struct, through Marshal.
 		var v any
 		d := json.NewDecoder(bytes.NewReader(data))

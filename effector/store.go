@@ -98,8 +98,8 @@ func NewCall(tool string, args []byte) Call {
 	defer callBufs.Put(buf)
 	b := binary.BigEndian.AppendUint64((*buf)[:0], uint64(len(tool)))
 	b = append(b, tool...)
-	if canon, err := canonjson.Canonicalize(args); err == nil {
-		b = append(b, canon...)
+	if out, err := canonjson.AppendCanonical(b, args); err == nil {
+		b = out
 	} else {
 		b = append(b, args...)
 	}
