@@ -19,8 +19,15 @@
 // only when it takes nothing does a second statement read why (in flight,
 // done, or another call). Complete is one UPDATE.
 //
-// Complete and Release notify the LISTEN/NOTIFY channel Channel with the
-// intent id, in the transaction that changes the row.
+// Waiters are woken by LISTEN/NOTIFY. The store is an
+// effector.InFlightWaiter: a worker that finds an intent in flight marks the
+// claim as waited on and sleeps until the owner's Complete or Release,
+// which notify Channel with the intent id in the transaction that changes
+// the row, or until the effector's backoff (WithBackoff) passes: that is the
+// polling fallback, and all there is while the store's listening connection
+// is down (it dials again every second). Only a claim someone waits on
+// notifies: a notifying commit takes a lock global to the database, which
+// would serialize every Complete.
 //
 // The tables are versioned (SchemaVersion): Migrate creates or upgrades
 // them, in one transaction under an advisory lock, and Open refuses a

@@ -30,7 +30,8 @@ var migrations = []string{
 		call_digest bytea NOT NULL,       -- effector.Call.Digest
 		call_tool   text NOT NULL,        -- effector.Call.Tool
 		attempts    integer NOT NULL,     -- claims not released (effector.Claim.Attempts)
-		reclaimed   boolean NOT NULL      -- the latest claim took over a lapsed one (effector.Claim.Reclaimed)
+		reclaimed   boolean NOT NULL,     -- the latest claim took over a lapsed one (effector.Claim.Reclaimed)
+		waiters     boolean NOT NULL DEFAULT false -- a worker waits on this claim: Complete and Release notify
 	);
 	CREATE INDEX toolreg_effector_dedup_expires_at ON toolreg_effector_dedup (expires_at);
 	CREATE SEQUENCE toolreg_effector_fence;`,

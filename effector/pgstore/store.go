@@ -26,6 +26,8 @@ type Store struct {
 
 	mu        sync.Mutex
 	lastSweep time.Time
+
+	listener listener // WaitInFlight's LISTEN connection
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -69,7 +71,7 @@ func randomToken() (string, error) {
 }
 
 // Open returns a store on the database pool connects to, which the caller
-// owns and closes after the store. The database must hold the store's tables
+// owns and closes after the store's Close. The database must hold the store's tables
 // at SchemaVersion: Open returns a *SchemaError saying what to run otherwise
 // (Migrate creates or upgrades them).
 func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
@@ -123,7 +125,7 @@ const claimSQL = `INSERT INTO toolreg_effector_dedup AS d
 		token = excluded.token, done = false, result = NULL, expires_at = excluded.expires_at,
 		call_digest = excluded.call_digest, call_tool = excluded.call_tool,
 		attempts = CASE WHEN d.done THEN 1 ELSE d.attempts + 1 END,
-		reclaimed = NOT d.done AND d.token IS NOT NULL
+		reclaimed = NOT d.done AND d.token IS NOT NULL, waiters = false
 	WHERE d.expires_at <= clock_timestamp() AND (d.done OR d.call_digest = excluded.call_digest)
 	RETURNING token, attempts, reclaimed`
 
@@ -193,16 +195,21 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 }
 
 // Channel is the LISTEN/NOTIFY channel Complete and Release notify, with the
-// intent id as the payload (empty for an id too long for a payload).
+// intent id as the payload (empty for an id too long for a payload), when a
+// worker waits on the claim (WaitInFlight marks the row).
 const Channel = "toolreg_effector_dedup"
 
-// notifyOf is the select list that notifies Channel of each changed row.
-const notifyOf = `SELECT pg_notify('` + Channel + `', CASE WHEN octet_length(intent_id) < 7000 THEN intent_id ELSE '' END)`
+// notifyOf is the select list that notifies Channel of each changed row that
+// has waiters, and only those: a transaction that notifies takes a lock
+// global to the database through its commit, which would serialize every
+// Complete's commit (and its fsync) behind the others; measured, 4x fewer
+// intents/s at 16 workers.
+const notifyOf = `SELECT CASE WHEN waiters THEN pg_notify('` + Channel + `', CASE WHEN octet_length(intent_id) < 7000 THEN intent_id ELSE '' END) END`
 
 const completeSQL = `WITH u AS (UPDATE toolreg_effector_dedup
 		SET token = NULL, done = true, result = $3, expires_at = clock_timestamp() + $4 * interval '1 microsecond', reclaimed = false
 		WHERE intent_id = $1 AND token = $2 AND NOT done AND expires_at > clock_timestamp()
-		RETURNING intent_id)
+		RETURNING intent_id, waiters)
 	` + notifyOf + ` FROM u`
 
 // Complete stores result as intentID's terminal record for ttl if token
@@ -227,11 +234,11 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 // the statement changes the row once.
 const releaseSQL = `WITH d AS (DELETE FROM toolreg_effector_dedup
 		WHERE intent_id = $1 AND token = $2 AND NOT done AND expires_at > clock_timestamp() AND attempts <= 1
-		RETURNING intent_id),
+		RETURNING intent_id, waiters),
 	u AS (UPDATE toolreg_effector_dedup SET token = NULL, expires_at = clock_timestamp(), attempts = attempts - 1, reclaimed = false
 		WHERE intent_id = $1 AND token = $2 AND NOT done AND expires_at > clock_timestamp() AND attempts > 1
-		RETURNING intent_id)
-	` + notifyOf + ` FROM (SELECT intent_id FROM d UNION ALL SELECT intent_id FROM u) r`
+		RETURNING intent_id, waiters)
+	` + notifyOf + ` FROM (SELECT intent_id, waiters FROM d UNION ALL SELECT intent_id, waiters FROM u) r`
 
 // Release ends token's live claim on intentID so that another worker may
 // claim it at once; it returns effector.ErrNotOwner if token holds none.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -31,6 +31,7 @@ func openForTest(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
