@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -31,7 +32,7 @@ const port = 5432
 type Server struct {
 	// Dir is the directory holding the data directory and the unix socket.
 	Dir string
-	// URL is a connection string for the superuser postgres to the database
+	// URL is a postgres:// URL for the superuser postgres to the database
 	// postgres over the unix socket; it stays the same across Restart.
 	URL string
 
@@ -79,7 +80,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 	}
 	s.Dir = dir
-	s.URL = fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable", dir, port)
+	s.URL = s.urlOf("postgres")
 	t.Cleanup(s.stop)
 
 	initdb := s.command(filepath.Join(s.bin, "initdb"), "-D", s.dataDir(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
@@ -129,6 +130,11 @@ func credential(t testing.TB) *syscall.Credential {
 		t.Fatalf("pgtest: user postgres has uid %q gid %q: want numbers", u.Uid, u.Gid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// urlOf is the postgres:// URL of database db over the unix socket.
+func (s *Server) urlOf(db string) string {
+	return fmt.Sprintf("postgres://postgres@/%s?host=%s&port=%d&sslmode=disable", db, url.QueryEscape(s.Dir), port)
 }
 
 func (s *Server) dataDir() string { return filepath.Join(s.Dir, "data") }
@@ -256,7 +262,7 @@ func (s *Server) Pool(t testing.TB) *pgxpool.Pool {
 
 // NewDatabase creates a database of its own for the test (so tests sharing a
 // server do not see each other's tables) and returns a pool on it, closed
-// when the test ends, with its connection string.
+// when the test ends, with its postgres:// URL.
 func (s *Server) NewDatabase(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	name := fmt.Sprintf("test_%d", dbSeq.Add(1))
@@ -268,15 +274,15 @@ func (s *Server) NewDatabase(t testing.TB) (*pgxpool.Pool, string) {
 	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("pgtest: CREATE DATABASE %s: %v", name, err)
 	}
-	url := fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", s.Dir, port, name)
-	return s.pool(t, url), url
+	u := s.urlOf(name)
+	return s.pool(t, u), u
 }
 
-func (s *Server) pool(t testing.TB, url string) *pgxpool.Pool {
+func (s *Server) pool(t testing.TB, u string) *pgxpool.Pool {
 	t.Helper()
-	p, err := pgxpool.New(context.Background(), url)
+	p, err := pgxpool.New(context.Background(), u)
 	if err != nil {
-		t.Fatalf("pgtest: pool on %s: %v", url, err)
+		t.Fatalf("pgtest: pool on %s: %v", u, err)
 	}
 	t.Cleanup(p.Close)
 	return p
