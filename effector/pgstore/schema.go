@@ -22,13 +22,13 @@ var migrations = []string{
 	// a terminal result (the bytes and an expiry), with the call it was
 	// claimed for and its count of attempts.
 	`CREATE TABLE toolreg_effector_dedup (
-		intent_id   text PRIMARY KEY,
+		intent_id   bytea PRIMARY KEY,    -- the id's bytes: text holds neither NUL nor invalid UTF-8
 		token       text,                 -- the owner's token while claimed (random:fence); NULL once done or released
 		done        boolean NOT NULL,     -- a terminal result is stored
 		result      bytea,                -- the terminal result, exactly as completed
 		expires_at  timestamptz NOT NULL, -- lease deadline if claimed, result expiry if done; the server's clock
 		call_digest bytea NOT NULL,       -- effector.Call.Digest
-		call_tool   text NOT NULL,        -- effector.Call.Tool
+		call_tool   bytea NOT NULL,       -- effector.Call.Tool
 		attempts    integer NOT NULL,     -- claims not released (effector.Claim.Attempts)
 		reclaimed   boolean NOT NULL,     -- the latest claim took over a lapsed one (effector.Claim.Reclaimed)
 		waiters     boolean NOT NULL DEFAULT false -- a worker waits on this claim: Complete and Release notify

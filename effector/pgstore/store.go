@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -153,13 +155,16 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	if err != nil {
 		return effector.Claim{}, err
 	}
+	if !validToken(random) {
+		return effector.Claim{}, fmt.Errorf("pgstore: claiming intent %q: the WithTokens function made %q, which Postgres text cannot hold: make tokens of valid UTF-8 without NUL", intentID, random)
+	}
 	// A row changes between the two statements only by expiring or being
 	// deleted (a Release, a sweep): then the claim is tried again.
 	for range 100 {
 		var token string
 		var attempts int
 		var reclaimed bool
-		err := s.pool.QueryRow(ctx, claimSQL, intentID, random, micros(lease), call.Digest[:], call.Tool).Scan(&token, &attempts, &reclaimed)
+		err := s.pool.QueryRow(ctx, claimSQL, []byte(intentID), random, micros(lease), call.Digest[:], []byte(call.Tool)).Scan(&token, &attempts, &reclaimed)
 		if err == nil {
 			return effector.Claim{State: effector.Claimed, Token: token, Attempts: attempts, Reclaimed: reclaimed}, nil
 		}
@@ -167,9 +172,8 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 			return effector.Claim{}, fmt.Errorf("pgstore: claiming intent %q: %w", intentID, err)
 		}
 		var done, live, matches bool
-		var result, digest []byte
-		var tool string
-		err = s.pool.QueryRow(ctx, peekSQL, intentID, call.Digest[:]).Scan(&done, &live, &matches, &result, &digest, &tool)
+		var result, digest, tool []byte
+		err = s.pool.QueryRow(ctx, peekSQL, []byte(intentID), call.Digest[:]).Scan(&done, &live, &matches, &result, &digest, &tool)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -178,7 +182,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		}
 		switch {
 		case !matches && (live || !done):
-			c := effector.Claim{State: effector.Mismatch, Recorded: effector.Call{Tool: tool}}
+			c := effector.Claim{State: effector.Mismatch, Recorded: effector.Call{Tool: string(tool)}}
 			copy(c.Recorded.Digest[:], digest)
 			return c, nil
 		case live && done:
@@ -195,7 +199,8 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 }
 
 // Channel is the LISTEN/NOTIFY channel Complete and Release notify, with the
-// intent id as the payload (empty for an id too long for a payload), when a
+// intent id in hex as the payload (empty, which wakes every waiter, for an
+// id too long for a payload), when a
 // worker waits on the claim (WaitInFlight marks the row).
 const Channel = "toolreg_effector_dedup"
 
@@ -204,7 +209,7 @@ const Channel = "toolreg_effector_dedup"
 // global to the database through its commit, which would serialize every
 // Complete's commit (and its fsync) behind the others; measured, 4x fewer
 // intents/s at 16 workers.
-const notifyOf = `SELECT CASE WHEN waiters THEN pg_notify('` + Channel + `', CASE WHEN octet_length(intent_id) < 7000 THEN intent_id ELSE '' END) END`
+const notifyOf = `SELECT CASE WHEN waiters THEN pg_notify('` + Channel + `', CASE WHEN octet_length(intent_id) < 3500 THEN encode(intent_id, 'hex') ELSE '' END) END`
 
 const completeSQL = `WITH u AS (UPDATE toolreg_effector_dedup
 		SET token = NULL, done = true, result = $3, expires_at = clock_timestamp() + $4 * interval '1 microsecond', reclaimed = false
@@ -222,7 +227,10 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if result == nil {
 		result = []byte{} // stored as an empty bytea, not NULL: a result was given
 	}
-	if err := expectOne(s.pool.Exec(ctx, completeSQL, intentID, token, result, micros(ttl))); err != nil {
+	if !validToken(token) {
+		return fmt.Errorf("pgstore: completing intent %q: %w", intentID, effector.ErrNotOwner)
+	}
+	if err := expectOne(s.pool.Exec(ctx, completeSQL, []byte(intentID), token, result, micros(ttl))); err != nil {
 		return fmt.Errorf("pgstore: completing intent %q: %w", intentID, err)
 	}
 	return nil
@@ -244,10 +252,19 @@ const releaseSQL = `WITH d AS (DELETE FROM toolreg_effector_dedup
 // claim it at once; it returns effector.ErrNotOwner if token holds none.
 // Waiters listening on Channel are notified.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
-	if err := expectOne(s.pool.Exec(ctx, releaseSQL, intentID, token)); err != nil {
+	if !validToken(token) {
+		return fmt.Errorf("pgstore: releasing intent %q: %w", intentID, effector.ErrNotOwner)
+	}
+	if err := expectOne(s.pool.Exec(ctx, releaseSQL, []byte(intentID), token)); err != nil {
 		return fmt.Errorf("pgstore: releasing intent %q: %w", intentID, err)
 	}
 	return nil
+}
+
+// validToken says whether Postgres text can hold token: no token the store
+// hands out is anything else, so a token that is not owns nothing.
+func validToken(token string) bool {
+	return utf8.ValidString(token) && !strings.ContainsRune(token, 0)
 }
 
 func expectOne(tag interface{ RowsAffected() int64 }, err error) error {

@@ -103,7 +103,7 @@ func waitLapsed(t *testing.T, pool *pgxpool.Pool, id string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var live bool
-		if err := pool.QueryRow(context.Background(), `SELECT expires_at > clock_timestamp() FROM toolreg_effector_dedup WHERE intent_id = $1`, id).Scan(&live); err != nil {
+		if err := pool.QueryRow(context.Background(), `SELECT expires_at > clock_timestamp() FROM toolreg_effector_dedup WHERE intent_id = $1`, []byte(id)).Scan(&live); err != nil {
 			t.Fatal(err)
 		}
 		if !live {
@@ -125,7 +125,7 @@ func TestLeasesAreJudgedByTheServersClock(t *testing.T) {
 	s := openForTest(t, pool)
 	setDeadline := func(id, interval string) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, `UPDATE toolreg_effector_dedup SET expires_at = clock_timestamp() + $2::interval WHERE intent_id = $1`, id, interval); err != nil {
+		if _, err := pool.Exec(ctx, `UPDATE toolreg_effector_dedup SET expires_at = clock_timestamp() + $2::interval WHERE intent_id = $1`, []byte(id), interval); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,4 +229,57 @@ func TestTwoPoolsOnOneDatabase(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 	storetest.ClaimContended(t, 50, 4, openForTest(t, a), openForTest(t, b))
+}
+
+// TestAnyBytesInIdsToolsAndTokens: Postgres text holds neither NUL nor
+// invalid UTF-8, and a DedupStore is handed any Go string: an intent id and
+// a tool name with both are kept byte for byte, and a made-up token with
+// them is refused as not the owner, not as a database error.
+func TestAnyBytesInIdsToolsAndTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated(t, pgtest.Start(t))
+	s := openForTest(t, pool)
+	waiter := openForTest(t, pool)
+	id := "id\x00with\xffodd bytes"
+	odd := effector.NewCall("tool\x00\xfe", []byte(`{}`))
+	c, err := s.Claim(ctx, id, odd, time.Minute)
+	if err != nil || c.State != effector.Claimed {
+		t.Fatalf("Claim of an id with NUL and invalid UTF-8 = %+v, %v; want Claimed", c, err)
+	}
+	if c2, err := s.Claim(ctx, id[:2], odd, time.Minute); err != nil || c2.State != effector.Claimed {
+		t.Fatalf("Claim of the id cut at its NUL = %+v, %v; want a claim of its own", c2, err)
+	}
+	for _, bad := range []string{"\x00", "\xff", c.Token + "\x00"} {
+		if err := s.Complete(ctx, id, bad, []byte("forged"), time.Hour); !errors.Is(err, effector.ErrNotOwner) {
+			t.Fatalf("Complete with token %q: %v, want ErrNotOwner", bad, err)
+		}
+		if err := s.Release(ctx, id, bad); !errors.Is(err, effector.ErrNotOwner) {
+			t.Fatalf("Release with token %q: %v, want ErrNotOwner", bad, err)
+		}
+	}
+	if m, err := s.Claim(ctx, id, call, time.Minute); err != nil || m.State != effector.Mismatch || m.Recorded != odd {
+		t.Fatalf("Claim by another call = %+v, %v; want Mismatch recording %v byte for byte", m, err, odd)
+	}
+	woken := make(chan struct{})
+	go func() { waiter.WaitInFlight(ctx, id, 30*time.Second); close(woken) }()
+	waitMarked(t, pool, id)
+	if err := s.Complete(ctx, id, c.Token, []byte("r"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter on an id with odd bytes was not woken by the Complete")
+	}
+	if d, err := s.Claim(ctx, id, odd, time.Minute); err != nil || d.State != effector.Done || string(d.Result) != "r" {
+		t.Fatalf("Claim after Complete = %+v, %v; want Done with %q", d, err, "r")
+	}
+	if _, err := Open(ctx, pool, WithTokens(func() (string, error) { return "nul\x00", nil })); err != nil {
+		t.Fatal(err)
+	}
+	bad := openForTest(t, pool, WithTokens(func() (string, error) { return "nul\x00", nil }))
+	if _, err := bad.Claim(ctx, "x", call, time.Minute); err == nil || !strings.Contains(err.Error(), "WithTokens") {
+		t.Fatalf("Claim with a token generator that makes NUL: %v, want an error naming WithTokens", err)
+	}
 }

@@ -27,7 +27,7 @@ func seed(t *testing.T, pool *pgxpool.Pool, n int) {
 	} {
 		if _, err := pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO toolreg_effector_dedup
 			(intent_id, done, result, expires_at, token, call_digest, call_tool, attempts, reclaimed)
-			SELECT '%s-' || i, %s, '\x00', 't', 1, false FROM generate_series(1, %d) i`, kind, row, n)); err != nil {
+			SELECT convert_to('%s-' || i, 'UTF8'), %s, '\x00', 't', 1, false FROM generate_series(1, %d) i`, kind, row, n)); err != nil {
 			t.Fatalf("seeding %s: %v", kind, err)
 		}
 	}
@@ -35,7 +35,7 @@ func seed(t *testing.T, pool *pgxpool.Pool, n int) {
 
 func countKinds(t *testing.T, pool *pgxpool.Pool) map[string]int {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT split_part(intent_id, '-', 1) || '-' || split_part(intent_id, '-', 2), count(*) FROM toolreg_effector_dedup GROUP BY 1`)
+	rows, err := pool.Query(context.Background(), `SELECT split_part(convert_from(intent_id, 'UTF8'), '-', 1) || '-' || split_part(convert_from(intent_id, 'UTF8'), '-', 2), count(*) FROM toolreg_effector_dedup GROUP BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}

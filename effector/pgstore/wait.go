@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"time"
@@ -35,8 +36,9 @@ const waitSQL = `UPDATE toolreg_effector_dedup SET waiters = true
 func (s *Store) WaitInFlight(ctx context.Context, intentID string, max time.Duration) {
 	timer := time.NewTimer(max)
 	defer timer.Stop()
-	wake, ready := s.listener.subscribe(s, intentID)
-	defer s.listener.unsubscribe(intentID, wake)
+	key := hex.EncodeToString([]byte(intentID)) // as Channel's payloads name it
+	wake, ready := s.listener.subscribe(s, key)
+	defer s.listener.unsubscribe(key, wake)
 	select {
 	case <-ready:
 	case <-timer.C:
@@ -45,7 +47,7 @@ func (s *Store) WaitInFlight(ctx context.Context, intentID string, max time.Dura
 		return
 	}
 	var live bool
-	if err := s.pool.QueryRow(ctx, waitSQL, intentID).Scan(&live); errors.Is(err, pgx.ErrNoRows) {
+	if err := s.pool.QueryRow(ctx, waitSQL, []byte(intentID)).Scan(&live); errors.Is(err, pgx.ErrNoRows) {
 		return // nothing in flight to wait for: claim again
 	}
 	select {

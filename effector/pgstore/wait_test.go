@@ -20,7 +20,7 @@ func waitMarked(t *testing.T, pool *pgxpool.Pool, id string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var marked bool
-		if err := pool.QueryRow(context.Background(), `SELECT waiters FROM toolreg_effector_dedup WHERE intent_id = $1`, id).Scan(&marked); err != nil {
+		if err := pool.QueryRow(context.Background(), `SELECT waiters FROM toolreg_effector_dedup WHERE intent_id = $1`, []byte(id)).Scan(&marked); err != nil {
 			t.Fatal(err)
 		}
 		if marked {
