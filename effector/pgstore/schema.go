@@ -94,9 +94,9 @@ type SchemaError struct {
 func (e *SchemaError) Error() string {
 	switch {
 	case e.Have == 0:
-		return fmt.Sprintf("pgstore: the database has no effector dedup tables (schema version %d expected); run pgstore.Migrate(ctx, pool) once before Open", e.Want)
+		return fmt.Sprintf("pgstore: the database has no effector dedup tables (schema version %d expected); run pgstore.Migrate(ctx, pool), or toolreg migrate with the database's URL, once before Open", e.Want)
 	case e.Have < e.Want:
-		return fmt.Sprintf("pgstore: the database's schema is version %d, this toolreg needs version %d; run pgstore.Migrate(ctx, pool) to upgrade it", e.Have, e.Want)
+		return fmt.Sprintf("pgstore: the database's schema is version %d, this toolreg needs version %d; run pgstore.Migrate(ctx, pool), or toolreg migrate with the database's URL, to upgrade it", e.Have, e.Want)
 	default:
 		return fmt.Sprintf("pgstore: the database's schema is version %d, newer than version %d which this toolreg knows; upgrade toolreg in every process that shares the database", e.Have, e.Want)
 	}
