@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/pgtest"
 )
 
@@ -24,7 +26,8 @@ var rounds atomic.Int64
 // Complete: two autocommit statements) with 1, 4 and 16 workers, against the
 // floor the issue names, on the same server (fsync on) through the same pool
 // in the same run: the same number of goroutines doing a bare INSERT and a
-// bare UPDATE per intent in two transactions. Compare with:
+// bare UPDATE per intent in two transactions; and one intent through
+// effector.Process with the store, at the same concurrency. Compare with:
 // benchstat -col /impl; the intents/s metric is the throughput of all workers.
 func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
@@ -74,6 +77,28 @@ func BenchmarkClaimComplete(b *testing.B) {
 				}
 				return s.Complete(ctx, id, c.Token, result, time.Hour)
 			})
+		})
+		// One intent through effector.Process with this store: verify,
+		// claim, run the tool, complete.
+		b.Run(fmt.Sprintf("workers=%d/impl=process", workers), func(b *testing.B) {
+			e, calls := effectortest.Effector(b, s)
+			entity := "process-" + strconv.FormatInt(rounds.Add(1), 10)
+			intents := make([]*intent.Intent, b.N)
+			for i := range intents {
+				intents[i] = effectortest.Intent(entity, int64(i), 0)
+			}
+			var n atomic.Int64
+			parallel(b, workers, func(string) error {
+				in := intents[n.Add(1)-1]
+				res, err := e.Process(ctx, in)
+				if err == nil && res.Status != intent.StatusOK {
+					err = fmt.Errorf("Process = %s %q", res.Status, res.ErrorMessage)
+				}
+				return err
+			})
+			if got := calls.Total(); got != b.N {
+				b.Fatalf("the tool ran %d times for %d intents", got, b.N)
+			}
 		})
 	}
 }
