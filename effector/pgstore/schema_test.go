@@ -53,7 +53,7 @@ func TestOpenAndMigrateRefuseANewerSchema(t *testing.T) {
 
 func TestSchemaErrorForAnOlderSchemaSaysToMigrate(t *testing.T) {
 	err := &SchemaError{Have: 1, Want: 2}
-	if msg := err.Error(); !strings.HasPrefix(msg, "pgstore: ") || !strings.Contains(msg, "version 1") || !strings.Contains(msg, "run pgstore.Migrate(ctx, pool) to upgrade") {
+	if msg := err.Error(); !strings.HasPrefix(msg, "pgstore: ") || !strings.Contains(msg, "version 1") || !strings.Contains(msg, "run pgstore.Migrate(ctx, pool), or toolreg migrate with the database's URL, to upgrade") {
 		t.Fatalf("SchemaError{1, 2} = %q, want it to name both versions and say to run Migrate", msg)
 	}
 }
