@@ -3,8 +3,10 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,5 +283,64 @@ func TestAnyBytesInIdsToolsAndTokens(t *testing.T) {
 	bad := openForTest(t, pool, WithTokens(func() (string, error) { return "nul\x00", nil }))
 	if _, err := bad.Claim(ctx, "x", call, time.Minute); err == nil || !strings.Contains(err.Error(), "WithTokens") {
 		t.Fatalf("Claim with a token generator that makes NUL: %v, want an error naming WithTokens", err)
+	}
+}
+
+// TestConcurrentReclaimOfALapsedClaim: many workers on two pools race to
+// take over intents whose leases ran out; each is taken exactly once, as
+// attempt 2, Reclaimed.
+func TestConcurrentReclaimOfALapsedClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := pgtest.Start(t)
+	a, url := srv.NewDatabase(t)
+	if err := Migrate(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	stores := []*Store{openForTest(t, a), openForTest(t, b)}
+	const intents = 20
+	for i := range intents {
+		storetest.MustClaim(t, stores[0], fmt.Sprintf("lapsed-%d", i), time.Hour)
+	}
+	if _, err := a.Exec(ctx, `UPDATE toolreg_effector_dedup SET expires_at = clock_timestamp() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	won := map[string][]effector.Claim{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range 16 {
+		s := stores[w%2]
+		wg.Go(func() {
+			<-start
+			for i := range intents {
+				id := fmt.Sprintf("lapsed-%d", i)
+				c, err := s.Claim(ctx, id, call, time.Hour)
+				if err != nil {
+					t.Errorf("Claim(%q): %v", id, err)
+					return
+				}
+				if c.State == effector.Claimed {
+					mu.Lock()
+					won[id] = append(won[id], c)
+					mu.Unlock()
+				} else if c.State != effector.InFlight {
+					t.Errorf("Claim(%q) = %s, want claimed or in-flight", id, c.State)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range intents {
+		id := fmt.Sprintf("lapsed-%d", i)
+		if cs := won[id]; len(cs) != 1 || !cs[0].Reclaimed || cs[0].Attempts != 2 {
+			t.Errorf("the takeovers of %q = %+v, want exactly one, Reclaimed, attempt 2", id, cs)
+		}
 	}
 }

@@ -57,8 +57,9 @@ func (s *Store) WaitInFlight(ctx context.Context, intentID string, max time.Dura
 	}
 }
 
-// Close stops the store's listening connection, if a wait started it. It
-// does not close the pool, which the caller owns.
+// Close stops the store's listening connection, if a wait started it; a
+// WaitInFlight after Close only polls. It does not close the pool, which the
+// caller owns.
 func (s *Store) Close() error {
 	s.listener.stop()
 	return nil
