@@ -152,8 +152,9 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //  2. Refuse an intent whose expires_at_ms is not positive or not after now as
 //     EXPIRED, without touching the store.
 //  3. Claim its id in the store. If another worker holds it, wait (backoff
-//     doubling from WithBackoff's minimum to its maximum, bounded by ctx) and
-//     claim again: never skip. If it is done, return the stored result,
+//     doubling from WithBackoff's minimum to its maximum, bounded by ctx; a
+//     store that is an InFlightWaiter may end the wait early, when the owner
+//     finishes) and claim again: never skip. If it is done, return the stored result,
 //     byte-identical when marshaled, without executing anything. If an
 //     earlier owner's lease ran out with no result (it crashed or stalled
 //     after claiming), the intent is executed again, since only a recorded
@@ -247,12 +248,18 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 			}
 			return e.executeClaimed(ctx, in, cl, waited)
 		case InFlight:
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
+			if w, ok := e.store.(InFlightWaiter); ok {
+				w.WaitInFlight(ctx, in.ID, backoff)
+			} else {
+				t := time.NewTimer(backoff)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
 				t.Stop()
+			}
+			if ctx.Err() != nil {
 				return intent.Result{}, fmt.Errorf("effector: intent %q: gave up waiting for the worker that holds it: %w", in.ID, context.Cause(ctx))
-			case <-t.C:
 			}
 			backoff = min(2*backoff, e.cfg.maxBackoff)
 		default:

@@ -152,3 +152,14 @@ type DedupStore interface {
 	// returns ErrNotOwner if token no longer owns it.
 	Release(ctx context.Context, intentID, token string) error
 }
+
+// InFlightWaiter is implemented by a DedupStore that can wake a worker
+// waiting on an intent another owner holds as soon as that owner completes
+// or releases it (effector/pgstore, through LISTEN/NOTIFY). When a claim
+// finds the intent InFlight, the effector calls WaitInFlight with its
+// current backoff as max, instead of sleeping the backoff, and claims again
+// when it returns; so the backoff stays the polling fallback. WaitInFlight
+// must return by max, or when ctx ends, and may return early at any time.
+type InFlightWaiter interface {
+	WaitInFlight(ctx context.Context, intentID string, max time.Duration)
+}

@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
-	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/provider/dispatch"
@@ -53,12 +50,13 @@ type service struct {
 	backend  *backend
 	bound    *bindings.Bound
 	runner   *runner.Runner
-	store    *sqlitestore.Store
+	store    effector.DedupStore
 	effector *effector.Effector
-	dbPath   string
+	dbPath   string // what the trace calls the store
+	closeDB  func()
 }
 
-func start(ctx context.Context, manifests, state string, out io.Writer) (*service, error) {
+func start(ctx context.Context, manifests, state, storeSpec string, out io.Writer) (*service, error) {
 	specs, err := loader.Load(manifests)
 	if err != nil {
 		return nil, err
@@ -70,28 +68,24 @@ func start(ctx context.Context, manifests, state string, out io.Writer) (*servic
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
-	}
-	dbPath := filepath.Join(state, "effects.db")
-	store, err := sqlitestore.Open(ctx, dbPath)
+	store, dbPath, closeDB, err := openStore(ctx, storeSpec, state)
 	if err != nil {
 		return nil, err
 	}
 	eff, err := effector.New(bound.Effector, store, effector.WithClock(time.Now))
 	if err != nil {
-		store.Close()
+		closeDB()
 		return nil, err
 	}
 	s := &service{out: out, backend: be, bound: bound, runner: runner.New(runner.WithMaxConcurrency(4)),
-		store: store, effector: eff, dbPath: dbPath}
+		store: store, effector: eff, dbPath: dbPath, closeDB: closeDB}
 	s.printf("toolreg support-agent: %d tools from %s: %d read-only (inline), %d side-effecting (effector only)\n",
 		len(specs), manifests, bound.Pipeline.Len()-bound.Effector.Len(), bound.Effector.Len())
-	s.printf("effector dedup store: %s (SQLite)\n", dbPath)
+	s.printf("effector dedup store: %s\n", dbPath)
 	return s, nil
 }
 
-func (s *service) close() { s.store.Close() }
+func (s *service) close() { s.closeDB() }
 
 func (s *service) printf(format string, args ...any) { fmt.Fprintf(s.out, format, args...) }
 

@@ -206,7 +206,7 @@ func TestTheAnthropicVariantOfTheLoop(t *testing.T) {
 	}
 	ctx := context.Background()
 	var out bytes.Buffer
-	svc, err := start(ctx, manifestsDir, t.TempDir(), &out)
+	svc, err := start(ctx, manifestsDir, t.TempDir(), "", &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("support-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	manifests := fs.String("manifests", "manifests", "the tool manifests `dir`")
-	state := fs.String("state", filepath.Join(".state", "support-agent"), "the state `dir` holding the effector's SQLite dedup store (created if missing)")
+	state := fs.String("state", filepath.Join(".state", "support-agent"), "the state `dir` holding the effector's SQLite dedup store (created if missing) when -store names none")
+	storeSpec := fs.String("store", "", "the effector's dedup `store`: a SQLite file path, a postgres:// URL (its tables are migrated), or a redis:// URL (default: effects.db in the -state dir)")
 	scriptFile := fs.String("script", "", "a conversation script `file` (default: the embedded conversation.json)")
 	model := fs.String("model", "gpt-4.1-mini", "the model `name` to ask when OPENAI_API_KEY is set")
 	offline := fs.Bool("offline", false, "use the scripted endpoint even when OPENAI_API_KEY is set")
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "support-agent: no manifests at %q: run from the repository root or pass -manifests\n", *manifests)
 		return 1
 	}
-	svc, err := start(ctx, *manifests, *state, stdout)
+	svc, err := start(ctx, *manifests, *state, *storeSpec, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "support-agent: %v\n", err)
 		return 1

@@ -41,6 +41,7 @@ var commands = []*command{
 	initCommand,
 	versionCommand,
 	searchCommand,
+	migrateCommand,
 }
 
 func lookup(name string) *command {

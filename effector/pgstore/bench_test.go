@@ -1,0 +1,136 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/effectortest"
+	"github.com/beam-agents/toolreg/internal/pgtest"
+)
+
+// rounds keeps ids fresh across the rounds and -count repetitions of a
+// benchmark, which share one database.
+var rounds atomic.Int64
+
+// BenchmarkClaimComplete measures one intent through the store (Claim, then
+// Complete: two autocommit statements) with 1, 4 and 16 workers, against the
+// floor the issue names, on the same server (fsync on) through the same pool
+// in the same run: the same number of goroutines doing a bare INSERT and a
+// bare UPDATE per intent in two transactions; and one intent through
+// effector.Process with the store, at the same concurrency. Compare with:
+// benchstat -col /impl; the intents/s metric is the throughput of all workers.
+func BenchmarkClaimComplete(b *testing.B) {
+	ctx := context.Background()
+	srv := pgtest.Start(b, pgtest.WithFsync())
+	_, url := srv.NewDatabase(b)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 20 // every worker a connection of its own
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if err := Migrate(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE floor (id text PRIMARY KEY, v bytea)`); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	inTx := func(query string, args ...any) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, query, args...)
+			return err
+		})
+	}
+	for _, workers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("workers=%d/impl=floor", workers), func(b *testing.B) {
+			parallel(b, workers, func(id string) error {
+				if err := inTx(`INSERT INTO floor (id, v) VALUES ($1, $2)`, id, []byte("token")); err != nil {
+					return err
+				}
+				return inTx(`UPDATE floor SET v = $2 WHERE id = $1`, id, result)
+			})
+		})
+		b.Run(fmt.Sprintf("workers=%d/impl=store", workers), func(b *testing.B) {
+			parallel(b, workers, func(id string) error {
+				c, err := s.Claim(ctx, id, effector.Call{}, time.Minute)
+				if err != nil {
+					return err
+				}
+				return s.Complete(ctx, id, c.Token, result, time.Hour)
+			})
+		})
+		// One intent through effector.Process with this store: verify,
+		// claim, run the tool, complete.
+		b.Run(fmt.Sprintf("workers=%d/impl=process", workers), func(b *testing.B) {
+			e, calls := effectortest.Effector(b, s)
+			entity := "process-" + strconv.FormatInt(rounds.Add(1), 10)
+			intents := make([]*intent.Intent, b.N)
+			for i := range intents {
+				intents[i] = effectortest.Intent(entity, int64(i), 0)
+			}
+			var n atomic.Int64
+			parallel(b, workers, func(string) error {
+				in := intents[n.Add(1)-1]
+				res, err := e.Process(ctx, in)
+				if err == nil && res.Status != intent.StatusOK {
+					err = fmt.Errorf("Process = %s %q", res.Status, res.ErrorMessage)
+				}
+				return err
+			})
+			if got := calls.Total(); got != b.N {
+				b.Fatalf("the tool ran %d times for %d intents", got, b.N)
+			}
+		})
+	}
+}
+
+// parallel runs round for b.N fresh ids spread over workers goroutines and
+// reports the throughput of all of them as intents/s.
+func parallel(b *testing.B, workers int, round func(id string) error) {
+	prefix := "bench-" + strconv.FormatInt(rounds.Add(1), 10) + "-"
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if err := round(prefix + strconv.FormatInt(i, 10)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+}

@@ -1,0 +1,45 @@
+// Package pgstore is an effector.DedupStore in Postgres (through
+// github.com/jackc/pgx/v5's pgxpool), for a fleet of effectors that already
+// runs a Postgres database: any number of processes on any number of hosts
+// share one table.
+//
+// It keeps the same three-state claim protocol as effector/sqlitestore and
+// effector/redisstore, and passes effector/storetest. A row is either a claim
+// (a random token and a lease deadline) or a terminal result (the bytes and
+// an expiry), with the call it was claimed for (effector.Call: digest and
+// tool name) and its count of attempts. Complete and Release change a row
+// only where the token still holds a live lease, so an owner that stalled
+// past its lease cannot touch its successor's record (the token fences it).
+//
+// Every instant is the database server's: leases and result lifetimes are
+// written as clock_timestamp() plus the duration and judged against
+// clock_timestamp(), so hosts whose clocks disagree still agree on when a
+// lease ends. A claim is one INSERT ... ON CONFLICT DO UPDATE that either
+// inserts a fresh claim or takes over a row whose lease or result ran out;
+// only when it takes nothing does a second statement read why (in flight,
+// done, or another call). Complete is one UPDATE.
+//
+// Waiters are woken by LISTEN/NOTIFY. The store is an
+// effector.InFlightWaiter: a worker that finds an intent in flight marks the
+// claim as waited on and sleeps until the owner's Complete or Release,
+// which notify Channel with the intent id in the transaction that changes
+// the row, or until the effector's backoff (WithBackoff) passes: that is the
+// polling fallback, and all there is while the store's listening connection
+// is down (it dials again every second). Only a claim someone waits on
+// notifies: a notifying commit takes a lock global to the database, which
+// would serialize every Complete.
+//
+// The tables are versioned (SchemaVersion): Migrate creates or upgrades
+// them, in one transaction under an advisory lock, and Open refuses a
+// database at any other version with a *SchemaError that says what to run.
+// Expired rows are deleted by Sweep, and by a Claim every WithSweepInterval,
+// in batches of WithSweepBatch rows taken with FOR UPDATE SKIP LOCKED, so
+// processes sweeping at once neither wait on each other nor delete a row
+// being claimed. A claim whose lease ran out without Complete or Release is
+// kept for AttemptMemory, so a later claim of its intent still learns it is
+// Reclaimed.
+//
+// The store refuses non-positive leases and result lifetimes, and refuses a
+// Complete or Release whose token no longer holds a live claim, with
+// effector.ErrNotOwner.
+package pgstore
