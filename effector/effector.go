@@ -227,7 +227,10 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
 		c, err := e.store.Claim(ctx, in.ID, call, e.cfg.lease)
 		if err != nil {
-			if n := deliveryCount(ctx); n > e.cfg.maxAttempts {
+			// A claim that failed because the caller's context ended says
+			// nothing about the store: a shutdown must leave the intent to
+			// be redelivered, never give it up.
+			if n := deliveryCount(ctx); n > e.cfg.maxAttempts && ctx.Err() == nil {
 				return e.giveUpUnclaimed(ctx, in, n, err)
 			}
 			return intent.Result{}, fmt.Errorf("effector: claiming intent %q: %w", in.ID, err)

@@ -206,3 +206,31 @@ func BenchmarkNewCall(b *testing.B) {
 		effector.NewCall("refund", args)
 	}
 }
+
+func TestACancelledCallerNeverGivesAnIntentUpAsPoison(t *testing.T) {
+	t.Parallel()
+	tl := newTools(t)
+	var dead []error
+	e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithMaxAttempts(1), effector.WithDeadLetter(func(ctx context.Context, in *intent.Intent, reason error) error {
+		dead = append(dead, reason)
+		return nil
+	}))
+	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 1)
+	// A shutdown: the source redelivered the intent past the limit, but the
+	// worker's context ends before the claim, so the store answers with the
+	// context's error, not with a failure of its own.
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	res, err := e.Process(effector.WithDeliveryCount(ctx, 2), in)
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Process with a cancelled context = %v %q, %v; want context.Canceled and no result", res.Status, res.ErrorMessage, err)
+	}
+	if res.Status != 0 || len(dead) != 0 {
+		t.Fatalf("a cancelled caller gave the intent up: result %v, dead letters %v", res.Status, dead)
+	}
+	// The next worker still runs it: nothing was recorded for it.
+	again, err := e.Process(testCtx(t), in)
+	if err != nil || again.Status != intent.StatusOK || tl.calls.Load() != 1 {
+		t.Fatalf("the next delivery = %v %q, %v (ran %d times); want OK after one run", again.Status, again.ErrorMessage, err, tl.calls.Load())
+	}
+}
