@@ -147,6 +147,32 @@ func tokenPrefix(token string) string {
 	return strconv.Itoa(len(token)) + ":" + token
 }
 
+// parseOlder reads a record of the version before records kept the call
+// (the lua function older tells them apart the same way): "c" token, a claim
+// of 32 hex digits, in flight until its lease ends, or "d32:" token result,
+// a terminal record, done whatever call asks for it, as a SQLite record
+// without a call is. A record of this version cannot look like either: a
+// claim is longer than 33 bytes, and a done record's fourth byte is inside
+// its tool name, which cannot hold ':'.
+func parseOlder(v string) ([]byte, effector.ClaimState, bool) {
+	switch {
+	case len(v) == 33 && v[0] == claimTag[0] && isHex(v[1:]):
+		return nil, effector.InFlight, true
+	case len(v) >= 36 && strings.HasPrefix(v, doneTag+"32:") && isHex(v[4:36]):
+		return []byte(v[36:]), effector.Done, true
+	}
+	return nil, 0, false
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
 // parseDone returns the result of a done record.
 func parseDone(v []byte) ([]byte, bool) {
 	if len(v) == 0 || v[0] != doneTag[0] {
@@ -176,6 +202,10 @@ local function split(v)
 end
 local function digest(call)
 	return string.sub(call, -32)
+end
+local function older(v)
+	return (#v == 33 and string.sub(v, 1, 1) == 'c' and string.find(v, '^c[0-9a-f]+$') ~= nil)
+		or (#v >= 36 and string.sub(v, 1, 4) == 'd32:' and string.find(string.sub(v, 5, 36), '^[0-9a-f]+$') ~= nil)
 end
 local function wellformed(v)
 	local n = string.byte(v, 2)
@@ -286,7 +316,7 @@ func millis(what string, d time.Duration) (int64, error) {
 var claimScript = redis.NewScript(lua + `
 local v = redis.call('GET', KEYS[1])
 if v then
-	if not wellformed(v) then
+	if older(v) or not wellformed(v) then
 		return {0, v}
 	end
 	local tag, call = split(v)
@@ -306,6 +336,9 @@ if m and wellformed(m) then
 	if mtag == 'c' then
 		reclaimed = 1
 	end
+elseif m and older(m) then
+	-- an older version's owner claimed it and vanished
+	attempts, reclaimed = 2, 1
 end
 redis.call('SET', KEYS[1], 'c' .. ARGV[1] .. ARGV[2], 'PX', ARGV[3])
 redis.call('SET', KEYS[2], 'c' .. ARGV[1] .. attempts, 'PX', ARGV[4])
@@ -353,6 +386,9 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		return effector.Claim{State: effector.Mismatch, Recorded: recorded}, nil
 	}
 	v, _ := reply[1].(string)
+	if res, state, ok := parseOlder(v); ok {
+		return effector.Claim{State: state, Result: res}, nil
+	}
 	if res, ok := parseDone([]byte(v)); ok {
 		return effector.Claim{State: effector.Done, Result: res}, nil
 	}

@@ -244,3 +244,42 @@ func TestCompleteRidesOutAServerRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestARecordOfAnOlderVersionIsNotAMismatch upgrades in place: records the
+// store wrote before it kept the call ("d" len(token) ":" token result for a
+// result, "c" token for a claim) are read as what they are. A finished
+// intent stays done, with its result byte for byte, for whatever call asks;
+// an older owner's live claim is in flight until its lease ends. Neither is
+// a non-deterministic replay.
+func TestARecordOfAnOlderVersionIsNotAMismatch(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := New(rdb, WithKeyPrefix("old:"))
+	const token = "0123456789abcdef0123456789abcdef"
+	long := strings.Repeat(`{"status":"OK","payload":"refund issued"}`, 3) // long enough to look like a call
+	for name, result := range map[string]string{"short": "ok", "long": long, "empty": ""} {
+		key := "old:{i:done-" + name + "}"
+		if err := rdb.Set(ctx, key, "d32:"+token+result, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Claim(ctx, "done-"+name, storetest.Call, time.Minute)
+		if err != nil || c.State != effector.Done || string(c.Result) != result {
+			t.Fatalf("Claim of an older version's %s done record = %v %q, %v; want done with %q", name, c.State, c.Result, err, result)
+		}
+	}
+	if err := rdb.Set(ctx, "old:{i:claimed}", "c"+token, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Claim(ctx, "claimed", storetest.Call, time.Minute); err != nil || c.State != effector.InFlight {
+		t.Fatalf("Claim of an intent an older version holds = %v, %v; want in flight", c.State, err)
+	}
+	// The older owner vanished: its claim ran out, its attempt marker stayed.
+	if err := rdb.Set(ctx, "old:{i:vanished}:attempt", "c"+token, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Claim(ctx, "vanished", storetest.Call, time.Minute); err != nil || c.State != effector.Claimed || !c.Reclaimed || c.Attempts != 2 {
+		t.Fatalf("Claim after an older owner vanished = %+v, %v; want claimed, reclaimed, second attempt", c, err)
+	}
+}
