@@ -134,7 +134,10 @@ type Spec struct {
 	// Strict turns off lax coercion of arguments ("10" for an integer, and so on).
 	Strict bool
 	// Params are the tool's parameters in declaration order.
-	Params      []*Param
+	Params []*Param
+	// Returns is the schema of the tool's result; nil when the manifest does
+	// not declare one, and then results are not checked.
+	Returns     *Schema
 	Annotations *Annotations
 	// Tags group tools, for search filters; Keywords are more words a tool
 	// search matches the tool by. Neither is shown to the model.
@@ -182,6 +185,9 @@ func (s *Spec) Validate() error {
 		add(s.Pos, "description", "missing description: say what the tool does, for the model")
 	}
 	checkParams(s.Params, "params", add)
+	if s.Returns != nil {
+		checkSchema(s.Returns, s.Pos, "returns", add)
+	}
 	for i, t := range s.Tags {
 		if !tagRE.MatchString(t) {
 			add(s.Pos, fmt.Sprintf("tags.%d", i), "invalid tag %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", t)
@@ -262,6 +268,21 @@ func (s *Spec) ParametersSchema() json.RawMessage {
 		// Only an unencodable Default or Enum value gets here; a loaded Spec holds
 		// decoded JSON, which always encodes.
 		panic(fmt.Sprintf("toolreg: %s: %v", s.Name, err))
+	}
+	return b
+}
+
+// ResultSchema returns the JSON Schema of the tool's result, as MCP's
+// outputSchema carries it, or nil when the manifest declares no returns. An
+// object's properties are in declaration order, required lists those a
+// result must have, and additionalProperties is false unless declared.
+func (s *Spec) ResultSchema() json.RawMessage {
+	if s.Returns == nil {
+		return nil
+	}
+	b, err := appendSchema(nil, s.Returns)
+	if err != nil {
+		panic(fmt.Sprintf("toolreg: %s: returns: %v", s.Name, err))
 	}
 	return b
 }

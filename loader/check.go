@@ -41,6 +41,10 @@ func (c *checker) checkSpec(s *toolreg.Spec, tree *node, known []toolreg.Problem
 	for _, p := range s.Params {
 		c.checkSchema(&p.Schema, p.Pos, []string{"params", p.Name}, t, add)
 	}
+	if s.Returns != nil {
+		_, pos := tree.lookup([]string{"returns"})
+		c.checkSchema(s.Returns, pos, []string{"returns"}, t, add)
+	}
 	return ps
 }
 

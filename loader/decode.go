@@ -27,6 +27,11 @@ func decodeSpec(n *node) *toolreg.Spec {
 			if v.kind == kindMap {
 				s.Params = decodeParams(v)
 			}
+		case "returns":
+			if v.kind == kindMap {
+				s.Returns = &toolreg.Schema{}
+				decodeSchema(v, s.Returns)
+			}
 		case "annotations":
 			if v.kind == kindMap {
 				s.Annotations = decodeAnnotations(v)

@@ -186,6 +186,9 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 	if params, _, ok := tree.get("params"); ok {
 		missingTypes(tree, params, "params", add)
 	}
+	if returns, kp, ok := tree.get("returns"); ok {
+		missingTypesIn(tree, returns, kp, "returns", false, add)
+	}
 	return ps
 }
 
@@ -196,38 +199,40 @@ func missingTypes(tree, params *node, path string, add func(toolreg.Pos, string,
 	if params.kind != kindMap {
 		return
 	}
-	var schema func(n *node, pos toolreg.Pos, path string, param bool)
-	schema = func(n *node, pos toolreg.Pos, path string, param bool) {
-		if n.kind != kindMap {
-			return
+	for i, k := range params.keys {
+		missingTypesIn(tree, params.vals[i], params.kpos[i], path+"."+k, true, add)
+	}
+}
+
+// missingTypesIn is missingTypes for the one schema n at path; param says
+// whether n is a param or property, the schemas that may say required.
+func missingTypesIn(tree, n *node, pos toolreg.Pos, path string, param bool, add func(toolreg.Pos, string, string)) {
+	if n.kind != kindMap {
+		return
+	}
+	t, _, ok := n.get("type")
+	if !ok {
+		add(pos, path, missingType(n))
+	}
+	if ok && t.kind == kindString && toolreg.Type(t.text).Valid() {
+		if _, _, ok := n.get("items"); !ok && t.text == "array" {
+			add(pos, path+".items", "missing items"+requiredHint("items"))
 		}
-		t, _, ok := n.get("type")
-		if !ok {
-			add(pos, path, missingType(n))
-		}
-		if ok && t.kind == kindString && toolreg.Type(t.text).Valid() {
-			if _, _, ok := n.get("items"); !ok && t.text == "array" {
-				add(pos, path+".items", "missing items"+requiredHint("items"))
+		allowed := keywords[t.text]
+		for i, k := range n.keys {
+			if !slices.Contains(keywords[""], k) && !slices.Contains(allowed, k) || k == "required" && !param {
+				add(n.kpos[i], path+"."+k, "field not allowed: "+notAllowedHint(tree, strings.Split(path+"."+k, ".")))
 			}
-			allowed := keywords[t.text]
-			for i, k := range n.keys {
-				if !slices.Contains(keywords[""], k) && !slices.Contains(allowed, k) || k == "required" && !param {
-					add(n.kpos[i], path+"."+k, "field not allowed: "+notAllowedHint(tree, strings.Split(path+"."+k, ".")))
-				}
-			}
-		}
-		if it, kp, ok := n.get("items"); ok {
-			schema(it, kp, path+".items", false)
-		}
-		if ap, kp, ok := n.get("additionalProperties"); ok {
-			schema(ap, kp, path+".additionalProperties", false)
-		}
-		if props, _, ok := n.get("properties"); ok {
-			missingTypes(tree, props, path+".properties", add)
 		}
 	}
-	for i, k := range params.keys {
-		schema(params.vals[i], params.kpos[i], path+"."+k, true)
+	if it, kp, ok := n.get("items"); ok {
+		missingTypesIn(tree, it, kp, path+".items", false, add)
+	}
+	if ap, kp, ok := n.get("additionalProperties"); ok {
+		missingTypesIn(tree, ap, kp, path+".additionalProperties", false, add)
+	}
+	if props, _, ok := n.get("properties"); ok {
+		missingTypes(tree, props, path+".properties", add)
 	}
 }
 
@@ -250,7 +255,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "tags", "keywords", "annotations"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "tags", "keywords", "annotations"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
