@@ -276,6 +276,7 @@ func (b *Binder) checkBinding(ps *problems, bd *binding, spec *toolreg.Spec) boo
 	c := &checker{ps: ps, tool: spec.Name, toolPos: spec.Pos}
 	c.checkArgs(bd.argT, spec)
 	c.checkResult(bd.resT, bd.fnType)
+	c.checkResultType(bd.resT, spec)
 	return len(*ps) == n
 }
 

@@ -19,6 +19,17 @@ type checker struct {
 	ps      *problems
 	tool    string
 	toolPos toolreg.Pos
+	// result is set while the result type R is checked against the
+	// manifest's returns, where the rules of presence differ: see checkStruct.
+	result bool
+}
+
+// noun is what the manifest calls a member in messages.
+func (c *checker) noun() string {
+	if c.result {
+		return "result property"
+	}
+	return "param"
 }
 
 func (c *checker) add(pos toolreg.Pos, path, format string, args ...any) {
@@ -78,8 +89,13 @@ func (c *checker) checkStruct(t reflect.Type, goPath string, props []*toolreg.Pa
 		pp := path + "." + p.Name
 		f, ok := fields[p.Name]
 		if !ok {
-			c.add(p.Pos, pp, "param %q has no field in %s: add %s %s `json:%q`",
-				p.Name, goPath, exportName(p.Name), goTypeFor(&p.Schema, p.Required() || p.HasDefault), p.Name)
+			c.add(p.Pos, pp, "%s %q has no field in %s: add %s %s `json:%q`",
+				c.noun(), p.Name, goPath, exportName(p.Name), c.goTypeFor(&p.Schema, p.Required() || p.HasDefault), p.Name+c.omitempty(p))
+			continue
+		}
+		if c.result {
+			c.checkPresence(f, p, goPath+"."+f.Name, pp)
+			c.checkValue(f.Type, &p.Schema, !p.Required() || f.Type.Kind() != reflect.Pointer, goPath+"."+f.Name, pp, p.Pos)
 			continue
 		}
 		c.checkValue(f.Type, &p.Schema, p.Required() || p.HasDefault, goPath+"."+f.Name, pp, p.Pos)
@@ -89,9 +105,72 @@ func (c *checker) checkStruct(t reflect.Type, goPath string, props []*toolreg.Pa
 			continue
 		}
 		f := fields[name]
+		if c.result {
+			c.add(pos, path, "field %s.%s (json %q) is not in the manifest's returns: declare property %q there, or remove the field, or tag it json:\"-\"",
+				goPath, f.Name, name, name)
+			continue
+		}
 		c.add(pos, path, "field %s.%s (json %q) is no param of the manifest: declare param %q in the manifest, or remove the field, or tag it json:\"-\"",
 			goPath, f.Name, name, name)
 	}
+}
+
+// checkResultType checks the result type R against the manifest's returns,
+// with the rules of argument structs, turned around: a result property the
+// manifest requires must always be encoded (no omitempty, no pointer that may
+// be nil), and an optional one that may be nil must be left out when it is
+// (omitempty), since a null is no value of its type. R itself may be a
+// pointer (a nil one is refused when the tool returns it).
+func (c *checker) checkResultType(t reflect.Type, spec *toolreg.Spec) {
+	if spec.Returns == nil {
+		return
+	}
+	c.result = true
+	defer func() { c.result = false }()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	c.checkValue(t, spec.Returns, true, typeName(t), "returns", spec.Pos)
+}
+
+// checkPresence applies the result's rules of presence to field f of
+// property p.
+func (c *checker) checkPresence(f reflect.StructField, p *toolreg.Param, goPath, path string) {
+	_, opts, _ := jsonName(f)
+	omit := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
+	nilable := false
+	switch f.Type.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		nilable = true
+	}
+	switch {
+	case p.Required() && omit:
+		c.add(p.Pos, path, "field %s has omitempty, so a zero value leaves out a property the manifest's returns requires: remove omitempty, or mark the property required: false", goPath)
+	case p.Required() && f.Type.Kind() == reflect.Pointer:
+		c.add(p.Pos, path, "field %s is a pointer (%s) but the manifest's returns requires the property, and a nil pointer encodes as null: use %s, or mark the property required: false",
+			goPath, typeName(f.Type), c.goTypeFor(&p.Schema, true))
+	case !p.Required() && nilable && !omit:
+		c.add(p.Pos, path, "field %s (%s) encodes nil as null, which is no %s: add omitempty to its json tag, so that nil leaves the optional property out",
+			goPath, typeName(f.Type), describe(&p.Schema))
+	}
+}
+
+// omitempty is the tag option a suggested field of p needs.
+func (c *checker) omitempty(p *toolreg.Param) string {
+	if c.result && !p.Required() {
+		return ",omitempty"
+	}
+	return ""
+}
+
+// goTypeFor is goTypeFor, with the result's rule: an optional result
+// property is a pointer only when its zero value is one the manifest allows
+// (which the binder cannot know), so it is suggested as the value type.
+func (c *checker) goTypeFor(s *toolreg.Schema, present bool) string {
+	if c.result {
+		return goTypeFor(s, true)
+	}
+	return goTypeFor(s, present)
 }
 
 // checkValue checks that a field (or element) of type t can hold the values of
@@ -105,10 +184,16 @@ func (c *checker) checkValue(t reflect.Type, s *toolreg.Schema, present bool, go
 	}
 	if base.Kind() == reflect.Interface {
 		c.add(pos, path, "field %s is untyped (%s) but the manifest declares type %s: give it a concrete type, such as %s",
-			goPath, typeName(t), s.Type, goTypeFor(s, present))
+			goPath, typeName(t), s.Type, c.goTypeFor(s, present))
 		return
 	}
+	if c.result && (base.Implements(jsonMarshaler) || base.Implements(textMarshaler) ||
+		reflect.PointerTo(base).Implements(jsonMarshaler) || reflect.PointerTo(base).Implements(textMarshaler)) {
+		return // it encodes itself: what it writes is checked when the tool returns
+	}
 	switch {
+	case c.result:
+		// Presence is checkPresence's.
 	case present && t.Kind() == reflect.Pointer:
 		c.add(pos, path, "field %s is a pointer (%s) but the param is always present (required, or has a default): use %s",
 			goPath, typeName(t), goTypeFor(s, true))
@@ -132,7 +217,9 @@ func (c *checker) checkValue(t reflect.Type, s *toolreg.Schema, present bool, go
 			wrong(goTypeFor(s, true))
 			return
 		}
-		c.checkIntRange(base, s, goPath, path, pos)
+		if !c.result { // a result's bounds are checked when the tool returns
+			c.checkIntRange(base, s, goPath, path, pos)
+		}
 	case toolreg.TypeNumber:
 		if k != reflect.Float32 && k != reflect.Float64 {
 			wrong("float64")
@@ -356,6 +443,9 @@ func goTypeFor(s *toolreg.Schema, present bool) string {
 	case toolreg.TypeArray:
 		if s.Items != nil {
 			g = "[]" + goTypeFor(s.Items, true)
+			if strings.HasPrefix(g, "[]a ") {
+				g = "a slice of structs with one field per property"
+			}
 		} else {
 			g = "a slice"
 		}
