@@ -170,6 +170,49 @@ func (e *ToolArgumentError) ModelMessage() string {
 
 func (e *ToolArgumentError) Is(target error) bool { return target == ErrTool }
 
+// ResultProblem is one part of a result that broke its tool's returns.
+type ResultProblem struct {
+	// Path is a JSON Pointer to the failing value, such as "/status" or
+	// "/lines/2/qty"; "" is the result itself.
+	Path string
+	// Want says what the contract asks for; Got says what came.
+	Want string
+	Got  string
+}
+
+func (p ResultProblem) String() string {
+	path := p.Path
+	if path == "" {
+		path = "(result)"
+	}
+	return fmt.Sprintf("%s: want %s, got %s", path, p.Want, p.Got)
+}
+
+// ToolResultError reports a result that does not satisfy its tool's
+// returns. The function ran; its result is not handed on as if it were
+// valid. For a side-effecting tool the effect happened.
+type ToolResultError struct {
+	Tool     string
+	Problems []ResultProblem
+}
+
+func (e *ToolResultError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "toolreg: %s: result breaks the manifest's returns", e.Tool)
+	for i, p := range e.Problems {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Is makes a *ToolResultError match ErrTool.
+func (e *ToolResultError) Is(target error) bool { return target == ErrTool }
+
 // SideEffectToolError reports an attempt to run a side-effecting tool inline.
 // Its function was not invoked: request it with Activation.Act instead, and the
 // effector will execute it once.

@@ -19,14 +19,16 @@ type Tool struct {
 	schema  json.RawMessage
 	binding *toolbind.Binding
 
-	args argChecker // compiled on first use; see args.go
+	args   argChecker    // compiled on first use; see args.go
+	result resultChecker // compiled on first use; see result.go
+	output json.RawMessage
 }
 
 // NewTool returns the contract-only Tool of spec. Its schema is computed here,
 // once. NewTool does not validate spec: loaded Specs are valid; call
 // Spec.Validate on one built by hand.
 func NewTool(spec *Spec) *Tool {
-	return &Tool{spec: spec, schema: toolSchema(spec)}
+	return &Tool{spec: spec, schema: toolSchema(spec), output: spec.ResultSchema()}
 }
 
 // newBoundTool returns spec's Tool with b bound to it. It is not exported:
@@ -75,6 +77,11 @@ func (t *Tool) Bound() bool { return t.binding != nil }
 // {"name":..,"description":..,"parameters":{JSON Schema}}. It is computed once;
 // callers must not modify the returned bytes.
 func (t *Tool) Schema() json.RawMessage { return t.schema }
+
+// OutputSchema returns the JSON Schema of the tool's result (its manifest's
+// returns), or nil when the manifest declares none. It is computed once;
+// callers must not modify the returned bytes.
+func (t *Tool) OutputSchema() json.RawMessage { return t.output }
 
 // ErrNotBound is returned by Tool.Call for a tool whose table holds its
 // contract but not its function.
