@@ -187,6 +187,11 @@ func TestOnlyNewToolMakesATool(t *testing.T) {
 	ms := types.NewMethodSet(types.NewPointer(tool))
 	for i := range ms.Len() {
 		m := ms.At(i).Obj().(*types.Func)
+		if m.Name() == "CheckResult" {
+			// It takes a function's result to validate and keeps nothing of
+			// it: it attaches nothing to the Tool.
+			continue
+		}
 		sig := m.Type().(*types.Signature)
 		for j := range sig.Params().Len() {
 			if funcLike(sig.Params().At(j).Type()) {

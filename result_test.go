@@ -145,9 +145,9 @@ func TestCheckResultRefusesWhatEncodesWrong(t *testing.T) {
 		v    any
 		want []toolreg.ResultProblem
 	}{
-		"nil result": {nil, []toolreg.ResultProblem{{Path: "", Want: "object", Got: "null"}}},
+		"nil result":  {nil, []toolreg.ResultProblem{{Path: "", Want: "object", Got: "null"}}},
 		"nil pointer": {(*order)(nil), []toolreg.ResultProblem{{Path: "", Want: "object", Got: "null"}}},
-		"a string": {"done", []toolreg.ResultProblem{{Path: "", Want: "object", Got: `string "done"`}}},
+		"a string":    {"done", []toolreg.ResultProblem{{Path: "", Want: "object", Got: `string "done"`}}},
 		"nil slice": {func() order { o := goodOrder(); o.Lines = nil; return o }(),
 			[]toolreg.ResultProblem{{Path: "/lines", Want: "array of object", Got: "null"}}},
 		"map missing and extra": {map[string]any{"order_id": "ord_2", "status": "open", "total_cents": 1, "weight_kg": 2, "lines": []any{}, "secret": "x", "labels": map[string]any{"a": "yes"}},
