@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -35,12 +36,46 @@ func (t *Tool) CheckResult(v any) error {
 		return nil
 	}
 	rc := t.results()
-	var ps []ResultProblem
-	rc.check(reflect.ValueOf(v), "", &ps)
-	if len(ps) > 0 {
-		return &ToolResultError{Tool: t.spec.Name, Problems: ps}
+	var w walker
+	if rc.check(reflect.ValueOf(v), &w, ""); !w.failed {
+		return nil
 	}
-	return nil
+	w = walker{explain: true}
+	rc.check(reflect.ValueOf(v), &w, "")
+	return &ToolResultError{Tool: t.spec.Name, Problems: w.ps}
+}
+
+// walker collects the problems found in a result. A first walk, not
+// explaining, stops caring at the first problem and writes no paths, so a
+// valid result costs no strings; a result that fails is walked again,
+// explaining, for every problem at its path.
+type walker struct {
+	explain bool
+	failed  bool
+	ps      []ResultProblem
+}
+
+func (w *walker) add(path, want, got string) {
+	w.failed = true
+	if w.explain {
+		w.ps = append(w.ps, ResultProblem{Path: path, Want: want, Got: got})
+	}
+}
+
+// member is the path of path's member name; "" when not explaining.
+func (w *walker) member(path, name string) string {
+	if !w.explain {
+		return ""
+	}
+	return path + "/" + pointerToken(name)
+}
+
+// index is the path of path's item i; "" when not explaining.
+func (w *walker) index(path string, i int) string {
+	if !w.explain {
+		return ""
+	}
+	return path + "/" + strconv.Itoa(i)
 }
 
 // results returns the compiled check of the tool's returns.
@@ -59,6 +94,16 @@ type resultChecker struct {
 // values: patterns, bounds and enums are parsed once.
 type resultCheck struct {
 	s *Schema
+
+	plans sync.Map // reflect.Type -> *structPlan, for an object's struct types
+	last  atomic.Pointer[structPlan]
+	enc   atomic.Pointer[typeFlag] // selfEncoding of the last type seen here
+
+	// numFast says checkNumber's fast path applies: 1 when every bound is
+	// an int64 and a float64 exactly, 2 when a float64 only; 0 with an enum
+	// or multipleOf, or a bound neither holds.
+	numFast uint8
+	strs    []string // a string enum's values
 
 	pattern *regexp.Regexp
 	format  *jsonschema.Schema // the format alone, asserted; nil without one
@@ -79,9 +124,11 @@ type resultProp struct {
 
 // bound is a numeric keyword, exact, with its int64 value when it has one.
 type bound struct {
-	r     *big.Rat
-	i     int64
-	isInt bool
+	r       *big.Rat
+	i       int64
+	isInt   bool
+	f       float64
+	isFloat bool // f is the bound exactly
 }
 
 func newBound(n json.Number) *bound {
@@ -96,6 +143,7 @@ func newBound(n json.Number) *bound {
 	if r.IsInt() && r.Num().IsInt64() {
 		b.i, b.isInt = r.Num().Int64(), true
 	}
+	b.f, b.isFloat = r.Float64()
 	return b
 }
 
@@ -109,6 +157,14 @@ func compileResult(s *Schema) *resultCheck {
 	if s.Format != "" {
 		rc.format = compileFormat(s.Format)
 	}
+	if len(s.Enum) > 0 && s.Type == TypeString {
+		rc.strs = make([]string, 0, len(s.Enum))
+		for _, e := range s.Enum {
+			if str, ok := e.(string); ok {
+				rc.strs = append(rc.strs, str)
+			}
+		}
+	}
 	if len(s.Enum) > 0 {
 		rc.enum = make(map[string]bool, len(s.Enum))
 		for _, e := range s.Enum {
@@ -120,6 +176,21 @@ func compileResult(s *Schema) *resultCheck {
 	rc.min, rc.max = newBound(s.Minimum), newBound(s.Maximum)
 	rc.exMin, rc.exMax = newBound(s.ExclusiveMinimum), newBound(s.ExclusiveMaximum)
 	rc.multipleOf = newBound(s.MultipleOf)
+	if (s.Type == TypeInteger || s.Type == TypeNumber) && s.Enum == nil && rc.multipleOf == nil {
+		ints, floats := true, true
+		for _, b := range []*bound{rc.min, rc.max, rc.exMin, rc.exMax} {
+			if b != nil {
+				ints = ints && b.isInt
+				floats = floats && b.isFloat
+			}
+		}
+		switch {
+		case ints && floats:
+			rc.numFast = 1
+		case floats:
+			rc.numFast = 2
+		}
+	}
 	if s.Items != nil {
 		rc.items = compileResult(s.Items)
 	}
@@ -155,8 +226,8 @@ var (
 )
 
 // check validates v at path (a JSON Pointer) and appends each problem to ps.
-func (rc *resultCheck) check(v reflect.Value, path string, ps *[]ResultProblem) {
-	add := func(want, got string) { *ps = append(*ps, ResultProblem{Path: path, Want: want, Got: got}) }
+func (rc *resultCheck) check(v reflect.Value, w *walker, path string) {
+	add := func(want, got string) { w.add(path, want, got) }
 	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && !v.IsNil() {
 		if v.Kind() == reflect.Pointer && selfEncoding(v.Type()) && !selfEncoding(v.Type().Elem()) {
 			break // a MarshalJSON of the pointer's own
@@ -167,10 +238,17 @@ func (rc *resultCheck) check(v reflect.Value, path string, ps *[]ResultProblem) 
 		add(describeSchema(rc.s), "null")
 		return
 	}
-	if selfEncoding(v.Type()) {
-		rc.checkEncoded(v, path, ps)
+	if rc.selfEncoding(v.Type()) {
+		rc.checkEncoded(v, w, path)
 		return
 	}
+	rc.checkValue(v, w, path)
+}
+
+// checkValue is check for a value that is no pointer, interface or nil, and
+// does not encode itself.
+func (rc *resultCheck) checkValue(v reflect.Value, w *walker, path string) {
+	add := func(want, got string) { w.add(path, want, got) }
 	s := rc.s
 	switch s.Type {
 	case TypeString:
@@ -191,11 +269,11 @@ func (rc *resultCheck) check(v reflect.Value, path string, ps *[]ResultProblem) 
 		if rc.format != nil && rc.format.Validate(str) != nil {
 			add("a string of format "+s.Format, short(strconv.Quote(str)))
 		}
-		if rc.enum != nil && !rc.enum[string(canonjson.AppendString(nil, str))] {
+		if rc.strs != nil && !rc.enumHas(str) {
 			add("one of "+enumText(s.Enum), short(strconv.Quote(str)))
 		}
 	case TypeInteger, TypeNumber:
-		rc.checkNumber(v, add)
+		rc.checkNumber(v, w, path)
 	case TypeBoolean:
 		if v.Kind() != reflect.Bool {
 			add("boolean", jsonKind(v))
@@ -232,59 +310,89 @@ func (rc *resultCheck) check(v reflect.Value, path string, ps *[]ResultProblem) 
 		}
 		if rc.items != nil {
 			for i := range n {
-				rc.items.check(v.Index(i), path+"/"+strconv.Itoa(i), ps)
+				rc.items.check(v.Index(i), w, w.index(path, i))
 			}
 		}
-		rc.checkEnum(v, add)
+		rc.checkEnum(v, w, path)
 	case TypeObject:
 		switch {
 		case v.Kind() == reflect.Struct:
-			rc.checkStruct(v, path, ps)
+			rc.checkStruct(v, w, path)
 		case v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String:
-			rc.checkMap(v, path, ps)
+			rc.checkMap(v, w, path)
 		default:
 			add("object", jsonKind(v))
 			return
 		}
-		rc.checkEnum(v, add)
+		rc.checkEnum(v, w, path)
 	}
 }
 
+// enumHas reports whether a string enum holds str: a search of the list,
+// which for the few values an enum has beats hashing.
+func (rc *resultCheck) enumHas(str string) bool {
+	return slices.Contains(rc.strs, str)
+}
+
 // checkEnum checks a composite value against the enum, by canonical JSON.
-func (rc *resultCheck) checkEnum(v reflect.Value, add func(want, got string)) {
+func (rc *resultCheck) checkEnum(v reflect.Value, w *walker, path string) {
 	if rc.enum == nil {
 		return
 	}
 	b, err := canonjson.Marshal(v.Interface())
 	if err != nil || !rc.enum[string(b)] {
-		add("one of "+enumText(rc.s.Enum), short(string(b)))
+		w.add(path, "one of "+enumText(rc.s.Enum), short(string(b)))
 	}
 }
 
 // checkEncoded checks what a value that encodes itself writes.
-func (rc *resultCheck) checkEncoded(v reflect.Value, path string, ps *[]ResultProblem) {
+func (rc *resultCheck) checkEncoded(v reflect.Value, w *walker, path string) {
 	raw, err := json.Marshal(v.Interface())
 	if err != nil {
-		*ps = append(*ps, ResultProblem{Path: path, Want: describeSchema(rc.s), Got: "a value that does not encode: " + err.Error()})
+		w.add(path, describeSchema(rc.s), "a value that does not encode: "+err.Error())
 		return
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var x any
 	if err := d.Decode(&x); err != nil {
-		*ps = append(*ps, ResultProblem{Path: path, Want: describeSchema(rc.s), Got: "invalid JSON: " + err.Error()})
+		w.add(path, describeSchema(rc.s), "invalid JSON: "+err.Error())
 		return
 	}
-	rc.check(reflect.ValueOf(x), path, ps)
+	rc.check(reflect.ValueOf(x), w, path)
 }
 
-func (rc *resultCheck) checkNumber(v reflect.Value, add func(want, got string)) {
+func (rc *resultCheck) checkNumber(v reflect.Value, w *walker, path string) {
+	if rc.numFast != 0 {
+		// The common cases, decided without the exact path's closures: an
+		// int kind against integer bounds, a float kind against bounds a
+		// float64 holds exactly.
+		switch k := v.Kind(); {
+		case rc.numFast == 1 && k >= reflect.Int && k <= reflect.Int64:
+			i := v.Int()
+			if (rc.min == nil || i >= rc.min.i) && (rc.max == nil || i <= rc.max.i) &&
+				(rc.exMin == nil || i > rc.exMin.i) && (rc.exMax == nil || i < rc.exMax.i) {
+				return
+			}
+		case k == reflect.Float32 || k == reflect.Float64:
+			f := v.Float()
+			if rc.s.Type == TypeNumber && rc.numFast == 1 || rc.numFast == 2 {
+				if !math.IsNaN(f) && !math.IsInf(f, 0) && (rc.min == nil || f >= rc.min.f) && (rc.max == nil || f <= rc.max.f) &&
+					(rc.exMin == nil || f > rc.exMin.f) && (rc.exMax == nil || f < rc.exMax.f) && rc.s.Type == TypeNumber {
+					return
+				}
+			}
+		}
+	}
 	s := rc.s
+	add := func(want, got string) { w.add(path, want, got) }
 	var (
-		i     int64
-		isInt bool
-		r     *big.Rat // set when the value is not an int64
-		text  string
+		i       int64
+		isInt   bool
+		f       float64
+		isFloat bool     // the value is the float64 f, not integral
+		r       *big.Rat // set when the value is neither an int64 nor a float64
+		text    string
 	)
 	switch {
 	case v.Type() == jsonNumberType:
@@ -299,7 +407,6 @@ func (rc *resultCheck) checkNumber(v reflect.Value, add func(want, got string)) 
 		}
 	case v.CanInt():
 		i, isInt = v.Int(), true
-		text = strconv.FormatInt(i, 10)
 	case v.CanUint():
 		u := v.Uint()
 		text = strconv.FormatUint(u, 10)
@@ -309,67 +416,74 @@ func (rc *resultCheck) checkNumber(v reflect.Value, add func(want, got string)) 
 			r = new(big.Rat).SetInt(new(big.Int).SetUint64(u))
 		}
 	case v.CanFloat():
-		f := v.Float()
+		f = v.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			add("a finite "+string(s.Type), strconv.FormatFloat(f, 'g', -1, 64))
 			return
 		}
-		text = strconv.FormatFloat(f, 'g', -1, 64)
 		if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
 			i, isInt = int64(f), true
 		} else {
-			r = new(big.Rat).SetFloat64(f)
+			isFloat = true
 		}
 	default:
 		add(string(s.Type), jsonKind(v))
 		return
 	}
-	if s.Type == TypeInteger && !isInt && !r.IsInt() {
-		add("integer", text)
+	// rat is the value exactly, for the comparisons no fast path decides.
+	rat := func() *big.Rat {
+		switch {
+		case r != nil:
+			return r
+		case isInt:
+			return new(big.Rat).SetInt64(i)
+		}
+		return new(big.Rat).SetFloat64(f)
+	}
+	numText := func() string {
+		switch {
+		case text != "":
+			return text
+		case isInt:
+			return strconv.FormatInt(i, 10)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	if s.Type == TypeInteger && (isFloat || r != nil && !r.IsInt()) {
+		add("integer", numText())
 		return
 	}
 	// cmp compares the value with b: -1, 0 or 1.
 	cmp := func(b *bound) int {
-		if isInt && b.isInt {
-			switch {
-			case i < b.i:
-				return -1
-			case i > b.i:
-				return 1
-			}
-			return 0
+		switch {
+		case isInt && b.isInt:
+			return compare(i, b.i)
+		case isFloat && b.isFloat:
+			return compare(f, b.f)
 		}
-		x := r
-		if isInt {
-			x = new(big.Rat).SetInt64(i)
-		}
-		return x.Cmp(b.r)
+		return rat().Cmp(b.r)
 	}
 	if rc.min != nil && cmp(rc.min) < 0 {
-		add("at least "+string(s.Minimum), text)
+		add("at least "+string(s.Minimum), numText())
 	}
 	if rc.exMin != nil && cmp(rc.exMin) <= 0 {
-		add("above "+string(s.ExclusiveMinimum), text)
+		add("above "+string(s.ExclusiveMinimum), numText())
 	}
 	if rc.max != nil && cmp(rc.max) > 0 {
-		add("at most "+string(s.Maximum), text)
+		add("at most "+string(s.Maximum), numText())
 	}
 	if rc.exMax != nil && cmp(rc.exMax) >= 0 {
-		add("below "+string(s.ExclusiveMaximum), text)
+		add("below "+string(s.ExclusiveMaximum), numText())
 	}
 	if m := rc.multipleOf; m != nil {
 		ok := false
 		if isInt && m.isInt && m.i > 0 {
 			ok = i%m.i == 0
 		} else {
-			x := r
-			if isInt {
-				x = new(big.Rat).SetInt64(i)
-			}
-			ok = new(big.Rat).Quo(x, m.r).IsInt()
+			ok = new(big.Rat).Quo(rat(), m.r).IsInt()
 		}
 		if !ok {
-			add("a multiple of "+string(s.MultipleOf), text)
+			add("a multiple of "+string(s.MultipleOf), numText())
 		}
 	}
 	if rc.enum != nil {
@@ -377,76 +491,146 @@ func (rc *resultCheck) checkNumber(v reflect.Value, add func(want, got string)) 
 		if isInt {
 			b = strconv.AppendInt(nil, i, 10)
 		} else {
-			b, _ = canonjson.AppendNumber(nil, text)
+			b, _ = canonjson.AppendNumber(nil, numText())
 		}
 		if !rc.enum[string(b)] {
-			add("one of "+enumText(s.Enum), text)
+			add("one of "+enumText(s.Enum), numText())
 		}
 	}
 }
 
 // checkStruct checks a struct's fields, by json name, as the object's
 // properties.
-func (rc *resultCheck) checkStruct(v reflect.Value, path string, ps *[]ResultProblem) {
-	fields := structFields(v.Type())
-	for _, p := range rc.props {
-		f, ok := fields.byName[p.name]
+func (rc *resultCheck) checkStruct(v reflect.Value, w *walker, path string) {
+	sp := rc.structPlan(v.Type())
+	for i, p := range rc.props {
+		f := sp.props[i]
+		present := f != nil
 		var fv reflect.Value
-		if ok {
-			fv = v.FieldByIndex(f.index)
-			if f.omitempty && emptyValue(fv) || f.omitzero && fv.IsZero() {
-				ok = false
-			}
+		if present {
+			fv = v.Field(f.index)
+			present = !(f.omitempty && emptyValue(fv) || f.omitzero && fv.IsZero())
 		}
-		if !ok {
-			if p.required {
-				*ps = append(*ps, ResultProblem{Path: path + "/" + pointerToken(p.name), Want: describeSchema(p.check.s), Got: "missing"})
-			}
-			continue
+		switch {
+		case present && sp.modes[i] == modeValid:
+		case present && sp.modes[i] == modeDirect:
+			p.check.checkValue(fv, w, w.member(path, p.name))
+		case present:
+			p.check.check(fv, w, w.member(path, p.name))
+		case p.required:
+			w.add(w.member(path, p.name), describeSchema(p.check.s), "missing")
 		}
-		p.check.check(fv, path+"/"+pointerToken(p.name), ps)
 	}
-	for _, f := range fields.list {
-		if rc.prop(f.name) != nil {
-			continue
-		}
-		fv := v.FieldByIndex(f.index)
+	for _, f := range sp.extra {
+		fv := v.Field(f.index)
 		if f.omitempty && emptyValue(fv) || f.omitzero && fv.IsZero() {
 			continue
 		}
 		if rc.extra != nil {
-			rc.extra.check(fv, path+"/"+pointerToken(f.name), ps)
-			continue
+			rc.extra.check(fv, w, w.member(path, f.name))
+		} else {
+			w.add(w.member(path, f.name), "no such member: returns does not declare it", "a value")
 		}
-		*ps = append(*ps, ResultProblem{Path: path + "/" + pointerToken(f.name), Want: "no such member: returns does not declare it", Got: "a value"})
 	}
 }
 
 // checkMap checks a map's members as the object's properties and
 // additionalProperties.
-func (rc *resultCheck) checkMap(v reflect.Value, path string, ps *[]ResultProblem) {
+func (rc *resultCheck) checkMap(v reflect.Value, w *walker, path string) {
 	for _, p := range rc.props {
 		mv := v.MapIndex(reflect.ValueOf(p.name).Convert(v.Type().Key()))
-		if !mv.IsValid() {
-			if p.required {
-				*ps = append(*ps, ResultProblem{Path: path + "/" + pointerToken(p.name), Want: describeSchema(p.check.s), Got: "missing"})
-			}
-			continue
+		switch {
+		case mv.IsValid():
+			p.check.check(mv, w, w.member(path, p.name))
+		case p.required:
+			w.add(w.member(path, p.name), describeSchema(p.check.s), "missing")
 		}
-		p.check.check(mv, path+"/"+pointerToken(p.name), ps)
 	}
-	keys := v.MapKeys()
-	for _, k := range sortedKeys(keys) {
+	if v.Len() == 0 {
+		return
+	}
+	for _, k := range sortedKeys(v.MapKeys()) {
 		name := k.String()
 		if rc.prop(name) != nil {
 			continue
 		}
 		if rc.extra != nil {
-			rc.extra.check(v.MapIndex(k), path+"/"+pointerToken(name), ps)
-			continue
+			rc.extra.check(v.MapIndex(k), w, w.member(path, name))
+		} else {
+			w.add(w.member(path, name), "no such member: returns does not declare it", "a value")
 		}
-		*ps = append(*ps, ResultProblem{Path: path + "/" + pointerToken(name), Want: "no such member: returns does not declare it", Got: "a value"})
 	}
+}
+
+// structPlan is how a struct type's fields meet the object's properties:
+// the field of each property (nil when it has none), and the fields no
+// property names. One plan is kept per struct type, the last one asked for
+// first: a bound function returns one type.
+type structPlan struct {
+	t     reflect.Type
+	props []*fieldInfo
+	modes []fieldMode // of each property's field
+	extra []*fieldInfo
+}
+
+// fieldMode is how a property's field is checked, decided once per type.
+type fieldMode uint8
+
+const (
+	modeWalk   fieldMode = iota // check: pointers, interfaces, self-encoding
+	modeDirect                  // checkValue: a plain value of a Go kind
+	modeValid                   // nothing to check: the binder's type check holds
+)
+
+// fieldModeOf decides how a field of type t is checked against rc.
+func fieldModeOf(t reflect.Type, rc *resultCheck) fieldMode {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Map, reflect.Array, reflect.Struct:
+		if t.Kind() == reflect.Struct && !selfEncoding(t) {
+			return modeDirect
+		}
+		return modeWalk
+	}
+	if selfEncoding(t) || t.Kind() == reflect.String && t == jsonNumberType {
+		return modeWalk
+	}
+	s := rc.s
+	plain := s.Enum == nil && s.Pattern == "" && s.Format == "" && s.MinLength == nil && s.MaxLength == nil &&
+		s.Minimum == "" && s.Maximum == "" && s.ExclusiveMinimum == "" && s.ExclusiveMaximum == "" && s.MultipleOf == ""
+	k := t.Kind()
+	fits := s.Type == TypeString && k == reflect.String ||
+		s.Type == TypeBoolean && k == reflect.Bool ||
+		s.Type == TypeInteger && (t.ConvertibleTo(reflect.TypeFor[int64]()) && k != reflect.Float32 && k != reflect.Float64 && k != reflect.String && k != reflect.Bool)
+	if plain && fits {
+		return modeValid
+	}
+	return modeDirect
+}
+
+func (rc *resultCheck) structPlan(t reflect.Type) *structPlan {
+	if sp := rc.last.Load(); sp != nil && sp.t == t {
+		return sp
+	}
+	if sp, ok := rc.plans.Load(t); ok {
+		rc.last.Store(sp.(*structPlan))
+		return sp.(*structPlan)
+	}
+	fields := structFields(t)
+	sp := &structPlan{t: t, props: make([]*fieldInfo, len(rc.props)), modes: make([]fieldMode, len(rc.props))}
+	for i, p := range rc.props {
+		if f, ok := fields.byName[p.name]; ok {
+			sp.props[i] = f
+			sp.modes[i] = fieldModeOf(t.Field(f.index).Type, p.check)
+		}
+	}
+	for _, f := range fields.list {
+		if rc.prop(f.name) == nil {
+			sp.extra = append(sp.extra, f)
+		}
+	}
+	got, _ := rc.plans.LoadOrStore(t, sp)
+	rc.last.Store(got.(*structPlan))
+	return got.(*structPlan)
 }
 
 func (rc *resultCheck) prop(name string) *resultProp {
@@ -461,13 +645,13 @@ func (rc *resultCheck) prop(name string) *resultProp {
 // fieldInfo is one field encoding/json writes.
 type fieldInfo struct {
 	name                string
-	index               []int
+	index               int
 	omitempty, omitzero bool
 }
 
 type structInfo struct {
-	list   []fieldInfo
-	byName map[string]fieldInfo
+	list   []*fieldInfo
+	byName map[string]*fieldInfo
 }
 
 var structInfos sync.Map // reflect.Type -> *structInfo
@@ -479,7 +663,7 @@ func structFields(t reflect.Type) *structInfo {
 	if si, ok := structInfos.Load(t); ok {
 		return si.(*structInfo)
 	}
-	si := &structInfo{byName: map[string]fieldInfo{}}
+	si := &structInfo{byName: map[string]*fieldInfo{}}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -493,7 +677,7 @@ func structFields(t reflect.Type) *structInfo {
 		if !hasTag || name == "" {
 			name = f.Name
 		}
-		fi := fieldInfo{name: name, index: f.Index}
+		fi := &fieldInfo{name: name, index: i}
 		for _, o := range strings.Split(opts, ",") {
 			fi.omitempty = fi.omitempty || o == "omitempty"
 			fi.omitzero = fi.omitzero || o == "omitzero"
@@ -519,6 +703,22 @@ func emptyValue(v reflect.Value) bool {
 		return v.IsZero()
 	}
 	return false
+}
+
+type typeFlag struct {
+	t reflect.Type
+	b bool
+}
+
+// selfEncoding is selfEncoding(t), remembered for the last type checked
+// against rc: Implements is the dearest step of a check.
+func (rc *resultCheck) selfEncoding(t reflect.Type) bool {
+	if f := rc.enc.Load(); f != nil && f.t == t {
+		return f.b
+	}
+	b := selfEncoding(t)
+	rc.enc.Store(&typeFlag{t, b})
+	return b
 }
 
 // selfEncoding reports whether encoding/json lets values of t encode
@@ -609,4 +809,14 @@ func nilable(k reflect.Kind) bool {
 		return true
 	}
 	return false
+}
+
+func compare[T int64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -14,6 +14,7 @@ import (
 type Runner struct {
 	maxConcurrent int
 	maxArgs       int
+	skipResults   bool
 }
 
 // Option configures a Runner.
@@ -33,6 +34,15 @@ func WithMaxConcurrency(n int) Option {
 // (1 MiB).
 func WithMaxArgsBytes(n int) Option {
 	return func(r *Runner) { r.maxArgs = n }
+}
+
+// WithoutResultValidation turns off the check of each result against its
+// manifest's returns. UNSAFE: a function whose result drifts from its
+// contract then hands the model, and every caller, a value the manifest says
+// it cannot return. Use it only to measure the check's cost, or for a tool
+// set whose results are checked elsewhere. Validation is on by default.
+func WithoutResultValidation() Option {
+	return func(r *Runner) { r.skipResults = true }
 }
 
 // New returns a Runner.
@@ -59,7 +69,9 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // checked. Nor is it invoked when ctx is already done (ctx's
 // error is returned). A panic in the function comes back as a
 // *toolreg.ToolPanicError naming the tool. An error the function returns is
-// returned as is, with a nil result.
+// returned as is, with a nil result. A result that breaks the manifest's
+// returns is not handed on: Run returns a *toolreg.ToolResultError naming
+// each failing path, with a nil result (see WithoutResultValidation).
 func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
 	if t == nil {
 		return nil, errNilTool
@@ -68,7 +80,14 @@ func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage)
 	if err := r.checkSize(t, args); err != nil && !t.SideEffect() {
 		return nil, err
 	}
-	return t.Call(ctx, args)
+	res, err := t.Call(ctx, args)
+	if err != nil || r.skipResults {
+		return res, err
+	}
+	if err := t.CheckResult(res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // checkSize refuses args above the size limit.
