@@ -584,11 +584,29 @@ func (x *execution) result(t *toolreg.Tool, v any, err error) intent.Result {
 	if err != nil {
 		return x.ran(intent.StatusError, nil, err.Error())
 	}
+	if !x.e.cfg.skipResults {
+		if err := t.CheckResult(v); err != nil {
+			return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, so its effect happened, but its result breaks the manifest's returns and is not published: %s", t.Name(), resultProblems(err)))
+		}
+	}
 	payload, err := canonjson.Marshal(v)
 	if err != nil {
 		return x.ran(intent.StatusError, nil, fmt.Sprintf("effector: tool %q ran, but its result cannot be encoded as JSON: %v", t.Name(), err))
 	}
 	return x.ran(intent.StatusOK, payload, "")
+}
+
+// resultProblems lists a *toolreg.ToolResultError's problems.
+func resultProblems(err error) string {
+	var re *toolreg.ToolResultError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	ps := make([]string, len(re.Problems))
+	for i, p := range re.Problems {
+		ps[i] = p.String()
+	}
+	return strings.Join(ps, "; ")
 }
 
 // start sets up the execution of in under the caller's ctx: the context its

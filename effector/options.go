@@ -99,6 +99,7 @@ type config struct {
 	maxArgs      int
 	toolMaxArgs  map[string]int
 	dropUnknown  map[string]bool // tools whose unknown argument keys are dropped
+	skipResults  bool            // WithoutResultValidation
 }
 
 func defaultConfig() config {
@@ -114,6 +115,16 @@ func defaultConfig() config {
 
 		maxAttempts: DefaultMaxAttempts,
 	}
+}
+
+// WithoutResultValidation turns off the check of each result against its
+// manifest's returns. UNSAFE: a function whose result drifts from its
+// contract then has that result recorded as OK and published to the
+// pipeline, which reads it as the manifest describes. Validation is on by
+// default: a result that breaks returns is recorded as a terminal ERROR
+// saying the effect happened, with each failing path.
+func WithoutResultValidation() Option {
+	return func(c *config) { c.skipResults = true }
 }
 
 // WithClock sets the clock that decides expiry and stamps completed_at_ms.

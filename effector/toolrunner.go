@@ -36,7 +36,9 @@ var (
 // (Tool.DecodeArgs; bad args give a *toolreg.ToolArgumentError and no call),
 // and the function, reached through Tool.Unwrap, is called with them. It is not
 // invoked when ctx is already done. A panic in the function comes back as a
-// *toolreg.ToolPanicError naming the tool.
+// *toolreg.ToolPanicError naming the tool. A result that breaks the
+// manifest's returns comes back as a *toolreg.ToolResultError, with a nil
+// result: the function ran.
 func (r *ToolRunner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
 	if t == nil {
 		return nil, errNilTool
@@ -48,7 +50,14 @@ func (r *ToolRunner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	return r.runDecoded(ctx, t, a)
+	res, err := r.runDecoded(ctx, t, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.CheckResult(res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // checkShape refuses a function that is not func(context.Context, A) (R, error)
