@@ -58,6 +58,9 @@ func Generate(specs []*toolreg.Spec, opts Options) ([]byte, error) {
 }
 
 type generator struct {
+	// result is set while a result type is written: an optional property
+	// is then left out when nil (omitempty), as the binder asks.
+	result   bool
 	body     bytes.Buffer
 	problems []toolreg.Problem
 	used     map[string]string // Go type name -> what it was made for
@@ -92,6 +95,11 @@ func (g *generator) tool(s *toolreg.Spec) {
 	g.body.WriteString("\n")
 	g.body.Write(decls.Bytes())
 
+	res := ""
+	if s.Returns != nil {
+		res = g.resultType(s, base)
+	}
+
 	kind, how := "ReadOnly", "read-only tool"
 	if s.SideEffect {
 		kind, how = "Effect", "side-effecting tool"
@@ -100,8 +108,30 @@ func (g *generator) tool(s *toolreg.Spec) {
 	if s.SideEffect {
 		g.body.WriteString("// fn runs only through the effector, once per intent: never call it directly.\n")
 	}
+	if res != "" {
+		fmt.Fprintf(&g.body, "func Bind%s(b *bindings.Binder, fn func(context.Context, %s) (%s, error)) {\n\tbindings.%s(b, Name%s, fn)\n}\n",
+			base, args, res, kind, base)
+		return
+	}
 	fmt.Fprintf(&g.body, "func Bind%s[R any](b *bindings.Binder, fn func(context.Context, %s) (R, error)) {\n\tbindings.%s(b, Name%s, fn)\n}\n",
 		base, args, kind, base)
+}
+
+// resultType writes the Go type of the tool's returns, <Tool>Result, and
+// returns its name.
+func (g *generator) resultType(s *toolreg.Spec, base string) string {
+	g.result = true
+	defer func() { g.result = false }()
+	name := base + "Result"
+	var decls bytes.Buffer
+	typ := g.typeOf(&decls, s, s.Pos, "returns", name, s.Returns)
+	if typ != name { // not a struct or an enum, which typeOf declares itself
+		g.typeName(s, s.Pos, "returns", name)
+		doc := fmt.Sprintf("%s is the result of %s. %s", name, s.Name, s.Returns.Description)
+		fmt.Fprintf(&g.body, "\n%s\ntype %s %s\n", comment(strings.TrimSpace(doc), ""), name, typ)
+	}
+	g.body.Write(decls.Bytes())
+	return name
 }
 
 // structOf writes a struct type for params; named types it needs go to decls.
@@ -116,22 +146,35 @@ func (g *generator) structOf(w, decls *bytes.Buffer, s *toolreg.Spec, path, pref
 		}
 		fields[field] = p.Name
 		typ := g.typeOf(decls, s, p.Pos, pp, prefix+field, &p.Schema)
-		if !p.Required() && !p.HasDefault {
+		tag := p.Name
+		switch {
+		case g.result && !p.Required():
+			if !strings.HasPrefix(typ, "[]") && !strings.HasPrefix(typ, "map[") {
+				typ = "*" + typ
+			}
+			tag += ",omitempty"
+		case !p.Required() && !p.HasDefault:
 			typ = "*" + typ
 		}
-		if doc := fieldDoc(p); doc != "" {
+		if doc := g.fieldDoc(p); doc != "" {
 			w.WriteString(comment(doc, "\t"))
 			w.WriteString("\n")
 		}
-		fmt.Fprintf(w, "\t%s %s `json:%q`\n", field, typ, p.Name)
+		fmt.Fprintf(w, "\t%s %s `json:%q`\n", field, typ, tag)
 	}
 	w.WriteString("}")
 }
 
-func fieldDoc(p *toolreg.Param) string {
+func (g *generator) fieldDoc(p *toolreg.Param) string {
 	var parts []string
 	if p.Description != "" {
 		parts = append(parts, p.Description)
+	}
+	if g.result {
+		if !p.Required() {
+			parts = append(parts, "Optional: left out of the result when nil or empty.")
+		}
+		return strings.Join(parts, " ")
 	}
 	if p.HasDefault {
 		b, _ := canonjson.Marshal(p.Default)
@@ -166,7 +209,11 @@ func (g *generator) typeOf(decls *bytes.Buffer, s *toolreg.Spec, pos toolreg.Pos
 		case sc.Properties != nil:
 			tn := g.typeName(s, pos, path, name)
 			var nested bytes.Buffer
-			fmt.Fprintf(decls, "\n%s\ntype %s ", comment(strings.TrimSpace(fmt.Sprintf("%s is %s of %s. %s", tn, strings.TrimPrefix(path, "params."), s.Name, sc.Description)), ""), tn)
+			what := strings.TrimPrefix(path, "params.")
+			if path == "returns" {
+				what = "the result"
+			}
+			fmt.Fprintf(decls, "\n%s\ntype %s ", comment(strings.TrimSpace(fmt.Sprintf("%s is %s of %s. %s", tn, what, s.Name, sc.Description)), ""), tn)
 			g.structOf(decls, &nested, s, path+".properties", name, sc.Properties)
 			decls.WriteString("\n")
 			decls.Write(nested.Bytes())

@@ -154,6 +154,12 @@ func bindAll(b *strings.Builder, pkg string, specs []*toolreg.Spec, manifests st
 	b.WriteString("\t\tb := bindings.New(specs)\n")
 	for _, s := range specs {
 		n := goname.Exported(s.Name)
+		if s.Returns != nil {
+			// The generated result type is what the binder checks against
+			// returns: binding it proves the two agree.
+			fmt.Fprintf(b, "\t\t%s.Bind%s(b, func(ctx context.Context, a %s.%sArgs) (r %s.%sResult, err error) { return r, nil })\n", pkg, n, pkg, n, pkg, n)
+			continue
+		}
 		fmt.Fprintf(b, "\t\t%s.Bind%s(b, func(ctx context.Context, a %s.%sArgs) (string, error) { return \"ok\", nil })\n", pkg, n, pkg, n)
 	}
 	fmt.Fprintf(b, "\t\tbound, err := b.Bind()\n\t\tif err != nil {\n\t\t\tfmt.Println(%q, err)\n\t\t\tos.Exit(1)\n\t\t}\n", manifests+":")

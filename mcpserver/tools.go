@@ -34,15 +34,22 @@ func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
 // is what the provider form wrote, keys in its order, nothing re-encoded.
 func decodeTool(entry json.RawMessage) (*mcp.Tool, error) {
 	var e struct {
-		Name        string               `json:"name"`
-		Title       string               `json:"title"`
-		Description string               `json:"description"`
-		InputSchema json.RawMessage      `json:"inputSchema"`
-		Annotations *mcp.ToolAnnotations `json:"annotations"`
+		Name         string               `json:"name"`
+		Title        string               `json:"title"`
+		Description  string               `json:"description"`
+		InputSchema  json.RawMessage      `json:"inputSchema"`
+		OutputSchema json.RawMessage      `json:"outputSchema"`
+		Annotations  *mcp.ToolAnnotations `json:"annotations"`
 	}
 	if err := json.Unmarshal(entry, &e); err != nil {
 		return nil, fmt.Errorf("mcpserver: the mcp form of a tool is not a tools/list entry: %w", err)
 	}
-	return &mcp.Tool{Name: e.Name, Title: e.Title, Description: e.Description,
-		InputSchema: e.InputSchema, Annotations: e.Annotations}, nil
+	t := &mcp.Tool{Name: e.Name, Title: e.Title, Description: e.Description,
+		InputSchema: e.InputSchema, Annotations: e.Annotations}
+	if e.OutputSchema != nil {
+		// Set only when present: a nil json.RawMessage in the interface
+		// field would not be a nil OutputSchema.
+		t.OutputSchema = e.OutputSchema
+	}
+	return t, nil
 }

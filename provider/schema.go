@@ -189,6 +189,13 @@ func (w *walker) tool() {
 		w.desc()
 		w.key("inputSchema")
 		w.params()
+		// MCP's outputSchema describes structuredContent, which is always a
+		// JSON object: a tool whose returns is not an object has none, and
+		// its result goes to the client as text alone.
+		if s.Returns != nil && s.Returns.Type == toolreg.TypeObject {
+			w.key("outputSchema")
+			w.b = append(w.b, s.ResultSchema()...)
+		}
 		w.annotations()
 		w.b = append(w.b, '}')
 	}
