@@ -149,10 +149,49 @@ func renamedTo(o *toolreg.Spec, added []*toolreg.Spec) *toolreg.Spec {
 
 type differ struct {
 	changes []Change
+	// out is set while a tool's returns is compared: a result is read, not
+	// sent, so what narrows the values a call may send (breaking for a
+	// param) narrows what a consumer may receive (compatible for a result),
+	// and the other way round.
+	out bool
 }
 
 func (d *differ) add(c Class, tool, path string, old, new toolreg.Pos, format string, args ...any) {
 	d.changes = append(d.changes, Change{Class: c, Tool: tool, Path: path, Old: old, New: new, Message: fmt.Sprintf(format, args...)})
+}
+
+// narrow is the class of a change that narrows the values a schema allows:
+// breaking for what a caller sends, compatible for what a consumer reads.
+// widen is its opposite.
+func (d *differ) narrow() Class {
+	if d.out {
+		return Compatible
+	}
+	return Breaking
+}
+
+func (d *differ) widen() Class {
+	if d.out {
+		return Breaking
+	}
+	return Compatible
+}
+
+// returns compares two tools' result contracts, for their consumers.
+func (d *differ) returns(tool string, op, np toolreg.Pos, o, n *toolreg.Schema) {
+	switch {
+	case o == nil && n == nil:
+		return
+	case o == nil:
+		d.add(Compatible, tool, "returns", op, np, "returns declared: results are now checked against it")
+		return
+	case n == nil:
+		d.add(Breaking, tool, "returns", op, np, "returns removed: consumers lose the declared shape of the result, and results are no longer checked")
+		return
+	}
+	d.out = true
+	defer func() { d.out = false }()
+	d.schema(tool, "returns", op, np, o, n)
 }
 
 func (d *differ) tool(o, n *toolreg.Spec) {
@@ -183,6 +222,7 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 		d.add(Compatible, n.Name, "keywords", o.Pos, n.Pos, "keywords changed: tool search ranks the tool differently")
 	}
 	d.params(n.Name, "params", o.Params, n.Params)
+	d.returns(n.Name, o.Pos, n.Pos, o.Returns, n.Returns)
 }
 
 func (d *differ) params(tool, path string, old, new []*toolreg.Param) {
@@ -195,11 +235,20 @@ func (d *differ) params(tool, path string, old, new []*toolreg.Param) {
 		oldBy[o.Name] = o
 		pp := path + "." + o.Name
 		n, ok := newBy[o.Name]
+		if !ok && d.out {
+			d.add(Breaking, tool, pp, o.Pos, toolreg.Pos{}, "result field removed: consumers that read it find nothing")
+			continue
+		}
 		if !ok {
 			d.add(Breaking, tool, pp, o.Pos, toolreg.Pos{}, "param removed: calls that pass it are refused as an unknown key")
 			continue
 		}
 		switch {
+		case d.out && !o.Required() && n.Required():
+			d.add(Compatible, tool, pp, o.Pos, n.Pos, "result field became required: it is always there now")
+		case d.out && o.Required() && !n.Required():
+			d.add(Breaking, tool, pp, o.Pos, n.Pos, "result field became optional: consumers that expect it may find it missing")
+		case d.out:
 		case !o.Required() && n.Required():
 			d.add(Breaking, tool, pp, o.Pos, n.Pos, "param became required: calls that leave it out are refused")
 		case o.Required() && !n.Required():
@@ -212,6 +261,10 @@ func (d *differ) params(tool, path string, old, new []*toolreg.Param) {
 			continue
 		}
 		pp := path + "." + n.Name
+		if d.out {
+			d.add(Compatible, tool, pp, toolreg.Pos{}, n.Pos, "new result field")
+			continue
+		}
 		if n.Required() {
 			d.add(Breaking, tool, pp, toolreg.Pos{}, n.Pos, "new required param: existing calls lack it and are refused; give it a default or required: false")
 		} else {
@@ -229,6 +282,8 @@ func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Sch
 		d.add(Compatible, tool, path+".description", op, np, "description edited")
 	}
 	switch {
+	case d.out:
+		// A result's default says nothing a consumer reads.
 	case o.HasDefault && n.HasDefault && !jsonEqual(o.Default, n.Default):
 		d.add(Breaking, tool, path+".default", op, np, "default changed from %s to %s: calls that leave it out now do something else", show(o.Default), show(n.Default))
 	case o.HasDefault && !n.HasDefault:
@@ -251,17 +306,17 @@ func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Sch
 	d.exact(tool, path+".format", op, np, o.Format, n.Format)
 	switch {
 	case !o.UniqueItems && n.UniqueItems:
-		d.add(Breaking, tool, path+".uniqueItems", op, np, "uniqueItems added: arrays with repeated items are refused")
+		d.add(d.narrow(), tool, path+".uniqueItems", op, np, "uniqueItems added: arrays with repeated items are refused")
 	case o.UniqueItems && !n.UniqueItems:
-		d.add(Compatible, tool, path+".uniqueItems", op, np, "uniqueItems removed")
+		d.add(d.widen(), tool, path+".uniqueItems", op, np, "uniqueItems removed")
 	}
 	switch {
 	case o.Items != nil && n.Items != nil:
 		d.schema(tool, path+".items", op, np, o.Items, n.Items)
 	case o.Items == nil && n.Items != nil:
-		d.add(Breaking, tool, path+".items", op, np, "items schema added: array elements are now checked")
+		d.add(d.narrow(), tool, path+".items", op, np, "items schema added: array elements are now checked")
 	case o.Items != nil && n.Items == nil:
-		d.add(Compatible, tool, path+".items", op, np, "items schema removed")
+		d.add(d.widen(), tool, path+".items", op, np, "items schema removed")
 	}
 	if o.Type == toolreg.TypeObject {
 		d.params(tool, path+".properties", o.Properties, n.Properties)
@@ -269,9 +324,9 @@ func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Sch
 		case o.AdditionalProperties != nil && n.AdditionalProperties != nil:
 			d.schema(tool, path+".additionalProperties", op, np, o.AdditionalProperties, n.AdditionalProperties)
 		case o.AdditionalProperties == nil && n.AdditionalProperties != nil:
-			d.add(Compatible, tool, path+".additionalProperties", op, np, "additionalProperties allowed: the object accepts other members")
+			d.add(d.widen(), tool, path+".additionalProperties", op, np, "additionalProperties allowed: the object may have other members")
 		case o.AdditionalProperties != nil && n.AdditionalProperties == nil:
-			d.add(Breaking, tool, path+".additionalProperties", op, np, "additionalProperties removed: other members are refused")
+			d.add(d.narrow(), tool, path+".additionalProperties", op, np, "additionalProperties removed: other members are refused")
 		}
 	}
 }
@@ -281,10 +336,10 @@ func (d *differ) enum(tool, path string, op, np toolreg.Pos, o, n []any) {
 	case o == nil && n == nil:
 		return
 	case o == nil:
-		d.add(Breaking, tool, path, op, np, "enum added: only %s are accepted", show(n))
+		d.add(d.narrow(), tool, path, op, np, "enum added: only %s are allowed", show(n))
 		return
 	case n == nil:
-		d.add(Compatible, tool, path, op, np, "enum removed: any value of the type is accepted")
+		d.add(d.widen(), tool, path, op, np, "enum removed: any value of the type is allowed")
 		return
 	}
 	var gone, come []any
@@ -299,10 +354,14 @@ func (d *differ) enum(tool, path string, op, np toolreg.Pos, o, n []any) {
 		}
 	}
 	if len(gone) > 0 {
-		d.add(Breaking, tool, path, op, np, "enum values removed: %s", show(gone))
+		d.add(d.narrow(), tool, path, op, np, "enum values removed: %s", show(gone))
 	}
 	if len(come) > 0 {
-		d.add(Compatible, tool, path, op, np, "enum values added: %s", show(come))
+		msg := "enum values added: %s"
+		if d.out {
+			msg = "enum values added: %s; consumers may receive values they do not handle"
+		}
+		d.add(d.widen(), tool, path, op, np, msg, show(come))
 	}
 }
 
@@ -311,14 +370,14 @@ func (d *differ) bound(tool, path string, op, np toolreg.Pos, o, n json.Number, 
 	switch {
 	case o == "" && n == "":
 	case o == "":
-		d.add(Breaking, tool, path, op, np, "constraint added: %s", n)
+		d.add(d.narrow(), tool, path, op, np, "constraint added: %s", n)
 	case n == "":
-		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", o)
+		d.add(d.widen(), tool, path, op, np, "constraint removed (was %s)", o)
 	case compareNumbers(o, n) == 0:
 	case (compareNumbers(n, o) > 0) == lower:
-		d.add(Breaking, tool, path, op, np, "constraint tightened from %s to %s", o, n)
+		d.add(d.narrow(), tool, path, op, np, "constraint tightened from %s to %s", o, n)
 	default:
-		d.add(Compatible, tool, path, op, np, "constraint loosened from %s to %s", o, n)
+		d.add(d.widen(), tool, path, op, np, "constraint loosened from %s to %s", o, n)
 	}
 }
 
@@ -338,9 +397,9 @@ func (d *differ) exact(tool, path string, op, np toolreg.Pos, o, n string) {
 	switch {
 	case o == n:
 	case o == "":
-		d.add(Breaking, tool, path, op, np, "constraint added: %s", n)
+		d.add(d.narrow(), tool, path, op, np, "constraint added: %s", n)
 	case n == "":
-		d.add(Compatible, tool, path, op, np, "constraint removed (was %s)", o)
+		d.add(d.widen(), tool, path, op, np, "constraint removed (was %s)", o)
 	default:
 		d.add(Breaking, tool, path, op, np, "constraint changed from %s to %s", o, n)
 	}
