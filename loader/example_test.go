@@ -19,10 +19,10 @@ func ExampleLoad() {
 	// Output:
 	// lookup_customer  side_effect=false params=2  ../manifests/lookup_customer.yaml:2:1
 	// lookup_order     side_effect=false params=1  ../manifests/orders.yaml:2:1
-	// search_orders    side_effect=false params=3  ../manifests/orders.yaml:12:1
+	// search_orders    side_effect=false params=3  ../manifests/orders.yaml:37:1
 	// refund_order     side_effect=true  params=4  ../manifests/refund_order.yaml:3:1
 	// search_kb        side_effect=false params=3  ../manifests/support.cue:5:8
-	// send_email       side_effect=true  params=5  ../manifests/support.cue:37:8
+	// send_email       side_effect=true  params=5  ../manifests/support.cue:57:8
 }
 
 // LoadFS reports every problem of every manifest at once, each with its

@@ -21,22 +21,19 @@ type backend struct {
 	log *os.File // effects.log, or nil
 }
 
-type customer struct {
-	ID      string   `json:"id"`
-	Name    string   `json:"name"`
-	Email   string   `json:"email"`
-	Plan    string   `json:"plan"`
-	Tickets []string `json:"tickets,omitempty"`
+// Its functions return the result types toolreg gen wrote from the
+// manifests' returns: the binder checks them against the manifests, the
+// server lists them as each tool's outputSchema, and every result is checked
+// against them before a client sees it.
+
+var customers = map[string]tools.LookupCustomerResult{
+	"cus_8f3k2p": {ID: "cus_8f3k2p", Name: "Ada Lovelace", Email: "ada@example.test", Plan: tools.LookupCustomerResultPlanPro},
 }
 
-var customers = map[string]customer{
-	"cus_8f3k2p": {ID: "cus_8f3k2p", Name: "Ada Lovelace", Email: "ada@example.test", Plan: "pro"},
-}
-
-func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArgs) (customer, error) {
+func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArgs) (tools.LookupCustomerResult, error) {
 	c, ok := customers[a.CustomerID]
 	if !ok {
-		return customer{}, fmt.Errorf("no customer %s", a.CustomerID)
+		return tools.LookupCustomerResult{}, fmt.Errorf("no customer %s", a.CustomerID)
 	}
 	if a.IncludeHistory {
 		c.Tickets = []string{"T-1001 duplicate charge"}
@@ -44,87 +41,77 @@ func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArg
 	return c, nil
 }
 
-type order struct {
-	ID       string  `json:"id"`
-	Customer string  `json:"customer_id"`
-	Status   string  `json:"status"`
-	Total    float64 `json:"total"`
-	Currency string  `json:"currency"`
-}
+type order = tools.SearchOrdersResultOrdersItem
+
+func eur() *string { s := "EUR"; return &s }
 
 // orders are the customer's orders, most recent first.
 var orders = []order{
-	{ID: "ord_2026_000123", Customer: "cus_8f3k2p", Status: "paid", Total: 49.9, Currency: "EUR"},
-	{ID: "ord_2026_000098", Customer: "cus_8f3k2p", Status: "delivered", Total: 12.5, Currency: "EUR"},
-	{ID: "ord_2025_000871", Customer: "cus_8f3k2p", Status: "refunded", Total: 80, Currency: "EUR"},
+	{ID: "ord_2026_000123", CustomerID: "cus_8f3k2p", Status: "paid", Total: 49.9, Currency: eur()},
+	{ID: "ord_2026_000098", CustomerID: "cus_8f3k2p", Status: "delivered", Total: 12.5, Currency: eur()},
+	{ID: "ord_2025_000871", CustomerID: "cus_8f3k2p", Status: "refunded", Total: 80, Currency: eur()},
 }
 
-func (be *backend) lookupOrder(ctx context.Context, a tools.LookupOrderArgs) (order, error) {
+func (be *backend) lookupOrder(ctx context.Context, a tools.LookupOrderArgs) (tools.LookupOrderResult, error) {
 	for _, o := range orders {
 		if o.ID == a.OrderID {
-			return o, nil
+			return tools.LookupOrderResult{ID: o.ID, CustomerID: o.CustomerID, Status: tools.LookupOrderResultStatus(o.Status),
+				Total: o.Total, Currency: o.Currency, Charges: o.Charges}, nil
 		}
 	}
-	return order{}, fmt.Errorf("no order %s", a.OrderID)
-}
-
-type orderList struct {
-	Orders []order `json:"orders"`
+	return tools.LookupOrderResult{}, fmt.Errorf("no order %s", a.OrderID)
 }
 
 // searchOrders lists the customer's orders, filtered by status when the
 // call gives one (an optional param without a default: a nil pointer when
 // absent). The list is wrapped in an object: MCP's structured content is one.
-func (be *backend) searchOrders(ctx context.Context, a tools.SearchOrdersArgs) (orderList, error) {
-	out := orderList{Orders: []order{}}
+func (be *backend) searchOrders(ctx context.Context, a tools.SearchOrdersArgs) (tools.SearchOrdersResult, error) {
+	out := tools.SearchOrdersResult{Orders: []order{}}
 	for _, o := range orders {
-		if o.Customer == a.CustomerID && (a.Status == nil || o.Status == string(*a.Status)) && int64(len(out.Orders)) < a.Limit {
+		if o.CustomerID == a.CustomerID && (a.Status == nil || string(o.Status) == string(*a.Status)) && int64(len(out.Orders)) < a.Limit {
 			out.Orders = append(out.Orders, o)
 		}
 	}
 	return out, nil
 }
 
-type article struct {
-	Title string `json:"title"`
-	URL   string `json:"url"`
-}
+type article = tools.SearchKBResultArticlesItem
 
-func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) (map[string]any, error) {
-	var hits []article
+func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) (tools.SearchKBResult, error) {
+	out := tools.SearchKBResult{Articles: []article{}, Locale: &a.Locale}
 	for _, art := range []article{
-		{"Refunds for duplicate charges", "https://help.example.test/refunds/duplicate"},
-		{"How long does a refund take?", "https://help.example.test/refunds/timing"},
-		{"Changing your plan", "https://help.example.test/billing/plans"},
+		{Title: "Refunds for duplicate charges", URL: "https://help.example.test/refunds/duplicate"},
+		{Title: "How long does a refund take?", URL: "https://help.example.test/refunds/timing"},
+		{Title: "Changing your plan", URL: "https://help.example.test/billing/plans"},
 	} {
-		if strings.Contains(strings.ToLower(art.Title), strings.ToLower(a.Query)) && int64(len(hits)) < a.TopK {
-			hits = append(hits, art)
+		if strings.Contains(strings.ToLower(art.Title), strings.ToLower(a.Query)) && int64(len(out.Articles)) < a.TopK {
+			out.Articles = append(out.Articles, art)
 		}
 	}
-	return map[string]any{"locale": a.Locale, "articles": hits}, nil
+	return out, nil
 }
 
-func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (map[string]any, error) {
+func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (tools.RefundOrderResult, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {
-		return nil, errors.New("refund_order runs only in the effector")
+		return tools.RefundOrderResult{}, errors.New("refund_order runs only in the effector")
 	}
-	r := map[string]any{"refund_id": "re_" + in.ID[:8], "order_id": a.OrderID, "amount": a.Amount, "reason": a.Reason}
+	r := tools.RefundOrderResult{RefundID: "re_" + in.ID[:8], OrderID: a.OrderID, Amount: a.Amount, Reason: tools.RefundOrderResultReason(a.Reason)}
 	return r, be.record("refund_order", in.ID, r)
 }
 
-func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (map[string]any, error) {
+func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (tools.SendEmailResult, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {
-		return nil, errors.New("send_email runs only in the effector")
+		return tools.SendEmailResult{}, errors.New("send_email runs only in the effector")
 	}
-	m := map[string]any{"message_id": "msg_" + in.ID[:8], "to": a.To, "subject": a.Subject}
+	m := tools.SendEmailResult{MessageID: "msg_" + in.ID[:8], To: a.To, Subject: a.Subject}
 	return m, be.record("send_email", in.ID, m)
 }
 
 // record appends one executed effect to the effects log, keyed by its
 // intent id as a real provider's idempotency key would be.
-func (be *backend) record(tool, intentID string, result map[string]any) error {
+func (be *backend) record(tool, intentID string, result any) error {
 	if be.log == nil {
 		return nil
 	}

@@ -81,56 +81,61 @@ func (be *backend) bind(b *bindings.Binder) {
 	tools.BindSendEmail(b, be.sendEmail)
 }
 
-func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArgs) (customer, error) {
+// The tools return the result types toolreg gen wrote from the manifests'
+// returns (package tools): the binder checks them against the manifests, and
+// the runner and the effector check every result before handing it on.
+
+func (be *backend) lookupCustomer(ctx context.Context, a tools.LookupCustomerArgs) (tools.LookupCustomerResult, error) {
 	c, ok := be.customers[a.CustomerID]
 	if !ok {
-		return customer{}, fmt.Errorf("no customer %s", a.CustomerID)
+		return tools.LookupCustomerResult{}, fmt.Errorf("no customer %s", a.CustomerID)
 	}
-	return c, nil
+	status := tools.LookupCustomerResultStatus(c.Status)
+	return tools.LookupCustomerResult{ID: c.ID, Name: c.Name, Email: c.Email,
+		Plan: tools.LookupCustomerResultPlan(c.Plan), Status: &status}, nil
 }
 
-func (be *backend) lookupOrder(ctx context.Context, a tools.LookupOrderArgs) (order, error) {
+func (be *backend) lookupOrder(ctx context.Context, a tools.LookupOrderArgs) (tools.LookupOrderResult, error) {
 	o, ok := be.orders[a.OrderID]
 	if !ok {
-		return order{}, fmt.Errorf("no order %s", a.OrderID)
+		return tools.LookupOrderResult{}, fmt.Errorf("no order %s", a.OrderID)
 	}
-	return o, nil
+	return tools.LookupOrderResult{ID: o.ID, CustomerID: o.CustomerID,
+		Status: tools.LookupOrderResultStatus(o.Status), Total: o.Total, Charges: o.Charges}, nil
 }
 
-func (be *backend) searchOrders(ctx context.Context, a tools.SearchOrdersArgs) ([]order, error) {
-	var out []order
+func (be *backend) searchOrders(ctx context.Context, a tools.SearchOrdersArgs) (tools.SearchOrdersResult, error) {
+	out := tools.SearchOrdersResult{Orders: []tools.SearchOrdersResultOrdersItem{}}
 	for _, o := range be.orders {
 		if o.CustomerID == a.CustomerID && (a.Status == nil || string(*a.Status) == o.Status) {
-			out = append(out, o)
+			out.Orders = append(out.Orders, tools.SearchOrdersResultOrdersItem{ID: o.ID, CustomerID: o.CustomerID,
+				Status: tools.SearchOrdersResultOrdersItemStatus(o.Status), Total: o.Total, Charges: o.Charges})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	if int64(len(out)) > a.Limit {
-		out = out[:a.Limit]
+	sort.Slice(out.Orders, func(i, j int) bool { return out.Orders[i].ID > out.Orders[j].ID })
+	if int64(len(out.Orders)) > a.Limit {
+		out.Orders = out.Orders[:a.Limit]
 	}
 	return out, nil
 }
 
-type article struct {
-	Title string `json:"title"`
-	URL   string `json:"url"`
-}
+type article = tools.SearchKBResultArticlesItem
 
-func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) ([]article, error) {
+func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) (tools.SearchKBResult, error) {
 	all := []article{
-		{"Refunds for duplicate charges", "https://help.example.test/refunds/duplicate"},
-		{"How long does a refund take?", "https://help.example.test/refunds/timing"},
-		{"Changing your plan", "https://help.example.test/billing/plans"},
+		{Title: "Refunds for duplicate charges", URL: "https://help.example.test/refunds/duplicate"},
+		{Title: "How long does a refund take?", URL: "https://help.example.test/refunds/timing"},
+		{Title: "Changing your plan", URL: "https://help.example.test/billing/plans"},
 	}
 	// The manifest's minLength lets a query of blanks through: it matches nothing.
+	out := tools.SearchKBResult{Articles: []article{}}
 	words := strings.Fields(strings.ToLower(a.Query))
 	if len(words) == 0 {
-		return nil, nil
+		return out, nil
 	}
-	var out []article
 	for _, art := range all {
-		if strings.Contains(strings.ToLower(art.Title), words[0]) && int64(len(out)) < a.TopK {
-			out = append(out, art)
+		if strings.Contains(strings.ToLower(art.Title), words[0]) && int64(len(out.Articles)) < a.TopK {
+			out.Articles = append(out.Articles, art)
 		}
 	}
 	return out, nil
@@ -138,35 +143,35 @@ func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) ([]articl
 
 // refundOrder is side-effecting: it moves money. It runs only in the effector,
 // which gives it the intent's identity to pass downstream as an idempotency key.
-func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (refund, error) {
+func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (tools.RefundOrderResult, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {
-		return refund{}, errors.New("refund_order runs only in the effector")
+		return tools.RefundOrderResult{}, errors.New("refund_order runs only in the effector")
 	}
 	o, ok := be.orders[a.OrderID]
 	if !ok {
-		return refund{}, fmt.Errorf("no order %s", a.OrderID)
+		return tools.RefundOrderResult{}, fmt.Errorf("no order %s", a.OrderID)
 	}
 	if a.Amount > o.Total {
-		return refund{}, fmt.Errorf("refund %.2f exceeds the order total %.2f", a.Amount, o.Total)
+		return tools.RefundOrderResult{}, fmt.Errorf("refund %.2f exceeds the order total %.2f", a.Amount, o.Total)
 	}
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	r := refund{ID: fmt.Sprintf("re_%03d", len(be.refunds)+1), OrderID: a.OrderID, Amount: a.Amount, Reason: string(a.Reason), IdempotencyKey: in.ID}
 	be.refunds = append(be.refunds, r)
-	return r, nil
+	return tools.RefundOrderResult{RefundID: r.ID, OrderID: r.OrderID, Amount: r.Amount, Reason: tools.RefundOrderResultReason(r.Reason)}, nil
 }
 
-func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (email, error) {
+func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (tools.SendEmailResult, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {
-		return email{}, errors.New("send_email runs only in the effector")
+		return tools.SendEmailResult{}, errors.New("send_email runs only in the effector")
 	}
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	m := email{ID: fmt.Sprintf("msg_%03d", len(be.outbox)+1), To: a.To, Subject: a.Subject, IdempotencyKey: in.ID}
 	be.outbox = append(be.outbox, m)
-	return m, nil
+	return tools.SendEmailResult{MessageID: m.ID, To: m.To, Subject: m.Subject}, nil
 }
 
 // effects counts what the payment provider and the mail relay applied.

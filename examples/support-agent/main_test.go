@@ -63,7 +63,7 @@ func TestMainJobRefusesAMissingManifestDir(t *testing.T) {
 // The manifest's minLength lets a query of blanks through to the function.
 func TestSearchKBWithABlankQueryFindsNothing(t *testing.T) {
 	got, err := newBackend().searchKB(context.Background(), tools.SearchKBArgs{Query: "  ", TopK: 3})
-	if err != nil || len(got) != 0 {
-		t.Errorf("searchKB(blank query) = %v, %v; want no articles and no error", got, err)
+	if err != nil || got.Articles == nil || len(got.Articles) != 0 {
+		t.Errorf("searchKB(blank query) = %v, %v; want an empty list of articles (not null: returns requires it) and no error", got, err)
 	}
 }

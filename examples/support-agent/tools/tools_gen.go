@@ -22,8 +22,43 @@ type LookupCustomerArgs struct {
 	IncludeHistory bool `json:"include_history"`
 }
 
+// LookupCustomerResult is the result of lookup_customer. The customer's
+// profile.
+type LookupCustomerResult struct {
+	ID    string                   `json:"id"`
+	Name  string                   `json:"name"`
+	Email string                   `json:"email"`
+	Plan  LookupCustomerResultPlan `json:"plan"`
+	// The account's status, when the account system knows it. Optional: left out
+	// of the result when nil or empty.
+	Status *LookupCustomerResultStatus `json:"status,omitempty"`
+	// The last support tickets, when include_history is true. Optional: left out
+	// of the result when nil or empty.
+	Tickets []string `json:"tickets,omitempty"`
+}
+
+// LookupCustomerResultPlan is one of the values returns.properties.plan of lookup_customer accepts.
+type LookupCustomerResultPlan string
+
+// The values of LookupCustomerResultPlan.
+const (
+	LookupCustomerResultPlanFree       LookupCustomerResultPlan = "free"
+	LookupCustomerResultPlanPro        LookupCustomerResultPlan = "pro"
+	LookupCustomerResultPlanEnterprise LookupCustomerResultPlan = "enterprise"
+)
+
+// LookupCustomerResultStatus is one of the values returns.properties.status of lookup_customer accepts.
+type LookupCustomerResultStatus string
+
+// The values of LookupCustomerResultStatus.
+const (
+	LookupCustomerResultStatusActive    LookupCustomerResultStatus = "active"
+	LookupCustomerResultStatusSuspended LookupCustomerResultStatus = "suspended"
+	LookupCustomerResultStatusClosed    LookupCustomerResultStatus = "closed"
+)
+
 // BindLookupCustomer binds fn to the read-only tool lookup_customer.
-func BindLookupCustomer[R any](b *bindings.Binder, fn func(context.Context, LookupCustomerArgs) (R, error)) {
+func BindLookupCustomer(b *bindings.Binder, fn func(context.Context, LookupCustomerArgs) (LookupCustomerResult, error)) {
 	bindings.ReadOnly(b, NameLookupCustomer, fn)
 }
 
@@ -37,8 +72,34 @@ type LookupOrderArgs struct {
 	OrderID string `json:"order_id"`
 }
 
+// LookupOrderResult is the result of lookup_order. The order.
+type LookupOrderResult struct {
+	ID         string                  `json:"id"`
+	CustomerID string                  `json:"customer_id"`
+	Status     LookupOrderResultStatus `json:"status"`
+	Total      float64                 `json:"total"`
+	// Optional: left out of the result when nil or empty.
+	Currency *string `json:"currency,omitempty"`
+	// The payment provider's charges for the order. Optional: left out of the
+	// result when nil or empty.
+	Charges []string `json:"charges,omitempty"`
+}
+
+// LookupOrderResultStatus is one of the values returns.properties.status of lookup_order accepts.
+type LookupOrderResultStatus string
+
+// The values of LookupOrderResultStatus.
+const (
+	LookupOrderResultStatusPending   LookupOrderResultStatus = "pending"
+	LookupOrderResultStatusPaid      LookupOrderResultStatus = "paid"
+	LookupOrderResultStatusShipped   LookupOrderResultStatus = "shipped"
+	LookupOrderResultStatusDelivered LookupOrderResultStatus = "delivered"
+	LookupOrderResultStatusRefunded  LookupOrderResultStatus = "refunded"
+	LookupOrderResultStatusCancelled LookupOrderResultStatus = "cancelled"
+)
+
 // BindLookupOrder binds fn to the read-only tool lookup_order.
-func BindLookupOrder[R any](b *bindings.Binder, fn func(context.Context, LookupOrderArgs) (R, error)) {
+func BindLookupOrder(b *bindings.Binder, fn func(context.Context, LookupOrderArgs) (LookupOrderResult, error)) {
 	bindings.ReadOnly(b, NameLookupOrder, fn)
 }
 
@@ -72,9 +133,30 @@ const (
 	RefundOrderReasonGoodwill        RefundOrderReason = "goodwill"
 )
 
+// RefundOrderResult is the result of refund_order. The refund the payment
+// provider applied.
+type RefundOrderResult struct {
+	RefundID string                  `json:"refund_id"`
+	OrderID  string                  `json:"order_id"`
+	Amount   float64                 `json:"amount"`
+	Reason   RefundOrderResultReason `json:"reason"`
+}
+
+// RefundOrderResultReason is one of the values returns.properties.reason of refund_order accepts.
+type RefundOrderResultReason string
+
+// The values of RefundOrderResultReason.
+const (
+	RefundOrderResultReasonDamaged         RefundOrderResultReason = "damaged"
+	RefundOrderResultReasonNotReceived     RefundOrderResultReason = "not_received"
+	RefundOrderResultReasonWrongItem       RefundOrderResultReason = "wrong_item"
+	RefundOrderResultReasonDuplicateCharge RefundOrderResultReason = "duplicate_charge"
+	RefundOrderResultReasonGoodwill        RefundOrderResultReason = "goodwill"
+)
+
 // BindRefundOrder binds fn to the side-effecting tool refund_order.
 // fn runs only through the effector, once per intent: never call it directly.
-func BindRefundOrder[R any](b *bindings.Binder, fn func(context.Context, RefundOrderArgs) (R, error)) {
+func BindRefundOrder(b *bindings.Binder, fn func(context.Context, RefundOrderArgs) (RefundOrderResult, error)) {
 	bindings.Effect(b, NameRefundOrder, fn)
 }
 
@@ -93,8 +175,23 @@ type SearchKBArgs struct {
 	TopK int64 `json:"top_k"`
 }
 
+// SearchKBResult is the result of search_kb.
+type SearchKBResult struct {
+	// The best matching articles, best first.
+	Articles []SearchKBResultArticlesItem `json:"articles"`
+	// Optional: left out of the result when nil or empty.
+	Locale *string `json:"locale,omitempty"`
+}
+
+// SearchKBResultArticlesItem is returns.properties.articles.items of
+// search_kb.
+type SearchKBResultArticlesItem struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
 // BindSearchKB binds fn to the read-only tool search_kb.
-func BindSearchKB[R any](b *bindings.Binder, fn func(context.Context, SearchKBArgs) (R, error)) {
+func BindSearchKB(b *bindings.Binder, fn func(context.Context, SearchKBArgs) (SearchKBResult, error)) {
 	bindings.ReadOnly(b, NameSearchKB, fn)
 }
 
@@ -126,8 +223,41 @@ const (
 	SearchOrdersStatusCancelled SearchOrdersStatus = "cancelled"
 )
 
+// SearchOrdersResult is the result of search_orders.
+type SearchOrdersResult struct {
+	// The matching orders, most recent first.
+	Orders []SearchOrdersResultOrdersItem `json:"orders"`
+}
+
+// SearchOrdersResultOrdersItem is returns.properties.orders.items of
+// search_orders.
+type SearchOrdersResultOrdersItem struct {
+	ID         string                             `json:"id"`
+	CustomerID string                             `json:"customer_id"`
+	Status     SearchOrdersResultOrdersItemStatus `json:"status"`
+	Total      float64                            `json:"total"`
+	// Optional: left out of the result when nil or empty.
+	Currency *string `json:"currency,omitempty"`
+	// The payment provider's charges for the order. Optional: left out of the
+	// result when nil or empty.
+	Charges []string `json:"charges,omitempty"`
+}
+
+// SearchOrdersResultOrdersItemStatus is one of the values returns.properties.orders.items.properties.status of search_orders accepts.
+type SearchOrdersResultOrdersItemStatus string
+
+// The values of SearchOrdersResultOrdersItemStatus.
+const (
+	SearchOrdersResultOrdersItemStatusPending   SearchOrdersResultOrdersItemStatus = "pending"
+	SearchOrdersResultOrdersItemStatusPaid      SearchOrdersResultOrdersItemStatus = "paid"
+	SearchOrdersResultOrdersItemStatusShipped   SearchOrdersResultOrdersItemStatus = "shipped"
+	SearchOrdersResultOrdersItemStatusDelivered SearchOrdersResultOrdersItemStatus = "delivered"
+	SearchOrdersResultOrdersItemStatusRefunded  SearchOrdersResultOrdersItemStatus = "refunded"
+	SearchOrdersResultOrdersItemStatusCancelled SearchOrdersResultOrdersItemStatus = "cancelled"
+)
+
 // BindSearchOrders binds fn to the read-only tool search_orders.
-func BindSearchOrders[R any](b *bindings.Binder, fn func(context.Context, SearchOrdersArgs) (R, error)) {
+func BindSearchOrders(b *bindings.Binder, fn func(context.Context, SearchOrdersArgs) (SearchOrdersResult, error)) {
 	bindings.ReadOnly(b, NameSearchOrders, fn)
 }
 
@@ -151,8 +281,15 @@ type SendEmailArgs struct {
 	Metadata *map[string]string `json:"metadata"`
 }
 
+// SendEmailResult is the result of send_email.
+type SendEmailResult struct {
+	MessageID string `json:"message_id"`
+	To        string `json:"to"`
+	Subject   string `json:"subject"`
+}
+
 // BindSendEmail binds fn to the side-effecting tool send_email.
 // fn runs only through the effector, once per intent: never call it directly.
-func BindSendEmail[R any](b *bindings.Binder, fn func(context.Context, SendEmailArgs) (R, error)) {
+func BindSendEmail(b *bindings.Binder, fn func(context.Context, SendEmailArgs) (SendEmailResult, error)) {
 	bindings.Effect(b, NameSendEmail, fn)
 }
