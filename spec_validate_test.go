@@ -1,7 +1,9 @@
 package toolreg_test
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,5 +43,30 @@ func TestValidateRefusesWhatTheLoaderRefuses(t *testing.T) {
 		Type: toolreg.TypeArray, Items: &toolreg.Schema{Type: toolreg.TypeString, Pattern: `^[a-z]{2}(-[A-Z]{2})?$`}}}}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate() of a portable array param = %v", err)
+	}
+}
+
+// TestValidateChecksReturns: a hand-built Spec's returns is held to the
+// rules of a param's schema, each problem at its path under returns.
+func TestValidateChecksReturns(t *testing.T) {
+	t.Parallel()
+	s := &toolreg.Spec{Name: "t", Description: "A tool.", Pos: toolreg.Pos{File: "t.go", Line: 3},
+		Returns: &toolreg.Schema{Type: toolreg.TypeObject, Properties: []*toolreg.Param{
+			{Name: "n", Schema: toolreg.Schema{Type: toolreg.TypeInteger, MultipleOf: json.Number("-2")}},
+			{Name: "xs", Schema: toolreg.Schema{Type: toolreg.TypeArray}},
+			{Name: "k", Schema: toolreg.Schema{Type: "text"}},
+		}}}
+	err := s.Validate()
+	var de *toolreg.ToolDefinitionError
+	if !errors.As(err, &de) {
+		t.Fatalf("Validate() = %v, want a *toolreg.ToolDefinitionError", err)
+	}
+	var paths []string
+	for _, p := range de.Problems {
+		paths = append(paths, p.Path)
+	}
+	want := []string{"returns.properties.n.multipleOf", "returns.properties.xs.items", "returns.properties.k.type"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("problem paths %v, want %v (%v)", paths, want, err)
 	}
 }
