@@ -513,7 +513,10 @@ func (rc *resultCheck) checkStruct(v reflect.Value, w *walker, path string) {
 		}
 		switch {
 		case present && sp.modes[i] == modeValid:
-		case present && sp.modes[i] == modeDirect:
+		case present && sp.modes[i] == modeString && p.check.stringOK(fv.String()):
+		case present && sp.modes[i] == modeInt && p.check.intOK(fv.Int()):
+		case present && sp.modes[i] == modeFloat && p.check.floatOK(fv.Float()):
+		case present && sp.modes[i] != modeWalk:
 			p.check.checkValue(fv, w, w.member(path, p.name))
 		case present:
 			p.check.check(fv, w, w.member(path, p.name))
@@ -580,6 +583,9 @@ const (
 	modeWalk   fieldMode = iota // check: pointers, interfaces, self-encoding
 	modeDirect                  // checkValue: a plain value of a Go kind
 	modeValid                   // nothing to check: the binder's type check holds
+	modeString                  // stringOK, then checkValue to explain
+	modeInt                     // intOK, then checkValue to explain
+	modeFloat                   // floatOK, then checkValue to explain
 )
 
 // fieldModeOf decides how a field of type t is checked against rc.
@@ -601,10 +607,45 @@ func fieldModeOf(t reflect.Type, rc *resultCheck) fieldMode {
 	fits := s.Type == TypeString && k == reflect.String ||
 		s.Type == TypeBoolean && k == reflect.Bool ||
 		s.Type == TypeInteger && (t.ConvertibleTo(reflect.TypeFor[int64]()) && k != reflect.Float32 && k != reflect.Float64 && k != reflect.String && k != reflect.Bool)
-	if plain && fits {
+	switch {
+	case plain && fits:
 		return modeValid
+	case s.Type == TypeString && k == reflect.String:
+		return modeString
+	case (s.Type == TypeInteger || s.Type == TypeNumber) && k >= reflect.Int && k <= reflect.Int64 && rc.numFast == 1:
+		return modeInt
+	case s.Type == TypeNumber && (k == reflect.Float32 || k == reflect.Float64) && rc.numFast != 0:
+		return modeFloat
 	}
 	return modeDirect
+}
+
+// stringOK reports whether str satisfies a string schema; false sends the
+// value to checkValue, which says why.
+func (rc *resultCheck) stringOK(str string) bool {
+	s := rc.s
+	if s.MinLength != nil || s.MaxLength != nil {
+		n := utf8.RuneCountInString(str)
+		if s.MinLength != nil && n < *s.MinLength || s.MaxLength != nil && n > *s.MaxLength {
+			return false
+		}
+	}
+	return (rc.pattern == nil || rc.pattern.MatchString(str)) &&
+		(rc.format == nil || rc.format.Validate(str) == nil) &&
+		(rc.strs == nil || rc.enumHas(str))
+}
+
+// intOK is stringOK for an int kind, where every bound is an int64.
+func (rc *resultCheck) intOK(i int64) bool {
+	return (rc.min == nil || i >= rc.min.i) && (rc.max == nil || i <= rc.max.i) &&
+		(rc.exMin == nil || i > rc.exMin.i) && (rc.exMax == nil || i < rc.exMax.i)
+}
+
+// floatOK is stringOK for a float kind, where every bound is a float64.
+func (rc *resultCheck) floatOK(f float64) bool {
+	return !math.IsNaN(f) && !math.IsInf(f, 0) &&
+		(rc.min == nil || f >= rc.min.f) && (rc.max == nil || f <= rc.max.f) &&
+		(rc.exMin == nil || f > rc.exMin.f) && (rc.exMax == nil || f < rc.exMax.f)
 }
 
 func (rc *resultCheck) structPlan(t reflect.Type) *structPlan {
