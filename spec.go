@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/beam-agents/toolreg/internal/pattern"
 )
@@ -124,6 +125,16 @@ type Annotations struct {
 	OpenWorldHint   *bool
 }
 
+// Approval is a side-effecting tool's demand for a person's decision before
+// each call runs.
+type Approval struct {
+	// Reason is shown to the approver; "" when the manifest gives none.
+	Reason string
+	// Timeout is how long a decision may take; past it the request is
+	// EXPIRED. Zero means the intent's own time-to-live.
+	Timeout time.Duration
+}
+
 // Spec is one tool's contract as a manifest declares it.
 type Spec struct {
 	Name        string
@@ -137,7 +148,11 @@ type Spec struct {
 	Params []*Param
 	// Returns is the schema of the tool's result; nil when the manifest does
 	// not declare one, and then results are not checked.
-	Returns     *Schema
+	Returns *Schema
+	// Approval is set when the manifest says approval: required: Act stages
+	// the call as an APPROVAL intent, and the effector executes it once a
+	// person approves it.
+	Approval    *Approval
 	Annotations *Annotations
 	// Tags group tools, for search filters; Keywords are more words a tool
 	// search matches the tool by. Neither is shown to the model.
@@ -187,6 +202,12 @@ func (s *Spec) Validate() error {
 	checkParams(s.Params, "params", add)
 	if s.Returns != nil {
 		checkSchema(s.Returns, s.Pos, "returns", add)
+	}
+	if s.Approval != nil && !s.SideEffect {
+		add(s.Pos, "approval", "only a side-effecting tool (side_effect: true) takes approval: a read-only tool runs inline, with nothing to approve")
+	}
+	if s.Approval != nil && s.Approval.Timeout < 0 {
+		add(s.Pos, "approval_timeout", "approval_timeout %s is negative: give a positive duration, or none", s.Approval.Timeout)
 	}
 	for i, t := range s.Tags {
 		if !tagRE.MatchString(t) {

@@ -201,6 +201,14 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 	case o.SideEffect && !n.SideEffect:
 		d.add(Safety, n.Name, "side_effect", o.Pos, n.Pos, "side_effect flipped true to false: an effect would run inline, where a retried activation repeats it; make sure the tool really changes nothing")
 	}
+	switch {
+	case o.Approval != nil && n.Approval == nil:
+		d.add(Safety, n.Name, "approval", o.Pos, n.Pos, "approval: required removed: the effect runs without a person's decision")
+	case o.Approval == nil && n.Approval != nil:
+		d.add(Compatible, n.Name, "approval", o.Pos, n.Pos, "approval: required added: each call waits for a person's decision")
+	case o.Approval != nil && *o.Approval != *n.Approval:
+		d.add(Compatible, n.Name, "approval", o.Pos, n.Pos, "approval's reason or timeout changed")
+	}
 	if o.Description != n.Description {
 		d.add(Compatible, n.Name, "description", o.Pos, n.Pos, "description edited")
 	}

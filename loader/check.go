@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -40,6 +41,11 @@ func (c *checker) checkSpec(s *toolreg.Spec, tree *node, known []toolreg.Problem
 	checkNumbers(tree, nil, t, add)
 	for _, p := range s.Params {
 		c.checkSchema(&p.Schema, p.Pos, []string{"params", p.Name}, t, add)
+	}
+	if n, _, ok := tree.get("approval_timeout"); ok && n.kind == kindString && !t.touches([]string{"approval_timeout"}) {
+		if d, err := time.ParseDuration(n.text); err != nil || d <= 0 {
+			add(s.Pos, []string{"approval_timeout"}, "approval_timeout %q is not a positive duration a Go program can hold: use one such as \"30m\" or \"24h\"", n.text)
+		}
 	}
 	if s.Returns != nil {
 		_, pos := tree.lookup([]string{"returns"})

@@ -33,6 +33,7 @@ var loaderOnly = map[string]string{
 	"cue_default_below_minimum":   "a default satisfies its own param's constraints (minimum)",
 	"object_untyped.yaml":         "an object param declares properties or additionalProperties",
 	"returns_object_untyped.yaml": "an object result declares properties or additionalProperties",
+	"approval_timeout_zero.yaml":  "approval_timeout is a positive duration a Go program can hold",
 	"invalid_pattern.yaml":        "a pattern is a valid regular expression",
 	"pattern_not_portable.yaml":   "a pattern means the same in RE2 and in ECMA-262 with the u flag",
 	"integer_beyond_int64.yaml":   "an integer param's default and enum fit 64 bits (toolreg's integers are int64)",

@@ -3,6 +3,7 @@ package loader
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/beam-agents/toolreg"
 )
@@ -32,6 +33,22 @@ func decodeSpec(n *node) *toolreg.Spec {
 				s.Returns = &toolreg.Schema{}
 				decodeSchema(v, s.Returns)
 			}
+		case "approval":
+			if str(v) == "required" {
+				if s.Approval == nil {
+					s.Approval = &toolreg.Approval{}
+				}
+			}
+		case "approval_reason":
+			if s.Approval == nil {
+				s.Approval = &toolreg.Approval{}
+			}
+			s.Approval.Reason = str(v)
+		case "approval_timeout":
+			if s.Approval == nil {
+				s.Approval = &toolreg.Approval{}
+			}
+			s.Approval.Timeout, _ = time.ParseDuration(str(v)) // the schema checked its form
 		case "annotations":
 			if v.kind == kindMap {
 				s.Annotations = decodeAnnotations(v)

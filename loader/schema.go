@@ -255,7 +255,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "tags", "keywords", "annotations"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "approval", "approval_reason", "approval_timeout", "tags", "keywords", "annotations"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
@@ -316,6 +316,14 @@ func translate(errs []cueerrors.Error, prefix int, base []string, tool string, t
 			msg = "empty keyword: remove it or write the word a search should match"
 		case len(path) == 1 && last == "description" && strings.HasPrefix(msg, `invalid value "" (out of bound !="")`):
 			msg = "empty description: say what the tool does, for the model"
+		case len(path) == 1 && last == "approval" && strings.Contains(msg, "only a side-effecting tool"):
+			msg = "only a side-effecting tool (side_effect: true) takes approval: a read-only tool runs inline, with nothing to approve; remove approval, or set side_effect: true if the tool changes the world"
+		case len(path) == 1 && last == "approval" && strings.HasPrefix(msg, "conflicting values"):
+			msg = fmt.Sprintf("approval takes one value, required; got %s", quotedValue(strings.Replace(msg, "conflicting values \"required\" and ", "invalid value ", 1)))
+		case len(path) == 1 && last == "approval_timeout" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("approval_timeout %s is not a duration: write it as Go does, such as \"30m\", \"24h\" or \"1h30m\"", quotedValue(msg))
+		case len(path) == 1 && last == "approval_reason" && strings.Contains(msg, "out of bound"):
+			msg = "empty approval_reason: say why a person must approve the call, or leave approval_reason out"
 		case last == "required" && strings.HasPrefix(msg, "conflicting values"):
 			msg = "required can only be false (for an optional param without a default); leave it out for a required param"
 		case strings.HasPrefix(msg, "incomplete value"):
@@ -431,6 +439,8 @@ func requiredHint(field string) string {
 		return ": set type to one of " + typeNames
 	case "items":
 		return ": declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)"
+	case "approval":
+		return ": approval_reason and approval_timeout apply to approval: required; add it, or remove them"
 	}
 	return ""
 }

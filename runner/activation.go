@@ -180,7 +180,10 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 //
 // The intent has kind TOOL, attempt 0, the canonical JSON of the validated
 // args (coerced, defaults applied), id IntentID(entity key, seq, step), and
-// created/expiry times from the clock.
+// created/expiry times from the clock. For a tool whose manifest says
+// approval: required its kind is APPROVAL instead, with the same exact
+// arguments, and it expires after the manifest's approval_timeout when it
+// gives one: the effector executes the call only once a person approves it.
 //
 // Act refuses, staging nothing and leaving the step where it was: an unknown
 // name (*toolreg.ToolNotFoundError), a name the activation does not offer
@@ -232,6 +235,15 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		CreatedAtMs: created,
 		ExpiresAtMs: created + a.ttl.Milliseconds(),
 		Kind:        intent.KindTool,
+	}
+	if ap := t.Spec().Approval; ap != nil {
+		// A person decides first: the intent asks for approval of exactly
+		// this call, and its decision timeout, when the manifest gives one,
+		// is how long it lives.
+		in.Kind = intent.KindApproval
+		if ap.Timeout > 0 {
+			in.ExpiresAtMs = created + ap.Timeout.Milliseconds()
+		}
 	}
 	if a.sign {
 		if err := in.SignHMAC(a.keyID, a.key); err != nil {
