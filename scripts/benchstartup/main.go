@@ -1,6 +1,7 @@
 // Command benchstartup measures what starting a server of n tools costs, for
 // scripts/bench-load.sh: it writes n single-tool YAML manifests (every other
-// one side-effecting, all sharing one pattern and one format), then, in one
+// one side-effecting, all sharing one pattern and one format, in 100 shapes
+// that differ in a maximum, each param described in words of its own), then, in one
 // process each, either parses them as bare YAML into maps (the floor) or
 // loads them, binds every tool to a Go function, builds the effector and the
 // MCP server (the startup). It prints one line:
@@ -10,6 +11,7 @@
 // wall-ns is the time from reading the first file to the result built;
 // heap-held-B is the heap in use after a GC with the result held, less the
 // heap before. The script takes peak memory (max RSS) from /usr/bin/time.
+// BENCHSTARTUP_MEMPROFILE=file writes a heap profile of what is held.
 //
 // Usage: go run ./scripts/benchstartup write DIR N
 //
@@ -22,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -39,7 +42,7 @@ side_effect: %t
 params:
   customer_id:
     type: string
-    description: The customer's id.
+    description: The id of the customer whose order %d is looked up.
     pattern: "^cus_[a-z0-9]{6,24}$"
   email:
     type: string
@@ -55,7 +58,7 @@ params:
     description: How many results to return.
     default: 10
     minimum: 1
-    maximum: 50
+    maximum: %d
 `
 
 type args struct {
@@ -77,7 +80,7 @@ func main() {
 		check(err)
 		for i := range n {
 			name := filepath.Join(dir, fmt.Sprintf("tool_%05d.yaml", i))
-			check(os.WriteFile(name, fmt.Appendf(nil, manifest, i, i, i%2 == 1), 0o644))
+			check(os.WriteFile(name, fmt.Appendf(nil, manifest, i, i, i%2 == 1, i, 50+i%100), 0o644))
 		}
 	case "parse":
 		measure("parse", func() (int, any) {
@@ -127,6 +130,12 @@ func measure(mode string, build func() (int, any)) {
 	wall := time.Since(t0)
 	runtime.GC()
 	runtime.ReadMemStats(&held)
+	if f := os.Getenv("BENCHSTARTUP_MEMPROFILE"); f != "" {
+		w, err := os.Create(f)
+		check(err)
+		check(pprof.WriteHeapProfile(w))
+		check(w.Close())
+	}
 	runtime.KeepAlive(v)
 	fmt.Printf("%s %d %d %d\n", mode, n, wall.Nanoseconds(), int64(held.HeapAlloc)-int64(before.HeapAlloc))
 }
