@@ -125,6 +125,12 @@ func measure(mode string, build func() (int, any)) {
 	var before, held runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	if f := os.Getenv("BENCHSTARTUP_CPUPROFILE"); f != "" {
+		w, err := os.Create(f)
+		check(err)
+		check(pprof.StartCPUProfile(w))
+		defer pprof.StopCPUProfile()
+	}
 	t0 := time.Now()
 	n, v := build()
 	wall := time.Since(t0)
