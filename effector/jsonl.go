@@ -506,22 +506,39 @@ func NewJSONLSink(w io.Writer) *JSONLSink {
 
 // Publish writes res as one line.
 func (s *JSONLSink) Publish(ctx context.Context, res intent.Result) error {
-	if err := ctx.Err(); err != nil {
+	wait, err := s.stage(ctx, res)
+	if err != nil {
 		return err
+	}
+	return wait()
+}
+
+// stage writes res's line and returns what waits until it is synced: Publish
+// in two steps, so that Serve can write results in order and wait for their
+// fsyncs, shared, while its workers go on (stagedSink).
+func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	b, err := res.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("effector: encoding the result of intent %q: %w", res.IntentID, err)
+		return nil, fmt.Errorf("effector: encoding the result of intent %q: %w", res.IntentID, err)
 	}
 	s.mu.Lock()
 	s.buf = append(append(s.buf[:0], b...), '\n')
 	if _, err := s.w.Write(s.buf); err != nil {
 		s.mu.Unlock()
-		return fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
+		return nil, fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
 	}
 	s.written++
 	seq := s.written
 	s.mu.Unlock()
+	return func() error { return s.syncTo(seq, res.IntentID) }, nil
+}
+
+// syncTo returns once line seq is synced, fsyncing unless an fsync that
+// began after it was written has done it.
+func (s *JSONLSink) syncTo(seq uint64, id string) error {
 	if s.sync == nil || s.synced.Load() >= seq {
 		return nil
 	}
@@ -534,7 +551,7 @@ func (s *JSONLSink) Publish(ctx context.Context, res intent.Result) error {
 	upTo := s.written
 	s.mu.Unlock()
 	if err := s.sync(); err != nil {
-		return fmt.Errorf("effector: syncing the result of intent %q: %w", res.IntentID, err)
+		return fmt.Errorf("effector: syncing the result of intent %q: %w", id, err)
 	}
 	s.syncs.Add(1)
 	s.synced.Store(upTo)
