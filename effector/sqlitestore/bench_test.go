@@ -155,7 +155,7 @@ func BenchmarkProcessWorkers(b *testing.B) {
 			}
 			defer s.Close()
 			effectortest.BenchmarkProcessWorkers(b, s, workers)
-			b.ReportMetric(float64(s.group.ops.Load())/float64(max(1, s.group.batches.Load())), "ops/commit")
+			b.ReportMetric(float64(s.group.Ops.Load())/float64(max(1, s.group.Batches.Load())), "ops/commit")
 		})
 	}
 }

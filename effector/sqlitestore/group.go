@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Group commit. Every write of a Store (a claim, a completion, a release, a
@@ -41,184 +42,28 @@ func WithBatch(size int, delay time.Duration) Option {
 	return func(c *config) { c.batchSize, c.batchDelay = size, delay }
 }
 
-// op is one write waiting for its batch.
-type op struct {
-	ctx context.Context // the caller's: an op whose ctx has ended is not run
-	fn  func(ctx context.Context, tx *sql.Tx, now int64) error
-	// multi: fn writes more than once, so a failure midway must be rolled
-	// back to a savepoint. A single statement that fails undoes itself.
+// writeOp is one op: fn runs in the batch's transaction; multi says fn writes
+// more than once, so a failure midway must be rolled back to a savepoint (a
+// single statement that fails undoes itself).
+type writeOp struct {
+	fn    func(ctx context.Context, tx *sql.Tx, now int64) error
 	multi bool
-
-	// Under group.mu:
-	signal   chan struct{} // buffered 1: finished or made leader
-	finished bool
-	leader   bool
-	err      error
-}
-
-// group queues a store's ops and elects their leaders.
-type group struct {
-	size  int
-	delay time.Duration
-
-	mu      sync.Mutex
-	queue   []*op
-	leading bool          // a leader is forming or committing a batch
-	coming  int           // callers inside the store who will queue an op
-	arrived chan struct{} // buffered 1: an op was queued, for a lingering leader
-
-	batches, ops atomic.Int64 // committed so far, for benchmarks
-}
-
-var opPool = sync.Pool{New: func() any { return &op{signal: make(chan struct{}, 1)} }}
-
-// enter says a caller is on its way to queue an op; leave, that it queued it
-// or will not.
-func (g *group) enter() {
-	g.mu.Lock()
-	g.coming++
-	g.mu.Unlock()
-}
-
-func (g *group) leave() {
-	g.mu.Lock()
-	g.coming--
-	g.mu.Unlock()
 }
 
 // write runs fn in a transaction, shared with other callers' ops, and
 // returns fn's error or the transaction's.
 func (s *Store) write(ctx context.Context, multi bool, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
-	g := &s.group
-	o := opPool.Get().(*op)
-	o.ctx, o.fn, o.multi = ctx, fn, multi
-	g.mu.Lock()
-	g.queue = append(g.queue, o)
-	if !g.leading {
-		g.leading = true
-		o.leader = true
-	}
-	lead := o.leader
-	g.mu.Unlock()
-	if !lead {
-		select {
-		case g.arrived <- struct{}{}:
-		default:
-		}
-	}
-	for {
-		if lead {
-			s.lead(o)
-		}
-		select {
-		case <-o.signal:
-		case <-ctx.Done():
-			if s.abandon(o) {
-				return ctx.Err()
-			}
-			<-o.signal
-		}
-		g.mu.Lock()
-		finished, err := o.finished, o.err
-		lead = o.leader
-		g.mu.Unlock()
-		if finished {
-			*o = op{signal: o.signal}
-			opPool.Put(o)
-			return err
-		}
-	}
+	return s.group.Do(ctx, writeOp{fn: fn, multi: multi}).Err
 }
 
-// abandon takes o, whose caller's ctx ended, out of the queue if no batch has
-// taken it yet, passing leadership on if o held it, and reports whether it
-// did. A taken op runs to its end: its caller waits for the outcome.
-func (s *Store) abandon(o *op) bool {
-	g := &s.group
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if o.finished {
-		return false
-	}
-	for i, q := range g.queue {
-		if q != o {
-			continue
-		}
-		g.queue = append(g.queue[:i], g.queue[i+1:]...)
-		if o.leader {
-			s.handOff()
-		}
-		return true
-	}
-	return false
-}
-
-// handOff makes the first queued op's caller the next leader, or ends
-// leading when none waits. g.mu is held.
-func (s *Store) handOff() {
-	g := &s.group
-	if len(g.queue) == 0 {
-		g.leading = false
-		return
-	}
-	next := g.queue[0]
-	next.leader = true
-	select {
-	case next.signal <- struct{}{}:
-	default:
-	}
-}
-
-// lead commits one batch, which holds self, then hands leadership on.
-func (s *Store) lead(self *op) {
-	g := &s.group
-	g.mu.Lock()
-	self.leader = false
-	if g.delay > 0 {
-		deadline := time.Now().Add(g.delay)
-		for len(g.queue) < g.size && g.coming > 0 {
-			left := time.Until(deadline)
-			if left <= 0 {
-				break
-			}
-			g.mu.Unlock()
-			t := time.NewTimer(left)
-			select {
-			case <-g.arrived:
-			case <-t.C:
-			}
-			t.Stop()
-			g.mu.Lock()
-		}
-	}
-	n := min(len(g.queue), g.size)
-	batch := make([]*op, n)
-	copy(batch, g.queue)
-	g.queue = append(g.queue[:0], g.queue[n:]...)
-	g.mu.Unlock()
-
-	commitErr := s.commit(batch)
-	g.batches.Add(1)
-	g.ops.Add(int64(len(batch)))
-
-	g.mu.Lock()
+// commitBatch commits batch, and gives each op without an error of its own
+// the transaction's.
+func (s *Store) commitBatch(batch []*groupcommit.Op[writeOp]) {
+	err := s.commit(batch)
 	for _, o := range batch {
-		if o.err == nil {
-			o.err = commitErr
+		if o.Err == nil {
+			o.Err = err
 		}
-		o.finished = true
-		if o != self {
-			select {
-			case o.signal <- struct{}{}:
-			default:
-			}
-		}
-	}
-	s.handOff()
-	g.mu.Unlock()
-	select {
-	case self.signal <- struct{}{}:
-	default:
 	}
 }
 
@@ -227,7 +72,7 @@ func (s *Store) lead(self *op) {
 // error is set in it; the returned error is the transaction's, for every op
 // that had none of its own. When an automatic sweep is due it runs in the
 // same transaction, so it costs no extra fsync.
-func (s *Store) commit(batch []*op) error {
+func (s *Store) commit(batch []*groupcommit.Op[writeOp]) error {
 	// The statements run with a context no caller can end: interrupting one
 	// would roll back the whole transaction, other callers' ops with it.
 	ctx := context.Background()
@@ -239,24 +84,24 @@ func (s *Store) commit(batch []*op) error {
 	now := s.now()
 	alone := len(batch) == 1
 	for _, o := range batch {
-		if err := o.ctx.Err(); err != nil {
-			o.err = err
+		if err := o.Ctx.Err(); err != nil {
+			o.Err = err
 			continue
 		}
 		if alone {
-			if o.err = o.fn(ctx, tx, now.UnixNano()); o.err != nil {
+			if o.Err = o.In.fn(ctx, tx, now.UnixNano()); o.Err != nil {
 				return nil // rolled back: the op failed, with its own error
 			}
 			continue
 		}
-		if !o.multi {
-			o.err = o.fn(ctx, tx, now.UnixNano())
+		if !o.In.multi {
+			o.Err = o.In.fn(ctx, tx, now.UnixNano())
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
 			return err
 		}
-		if o.err = o.fn(ctx, tx, now.UnixNano()); o.err != nil {
+		if o.Err = o.In.fn(ctx, tx, now.UnixNano()); o.Err != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
 				return fmt.Errorf("rolling back a failed op: %w", err)
 			}

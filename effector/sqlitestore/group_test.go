@@ -47,9 +47,7 @@ func queued(t *testing.T, s *Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.group.mu.Lock()
-		got := len(s.group.queue)
-		s.group.mu.Unlock()
+		got := s.group.Queued()
 		if got >= n {
 			return
 		}
@@ -60,10 +58,18 @@ func queued(t *testing.T, s *Store, n int) {
 	}
 }
 
-func leading(s *Store) bool {
-	s.group.mu.Lock()
-	defer s.group.mu.Unlock()
-	return s.group.leading
+// waitLeaderBlocked waits until a leader has taken its batch (the queue is
+// empty) and is committing it, blocked on a held write lock.
+func waitLeaderBlocked(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.group.Leading() || s.group.Queued() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader took its batch")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond) // past any linger, into BEGIN IMMEDIATE
 }
 
 // One claim of a batch fails in SQLite itself (a trigger refuses its row):
@@ -89,6 +95,8 @@ func TestBatchOneFailingClaimFailsAlone(t *testing.T) {
 	errs := make([]error, n)
 	claims := make([]effector.Claim, n)
 	var wg sync.WaitGroup
+	wg.Go(func() { storetest.MustClaim(t, s, "leader", time.Minute) })
+	waitLeaderBlocked(t, s)
 	for i, id := range ids {
 		wg.Go(func() {
 			claims[i], errs[i] = s.Claim(context.Background(), id, storetest.Call, time.Minute)
@@ -98,12 +106,11 @@ func TestBatchOneFailingClaimFailsAlone(t *testing.T) {
 			}
 		})
 	}
-	queued(t, s, n-1) // one leads, blocked on the lock; the rest wait for it
-	before := s.group.batches.Load()
+	queued(t, s, n) // all wait for the leader, blocked on the lock
 	release()
 	wg.Wait()
-	if got := s.group.batches.Load() - before; got > 2 {
-		t.Errorf("%d claims took %d transactions, want at most 2 (the leader's, then one batch)", n, got)
+	if got := s.group.Batches.Load(); got != 2 {
+		t.Errorf("%d claims took %d transactions, want 2 (the leader's, then one batch)", n, got)
 	}
 	for i, id := range ids {
 		switch {
@@ -138,9 +145,7 @@ func TestBatchFailingReleaseUndoesItsOwnWritesOnly(t *testing.T) {
 	release := holdWriteLock(t, path)
 	var wg sync.WaitGroup
 	wg.Go(func() { storetest.MustClaim(t, s, "leader", time.Minute) })
-	for !leading(s) {
-		time.Sleep(time.Millisecond) // the leader is blocked on the lock
-	}
+	waitLeaderBlocked(t, s)
 	var relErr error
 	completeErrs := make([]error, len(toks))
 	wg.Go(func() { relErr = s.Release(ctx, "stuck", stuck) })
@@ -175,9 +180,7 @@ func TestBatchCallerGivesUpBeforeItsBatch(t *testing.T) {
 	release := holdWriteLock(t, path)
 	var wg sync.WaitGroup
 	wg.Go(func() { storetest.MustClaim(t, s, "leader", time.Minute) })
-	for s.group.batches.Load() == 0 && !leading(s) {
-		time.Sleep(time.Millisecond) // the leader is blocked on the lock
-	}
+	waitLeaderBlocked(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error
 	wg.Go(func() { _, err = s.Claim(ctx, "quitter", storetest.Call, time.Minute) })

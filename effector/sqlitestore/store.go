@@ -16,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Store is an effector.DedupStore kept in one SQLite file. It is safe for
@@ -34,7 +35,7 @@ type Store struct {
 	mu        sync.Mutex
 	lastSweep time.Time
 
-	group group
+	group *groupcommit.Group[writeOp]
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -168,7 +169,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: preparing %s: %w", path, err)
 		}
 	}
-	return &Store{
+	s := &Store{
 		db:            db,
 		rdb:           rdb,
 		wstmts:        ws,
@@ -178,8 +179,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		sweepInterval: cfg.sweepInterval,
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     cfg.now(),
-		group:         group{size: cfg.batchSize, delay: cfg.batchDelay, arrived: make(chan struct{}, 1)},
-	}, nil
+	}
+	s.group = groupcommit.New(cfg.batchSize, s.commitBatch).WithLinger(cfg.batchDelay)
+	return s, nil
 }
 
 // The hot path's write statements, prepared when the store opens: the one
@@ -272,9 +274,9 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	// the file's write lock only to claim. A live record cannot change under
 	// the read except by its owner (Complete: in flight becomes done, which the
 	// caller learns on its next claim) or by expiring (likewise).
-	s.group.enter() // on its way to queue a write, unless the read answers
+	s.group.Enter() // on its way to queue a write, unless the read answers
 	c, ok, err := s.peek(ctx, intentID, call)
-	s.group.leave()
+	s.group.Leave()
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	} else if ok {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Op is one call waiting for its batch. The commit function reads In and
@@ -30,11 +31,14 @@ type Op[T any] struct {
 // make one with New.
 type Group[T any] struct {
 	size   int
+	delay  time.Duration
 	commit func(batch []*Op[T])
 
 	mu      sync.Mutex
 	queue   []*Op[T]
 	leading bool
+	coming  int           // callers between Enter and Leave
+	arrived chan struct{} // buffered 1: an op was queued, for a lingering leader
 
 	Batches, Ops atomic.Int64 // committed so far, for benchmarks and tests
 }
@@ -42,7 +46,31 @@ type Group[T any] struct {
 // New returns a group that hands batches of at most size ops to commit,
 // which must set each op's Err.
 func New[T any](size int, commit func(batch []*Op[T])) *Group[T] {
-	return &Group[T]{size: max(size, 1), commit: commit}
+	return &Group[T]{size: max(size, 1), commit: commit, arrived: make(chan struct{}, 1)}
+}
+
+// WithLinger makes a leader wait, before taking its batch, while callers
+// that said Enter have not yet said Leave (they are on their way to queue an
+// op) and the batch is not full, for at most delay. A caller alone never
+// waits. It returns g.
+func (g *Group[T]) WithLinger(delay time.Duration) *Group[T] {
+	g.delay = delay
+	return g
+}
+
+// Enter says a caller is on its way to queue an op, Leave that it has
+// queued it or will not: see WithLinger.
+func (g *Group[T]) Enter() {
+	g.mu.Lock()
+	g.coming++
+	g.mu.Unlock()
+}
+
+// Leave ends Enter.
+func (g *Group[T]) Leave() {
+	g.mu.Lock()
+	g.coming--
+	g.mu.Unlock()
 }
 
 // Do queues in as an op, waits for its batch, and returns the op once done:
@@ -58,6 +86,12 @@ func (g *Group[T]) Do(ctx context.Context, in T) *Op[T] {
 	}
 	lead := o.leader
 	g.mu.Unlock()
+	if !lead {
+		select {
+		case g.arrived <- struct{}{}:
+		default:
+		}
+	}
 	for {
 		if lead {
 			g.lead(o)
@@ -132,6 +166,23 @@ func (g *Group[T]) handOff() {
 func (g *Group[T]) lead(self *Op[T]) {
 	g.mu.Lock()
 	self.leader = false
+	if g.delay > 0 {
+		deadline := time.Now().Add(g.delay)
+		for len(g.queue) < g.size && g.coming > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				break
+			}
+			g.mu.Unlock()
+			t := time.NewTimer(left)
+			select {
+			case <-g.arrived:
+			case <-t.C:
+			}
+			t.Stop()
+			g.mu.Lock()
+		}
+	}
 	n := min(len(g.queue), g.size)
 	batch := make([]*Op[T], n)
 	copy(batch, g.queue)
