@@ -157,15 +157,9 @@ func (n *node) convert(number func(*node) any) any {
 	return nil
 }
 
-// shape returns a text that two nodes share exactly when they hold the same
+// writeShape writes a text that two nodes share exactly when they hold the same
 // keys, in the same order, with values of the same kinds and texts: when the
 // schema says the same of both. Positions are left out.
-func (n *node) shape() string {
-	var b strings.Builder
-	n.writeShape(&b)
-	return b.String()
-}
-
 func (n *node) writeShape(b *strings.Builder) {
 	b.WriteByte('0' + byte(n.kind))
 	if n.bad {

@@ -85,10 +85,11 @@ func TestPatternsCompileOncePerProcess(t *testing.T) {
 
 func TestCompileCacheDropsWhatNoOneHolds(t *testing.T) {
 	const schema = `{"type":"object","properties":{"p":{"type":"string","pattern":"^dropped_%d$"}}}`
-	c := mustCompile(t, fmt.Sprintf(schema, 1), false)
-	n := checkers.size()
-	c = nil
-	runtime.KeepAlive(c)
+	n := func() int {
+		c := mustCompile(t, fmt.Sprintf(schema, 1), false)
+		defer runtime.KeepAlive(c)
+		return checkers.size()
+	}() // c is dropped
 	deadline := time.Now().Add(5 * time.Second)
 	for checkers.size() >= n && time.Now().Before(deadline) {
 		runtime.GC()
