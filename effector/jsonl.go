@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/beam-agents/toolreg/intent"
@@ -331,12 +332,16 @@ func readLine(r *bufio.Reader, max int) (line []byte, n int, tooLong bool, err e
 type checkpoint struct {
 	path string
 
-	mu      sync.Mutex
-	offset  int64
-	line    int
-	base    int       // index in the whole file's sequence of pending[0]
-	pending []ckEntry // lines read after offset, in order
-	unsaved bool      // the last save failed: the file lags offset
+	mu       sync.Mutex
+	offset   int64
+	line     int
+	base     int       // index in the whole file's sequence of pending[0]
+	pending  []ckEntry // lines read after offset, in order
+	gen      int       // bumped whenever offset moves
+	savedGen int       // the gen the file on disk holds
+	saves    int       // saves done, for tests
+
+	saveMu sync.Mutex // one save at a time; taken before mu
 }
 
 type ckEntry struct {
@@ -383,10 +388,15 @@ func (c *checkpoint) add(end int64, line int, acked bool) int {
 }
 
 // ack marks line i answered and, if that extends the answered prefix, moves
-// the checkpoint and saves it.
+// the checkpoint, and returns once the checkpoint on disk covers it.
+//
+// Saves are group-committed: acks that move the checkpoint while a save is
+// under way wait for it, and then one save covers them all, so concurrent
+// workers share the fsyncs and the rename. A checkpoint saved is never past a
+// line not acknowledged, and a line is acknowledged only once its result is
+// published (durably, with JSONLSink on a file).
 func (c *checkpoint) ack(i int) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	j := i - c.base
 	if j >= 0 && j < len(c.pending) {
 		c.pending[j].acked = true
@@ -395,31 +405,46 @@ func (c *checkpoint) ack(i int) error {
 	// twice, or the retry of an ack whose save failed. That retry must not
 	// succeed until the checkpoint is on disk, or the line would be
 	// acknowledged and still delivered again after a restart.
-	moved := c.unsaved
 	for len(c.pending) > 0 && c.pending[0].acked {
 		c.offset, c.line = c.pending[0].end, c.pending[0].line
 		c.pending = c.pending[1:]
 		c.base++
-		moved = true
+		c.gen++
 	}
-	if !moved {
+	want, durable := c.gen, c.savedGen >= c.gen
+	c.mu.Unlock()
+	if durable {
 		return nil
 	}
-	err := c.save()
-	c.unsaved = err != nil
-	return err
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	c.mu.Lock()
+	if c.savedGen >= want { // a save while this ack waited covered it
+		c.mu.Unlock()
+		return nil
+	}
+	offset, line, gen := c.offset, c.line, c.gen
+	c.mu.Unlock()
+	if err := c.save(offset, line); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.savedGen = max(c.savedGen, gen)
+	c.saves++
+	c.mu.Unlock()
+	return nil
 }
 
 // save writes the checkpoint durably: a temporary file, fsynced, renamed over
 // the old one, then the directory fsynced, so a crash leaves the old or the
 // new checkpoint, never a torn one.
-func (c *checkpoint) save() error {
+func (c *checkpoint) save(offset int64, line int) error {
 	tmp := c.path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("effector: saving checkpoint: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "%d %d\n", c.offset, c.line)
+	_, err = fmt.Fprintf(f, "%d %d\n", offset, line)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -450,11 +475,21 @@ func syncDir(dir string) error {
 // JSONLSink writes results as JSONL, one result a line in the JSON form of
 // intent.Result, each line in one write. Writing to a regular file, it
 // fsyncs after every line, so a published result survives a crash.
+//
+// The fsyncs are group-committed: a Publish that finds another's fsync under
+// way waits for it, then one fsync covers every line written by then, so
+// concurrent workers share them. Publish returns only once its own line is
+// synced.
 type JSONLSink struct {
-	mu   sync.Mutex
-	w    io.Writer
-	sync func() error
-	buf  []byte
+	mu      sync.Mutex
+	w       io.Writer
+	sync    func() error
+	buf     []byte
+	written uint64 // lines written
+
+	syncMu sync.Mutex    // one fsync at a time; taken before mu
+	synced atomic.Uint64 // lines known synced
+	syncs  atomic.Int64  // fsyncs done, for tests and benchmarks
 }
 
 // NewJSONLSink writes results to w, such as os.Stdout or a file opened with
@@ -471,23 +506,54 @@ func NewJSONLSink(w io.Writer) *JSONLSink {
 
 // Publish writes res as one line.
 func (s *JSONLSink) Publish(ctx context.Context, res intent.Result) error {
-	if err := ctx.Err(); err != nil {
+	wait, err := s.stage(ctx, res)
+	if err != nil {
 		return err
+	}
+	return wait()
+}
+
+// stage writes res's line and returns what waits until it is synced: Publish
+// in two steps, so that Serve can write results in order and wait for their
+// fsyncs, shared, while its workers go on (stagedSink).
+func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	b, err := res.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("effector: encoding the result of intent %q: %w", res.IntentID, err)
+		return nil, fmt.Errorf("effector: encoding the result of intent %q: %w", res.IntentID, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.buf = append(append(s.buf[:0], b...), '\n')
 	if _, err := s.w.Write(s.buf); err != nil {
-		return fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
 	}
-	if s.sync != nil {
-		if err := s.sync(); err != nil {
-			return fmt.Errorf("effector: syncing the result of intent %q: %w", res.IntentID, err)
-		}
+	s.written++
+	seq := s.written
+	s.mu.Unlock()
+	return func() error { return s.syncTo(seq, res.IntentID) }, nil
+}
+
+// syncTo returns once line seq is synced, fsyncing unless an fsync that
+// began after it was written has done it.
+func (s *JSONLSink) syncTo(seq uint64, id string) error {
+	if s.sync == nil || s.synced.Load() >= seq {
+		return nil
 	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.synced.Load() >= seq {
+		return nil // an fsync while this one waited covered its line
+	}
+	s.mu.Lock()
+	upTo := s.written
+	s.mu.Unlock()
+	if err := s.sync(); err != nil {
+		return fmt.Errorf("effector: syncing the result of intent %q: %w", id, err)
+	}
+	s.syncs.Add(1)
+	s.synced.Store(upTo)
 	return nil
 }

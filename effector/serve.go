@@ -194,6 +194,12 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	// A delivery is received only when a worker is free to take it, so that
 	// shutdown leaves nothing received and waiting.
 	slots := make(chan struct{}, cfg.workers)
+	// A worker hands an intent it has processed (and, to a staged sink such
+	// as JSONLSink, written) on to finish: wait for its result to be durable,
+	// then acknowledge it. Up to maxFinishing of those wait at once, so their
+	// fsyncs and checkpoint saves are shared (group commit) while the workers
+	// go on to the next intents.
+	finishing := make(chan struct{}, max(cfg.workers, maxFinishing))
 	var wg sync.WaitGroup
 	var stopErr error
 receive:
@@ -217,8 +223,19 @@ receive:
 		}
 		s.received.Add(1)
 		wg.Go(func() {
-			defer func() { <-slots }()
-			s.answer(work, ctx, d)
+			handedOff := false
+			defer func() {
+				if handedOff {
+					<-finishing
+				} else {
+					<-slots
+				}
+			}()
+			s.answer(work, ctx, d, func() {
+				finishing <- struct{}{}
+				handedOff = true
+				<-slots
+			})
 		})
 	}
 	wg.Wait()
@@ -247,10 +264,26 @@ type server struct {
 	received, answered atomic.Int64
 }
 
+// maxFinishing is how many processed intents may wait at once for their
+// results to be durable and their acknowledgement (at least the workers).
+const maxFinishing = 256
+
+// stagedSink is a Sink that publishes in two steps: stage writes res where
+// its consumers read it, in the order of the calls, and wait returns once it
+// is durable. Serve stages in the worker, which keeps results in order with
+// one worker, and waits after handing the intent off.
+type stagedSink interface {
+	stage(ctx context.Context, res intent.Result) (wait func() error, err error)
+}
+
 // answer processes, publishes and acknowledges one delivery, retrying each
 // step until it succeeds or work ends. Giving up leaves it unacknowledged.
 // stop is the serve context: once it ends, failed steps are not retried.
-func (s *server) answer(work, stop context.Context, d Delivery) {
+// handOff frees the delivery's worker once the intent is processed and its
+// result staged or published: what is left (waiting for a staged result to
+// be durable, acknowledging) is shared with other deliveries' and needs no
+// worker.
+func (s *server) answer(work, stop context.Context, d Delivery, handOff func()) {
 	if d.Err != nil {
 		if s.retry(work, stop, d, "dead-lettering the undecodable entry of", func() error { return s.cfg.deadEntry(work, d) }) &&
 			s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
@@ -281,8 +314,24 @@ func (s *server) answer(work, stop context.Context, d Delivery) {
 	if !ok {
 		return
 	}
+	var wait func() error // the staged result's fsync, once handed off
 	if !refused {
-		if !s.retry(work, stop, d, "publishing the result of", func() error { return s.sink.Publish(work, res) }) {
+		publish := func() error { return s.sink.Publish(work, res) }
+		if ss, ok := s.sink.(stagedSink); ok {
+			publish = func() (err error) {
+				wait, err = ss.stage(work, res)
+				return err
+			}
+		}
+		if !s.retry(work, stop, d, "publishing the result of", publish) {
+			return
+		}
+	}
+	handOff()
+	if wait != nil {
+		// A failed fsync publishes the line again: the retry's own fsync
+		// covers it, and a duplicate result line is harmless to consumers.
+		if err := wait(); err != nil && !s.retry(work, stop, d, "publishing the result of", func() error { return s.sink.Publish(work, res) }) {
 			return
 		}
 	}

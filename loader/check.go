@@ -103,7 +103,7 @@ func at(path []string, elems ...string) []string {
 // registry's tools repeat their params (customer_id, limit, ...) often.
 type checker struct {
 	schemas sync.Map // JSON Schema text (without default) -> *jsonschema.Schema or error
-	clean   sync.Map // node.shape() of a param #Param accepts -> true
+	clean   sync.Map // paramShape of a param #Param accepts, "tool:"+toolShape of a tool #Tool accepts -> true
 }
 
 func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string, t taint, add func(toolreg.Pos, []string, string, ...any)) {

@@ -79,7 +79,12 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 		}
 		top = &cp
 	}
-	check(top, toolDef, nil)
+	// A registry repeats its tools' shape too: one the schema accepted is not
+	// checked again (see toolShape).
+	tsh := "tool:" + top.toolShape()
+	if _, ok := c.clean.Load(tsh); !ok && check(top, toolDef, nil) {
+		c.clean.Store(tsh, true)
+	}
 	if top == root {
 		return finish(ps, tool, root)
 	}
@@ -102,7 +107,7 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 		if v.bad {
 			continue
 		}
-		sh := v.shape()
+		sh := v.paramShape()
 		if _, ok := c.clean.Load(sh); ok && paramNameRE.MatchString(name) {
 			continue
 		}
@@ -121,6 +126,10 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 // paramNameRE is #ParamName of schema.cue: a param skipped for its shape
 // must still have a name the schema takes.
 var paramNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// toolNameRE is #Tool's name pattern: a tool skipped for its shape must
+// still have a name the schema takes.
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // paramChunk is how many params are unified with the schema at a time: CUE
 // finds a struct's field by a linear search, so a chunk of k costs k², and n

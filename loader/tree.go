@@ -157,15 +157,9 @@ func (n *node) convert(number func(*node) any) any {
 	return nil
 }
 
-// shape returns a text that two nodes share exactly when they hold the same
+// writeShape writes a text that two nodes share exactly when they hold the same
 // keys, in the same order, with values of the same kinds and texts: when the
 // schema says the same of both. Positions are left out.
-func (n *node) shape() string {
-	var b strings.Builder
-	n.writeShape(&b)
-	return b.String()
-}
-
 func (n *node) writeShape(b *strings.Builder) {
 	b.WriteByte('0' + byte(n.kind))
 	if n.bad {
@@ -190,4 +184,95 @@ func (n *node) writeShape(b *strings.Builder) {
 	default:
 		b.WriteString(strconv.Quote(n.text))
 	}
+}
+
+// paramShape is shape, except that the text of a string description is left
+// out wherever a schema sits (the param itself, its items, its
+// additionalProperties, each of its properties): #Schema takes any string
+// there, so params that differ only in what they say of themselves share
+// the schema's verdict, and one is checked for all.
+func (n *node) paramShape() string {
+	var b strings.Builder
+	n.writeSchemaShape(&b)
+	return b.String()
+}
+
+// describedMarker stands for a string description's text; writeShape never
+// writes it, as each value it writes begins with a digit.
+const describedMarker = "~s"
+
+func (n *node) writeSchemaShape(b *strings.Builder) {
+	if n.kind != kindMap || n.bad {
+		n.writeShape(b)
+		return
+	}
+	b.WriteByte('0' + byte(n.kind))
+	b.WriteString(strconv.Itoa(len(n.keys)))
+	b.WriteByte('{')
+	for i, k := range n.keys {
+		b.WriteString(strconv.Quote(k))
+		v := n.vals[i]
+		switch {
+		case k == "description" && v.kind == kindString && !v.bad:
+			b.WriteString(describedMarker)
+		case k == "items" || k == "additionalProperties":
+			v.writeSchemaShape(b)
+		case k == "properties" && v.kind == kindMap && !v.bad:
+			b.WriteByte('0' + byte(v.kind))
+			b.WriteString(strconv.Itoa(len(v.keys)))
+			b.WriteByte('{')
+			for j, pk := range v.keys {
+				b.WriteString(strconv.Quote(pk))
+				v.vals[j].writeSchemaShape(b)
+			}
+			b.WriteByte('}')
+		default:
+			v.writeShape(b)
+		}
+	}
+	b.WriteByte('}')
+}
+
+// toolShape is shape for a tool without its params, except that the texts
+// #Tool constrains alone, and the loader can check as CUE would, are left
+// out: a name that matches #Tool's pattern, a description that is a string
+// and not empty, an annotations title that is a string. Tools that differ
+// only in those share the schema's verdict.
+func (n *node) toolShape() string {
+	var b strings.Builder
+	if n.kind != kindMap || n.bad {
+		n.writeShape(&b)
+		return b.String()
+	}
+	b.WriteByte('0' + byte(n.kind))
+	b.WriteString(strconv.Itoa(len(n.keys)))
+	b.WriteByte('{')
+	for i, k := range n.keys {
+		b.WriteString(strconv.Quote(k))
+		v := n.vals[i]
+		plain := v.kind == kindString && !v.bad
+		switch {
+		case k == "name" && plain && toolNameRE.MatchString(v.text):
+			b.WriteString(describedMarker)
+		case k == "description" && plain && v.text != "":
+			b.WriteString(describedMarker)
+		case k == "annotations" && v.kind == kindMap && !v.bad:
+			b.WriteByte('0' + byte(v.kind))
+			b.WriteString(strconv.Itoa(len(v.keys)))
+			b.WriteByte('{')
+			for j, ak := range v.keys {
+				b.WriteString(strconv.Quote(ak))
+				if av := v.vals[j]; ak == "title" && av.kind == kindString && !av.bad {
+					b.WriteString(describedMarker)
+				} else {
+					av.writeShape(&b)
+				}
+			}
+			b.WriteByte('}')
+		default:
+			v.writeShape(&b)
+		}
+	}
+	b.WriteByte('}')
+	return b.String()
 }

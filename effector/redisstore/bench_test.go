@@ -49,3 +49,64 @@ func BenchmarkClaimComplete(b *testing.B) {
 		effectortest.BenchmarkProcess(b, New(rdb))
 	})
 }
+
+// BenchmarkProcessWorkers runs intents through effector.Process from 1, 4,
+// 16 and 64 concurrent workers on one store, and reports intents/s beside two
+// floors written here, against the same redis-server: floor=rt-per-intent
+// sends each intent's claim (SET NX) and completion (SET) in one round trip
+// of its own; floor=pipeline100 sends 100 intents' claims in one pipeline,
+// then their completions in another. batch=1 is the store without group
+// commit (each script call its own round trip, as before issue 20).
+func BenchmarkProcessWorkers(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	perSec := func(b *testing.B, start time.Time) {
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
+	}
+	b.Run("impl=floor-rt-per-intent", func(b *testing.B) {
+		prefix := strconv.FormatInt(rounds.Add(1), 10) + "floor1:"
+		start := time.Now()
+		for i := range b.N {
+			key := prefix + strconv.Itoa(i)
+			pipe := rdb.Pipeline()
+			pipe.SetNX(ctx, key, "token", time.Minute)
+			pipe.Set(ctx, key, result, time.Hour)
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perSec(b, start)
+	})
+	b.Run("impl=floor-pipeline100", func(b *testing.B) {
+		prefix := strconv.FormatInt(rounds.Add(1), 10) + "floor100:"
+		start := time.Now()
+		for lo := 0; lo < b.N; lo += 100 {
+			hi := min(lo+100, b.N)
+			pipe := rdb.Pipeline()
+			for i := lo; i < hi; i++ {
+				pipe.SetNX(ctx, prefix+strconv.Itoa(i), "token", time.Minute)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for i := lo; i < hi; i++ {
+				pipe.Set(ctx, prefix+strconv.Itoa(i), result, time.Hour)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perSec(b, start)
+	})
+	for _, batch := range []int{1, DefaultBatchSize} {
+		for _, workers := range []int{1, 4, 16, 64} {
+			b.Run("impl=store/batch="+strconv.Itoa(batch)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
+				s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithBatch(batch))
+				effectortest.BenchmarkProcessWorkers(b, s, workers)
+				b.ReportMetric(float64(s.group.Ops.Load())/float64(max(1, s.group.Batches.Load())), "calls/rt")
+			})
+		}
+	}
+}

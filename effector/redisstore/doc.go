@@ -50,6 +50,11 @@
 // append-only file, no snapshots) unless WithUnpersistedServer accepts it,
 // with a warning; New checks nothing.
 //
+// Calls are group-committed: script calls that arrive while a pipeline is
+// out wait, and the first of them then sends all waiting (up to WithBatch's
+// size, DefaultBatchSize) in one pipeline; a caller alone sends its call at
+// once. Each script replies, and fails, on its own.
+//
 // The store refuses non-positive leases and result lifetimes, and a key
 // prefix whose first hash tag is empty ("{}"), which would part an intent's
 // keys on a cluster; leases are rounded up to whole milliseconds, Redis's

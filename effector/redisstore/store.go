@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Store is an effector.DedupStore in Redis. It is safe for concurrent use, and
@@ -28,6 +29,8 @@ type Store struct {
 	err           error        // a prefix the store refuses, returned by every call
 	unpersistedOK bool         // WithUnpersistedServer
 	logger        *slog.Logger // WithLogger
+	batchSize     int          // WithBatch
+	group         *groupcommit.Group[scriptCall]
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -66,10 +69,11 @@ func WithAttemptMemory(d time.Duration) Option {
 // New returns a store using rdb, which the caller owns and closes. It does not
 // check that the server persists writes: Open does.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: "toolreg:effector:dedup:", newToken: randomToken, attemptMemory: 24 * time.Hour}
+	s := &Store{rdb: rdb, prefix: "toolreg:effector:dedup:", newToken: randomToken, attemptMemory: 24 * time.Hour, batchSize: DefaultBatchSize}
 	for _, o := range opts {
 		o(s)
 	}
+	s.group = groupcommit.New(s.batchSize, s.runBatch)
 	if s.attemptMemory < time.Millisecond {
 		s.attemptMemory = 24 * time.Hour
 	}
@@ -361,7 +365,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		return effector.Claim{}, err
 	}
 	keys := s.keys(intentID)
-	reply, err := claimScript.Run(ctx, s.rdb, keys, appendCall(nil, call), token, ms, s.attemptMemory.Milliseconds()).Slice()
+	reply, err := s.run(ctx, claimScript, keys, appendCall(nil, call), token, ms, s.attemptMemory.Milliseconds()).Slice()
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
 	}
@@ -426,7 +430,7 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	tp := tokenPrefix(token)
 	var n int
 	err = retry(ctx, func() (err error) {
-		n, err = completeScript.Run(ctx, s.rdb, keys, token, tp, result, ms).Int()
+		n, err = s.run(ctx, completeScript, keys, token, tp, result, ms).Int()
 		return err
 	})
 	if err != nil {
@@ -449,7 +453,7 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 	keys := s.keys(intentID)
 	var n int
 	err := retry(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.rdb, keys, token).Int()
+		n, err = s.run(ctx, releaseScript, keys, token).Int()
 		return err
 	})
 	if err != nil {

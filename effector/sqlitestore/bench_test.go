@@ -68,3 +68,94 @@ func BenchmarkClaimComplete(b *testing.B) {
 		effectortest.BenchmarkProcess(b, s)
 	})
 }
+
+// BenchmarkProcessWorkers runs intents through effector.Process from 1, 4,
+// 16 and 64 concurrent workers on one store, and reports intents/s beside two
+// floors written here, on the same kind of file with the same pragmas
+// (synchronous=FULL): floor=tx-per-intent writes each intent's claim and
+// completion (an INSERT, then an UPDATE) in one transaction of its own;
+// floor=batch100 writes 100 intents' claims in one transaction, then their
+// completions in another, as a perfect group commit of 100 would. Issue 20's
+// goal: at 16 workers and more, at least half of batch100.
+func BenchmarkProcessWorkers(b *testing.B) {
+	ctx := context.Background()
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	floorDB := func(b *testing.B) *sql.DB {
+		db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "floor.db"), 10*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		db.SetMaxOpenConns(1)
+		if _, err := db.Exec(`CREATE TABLE floor (id TEXT PRIMARY KEY NOT NULL, v BLOB) WITHOUT ROWID`); err != nil {
+			b.Fatal(err)
+		}
+		return db
+	}
+	// tx runs fn in one transaction and commits it.
+	tx := func(b *testing.B, db *sql.DB, fn func(tx *sql.Tx) error) {
+		t, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := fn(t); err != nil {
+			b.Fatal(err)
+		}
+		if err := t.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perSec := func(b *testing.B, start time.Time) {
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
+	}
+	b.Run("impl=floor-tx-per-intent", func(b *testing.B) {
+		db := floorDB(b)
+		start := time.Now()
+		for i := range b.N {
+			id := "intent-" + strconv.Itoa(i)
+			tx(b, db, func(t *sql.Tx) error {
+				if _, err := t.ExecContext(ctx, `INSERT INTO floor (id, v) VALUES (?1, ?2)`, id, "token"); err != nil {
+					return err
+				}
+				_, err := t.ExecContext(ctx, `UPDATE floor SET v = ?2 WHERE id = ?1`, id, result)
+				return err
+			})
+		}
+		perSec(b, start)
+	})
+	b.Run("impl=floor-batch100", func(b *testing.B) {
+		db := floorDB(b)
+		start := time.Now()
+		for lo := 0; lo < b.N; lo += 100 {
+			hi := min(lo+100, b.N)
+			tx(b, db, func(t *sql.Tx) error {
+				for i := lo; i < hi; i++ {
+					if _, err := t.ExecContext(ctx, `INSERT INTO floor (id, v) VALUES (?1, ?2)`, "intent-"+strconv.Itoa(i), "token"); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			tx(b, db, func(t *sql.Tx) error {
+				for i := lo; i < hi; i++ {
+					if _, err := t.ExecContext(ctx, `UPDATE floor SET v = ?2 WHERE id = ?1`, "intent-"+strconv.Itoa(i), result); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		perSec(b, start)
+	})
+	for _, workers := range []int{1, 4, 16, 64} {
+		b.Run("impl=store/workers="+strconv.Itoa(workers), func(b *testing.B) {
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "store.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			effectortest.BenchmarkProcessWorkers(b, s, workers)
+			b.ReportMetric(float64(s.group.Ops.Load())/float64(max(1, s.group.Batches.Load())), "ops/commit")
+		})
+	}
+}

@@ -38,6 +38,17 @@
 // twice, but nothing progresses either. Do not pause effector processes that
 // share a file; stop them.
 //
+// Writes are group-committed: claims, completions and releases that arrive
+// while a transaction commits queue, and the first of them then runs all
+// queued (up to WithBatch's size, DefaultBatchSize) in one transaction, one
+// fsync; a caller alone commits at once, as without batching. A leader waits
+// for more only while other callers are inside the store on their way to
+// write, and at most WithBatch's delay (DefaultBatchDelay, 200µs). Each op
+// fails alone: a failing statement undoes only itself, and an op of several
+// statements (a release) runs in a savepoint rolled back on failure. Every
+// caller returns only once the transaction holding its op has committed.
+// Reads (a claim's first look) use connections of their own.
+//
 // The store refuses non-positive leases and result lifetimes, and refuses a
 // Complete or Release whose token no longer holds a live claim, with
 // effector.ErrNotOwner.

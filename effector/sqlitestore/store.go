@@ -16,13 +16,17 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Store is an effector.DedupStore kept in one SQLite file. It is safe for
 // concurrent use, and several Stores (in one process or several) may share
 // one file.
 type Store struct {
-	db            *sql.DB
+	db            *sql.DB // the one connection that writes
+	rdb           *sql.DB // connections that only read: in WAL mode they wait for no writer
+	wstmts        *stmts  // db's prepared statements
+	rstmts        *stmts  // rdb's
 	now           func() time.Time
 	newToken      func() (string, error)
 	sweepInterval time.Duration
@@ -30,6 +34,8 @@ type Store struct {
 
 	mu        sync.Mutex
 	lastSweep time.Time
+
+	group *groupcommit.Group[writeOp]
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -43,6 +49,8 @@ type config struct {
 	newToken      func() (string, error)
 	sweepInterval time.Duration
 	sweepBatch    int
+	batchSize     int
+	batchDelay    time.Duration
 }
 
 // WithBusyTimeout sets how long a write waits for another connection or
@@ -116,12 +124,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		newToken:      randomToken,
 		sweepInterval: time.Minute,
 		sweepBatch:    1000,
+		batchSize:     DefaultBatchSize,
+		batchDelay:    DefaultBatchDelay,
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlitestore: path %q: want a file path without '?' or '#'", path)
+	}
+	if cfg.batchSize <= 0 || cfg.batchDelay < 0 {
+		return nil, fmt.Errorf("sqlitestore: batch of %d ops, delay %v: want a positive size and a delay of zero or more", cfg.batchSize, cfg.batchDelay)
 	}
 	if cfg.sweepBatch <= 0 {
 		return nil, fmt.Errorf("sqlitestore: sweep batch %d: want a positive number of rows", cfg.sweepBatch)
@@ -138,15 +151,54 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: preparing %s: %w", path, err)
 	}
-	return &Store{
+	// Reads (a claim's first look, a mismatch's recorded call) take
+	// connections of their own, so they need not wait for a batch's commit.
+	rdb, err := sql.Open("sqlite", dsn(path, cfg.busyTimeout))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: opening %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(readConns)
+	rdb.SetMaxIdleConns(readConns)
+	ws := &stmts{db: db}
+	for _, q := range []string{claimRead, claimWrite, completeWrite} {
+		if err := ws.prepare(ctx, q); err != nil {
+			ws.close()
+			rdb.Close()
+			db.Close()
+			return nil, fmt.Errorf("sqlitestore: preparing %s: %w", path, err)
+		}
+	}
+	s := &Store{
 		db:            db,
+		rdb:           rdb,
+		wstmts:        ws,
+		rstmts:        &stmts{db: rdb},
 		now:           cfg.now,
 		newToken:      cfg.newToken,
 		sweepInterval: cfg.sweepInterval,
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     cfg.now(),
-	}, nil
+	}
+	s.group = groupcommit.New(cfg.batchSize, s.commitBatch).WithLinger(cfg.batchDelay)
+	return s, nil
 }
+
+// The hot path's write statements, prepared when the store opens: the one
+// write connection is a batch's while it runs, so none can be prepared then.
+const (
+	claimRead = `SELECT done, result, expires_at,
+		(call IS NULL OR substr(call, 1, 32) = ?2) + 2 * (token IS NOT NULL) + 4 * attempts
+		FROM effector_dedup WHERE intent_id = ?1`
+	claimWrite = `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at, call, attempts)
+		VALUES (?1, ?2, 0, NULL, ?3, ?4, ?5)`
+	completeWrite = `UPDATE effector_dedup
+		SET token = NULL, done = 1, result = ?3, expires_at = ?4
+		WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?5`
+)
+
+// readConns is how many connections of a Store read at once.
+const readConns = 4
 
 // dsn is the modernc.org/sqlite data source name: the pragmas are per
 // connection, so they go in the DSN, which the driver applies to each new one.
@@ -198,7 +250,9 @@ func initSchema(ctx context.Context, db *sql.DB) error {
 }
 
 // Close closes the store's connection to the file.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	return errors.Join(s.rstmts.close(), s.wstmts.close(), s.rdb.Close(), s.db.Close())
+}
 
 func checkDuration(what string, d time.Duration) error {
 	if d <= 0 {
@@ -220,7 +274,10 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	// the file's write lock only to claim. A live record cannot change under
 	// the read except by its owner (Complete: in flight becomes done, which the
 	// caller learns on its next claim) or by expiring (likewise).
-	if c, ok, err := s.peek(ctx, intentID, call); err != nil {
+	s.group.Enter() // on its way to queue a write, unless the read answers
+	c, ok, err := s.peek(ctx, intentID, call)
+	s.group.Leave()
+	if err != nil {
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	} else if ok {
 		return c, nil
@@ -231,7 +288,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	}
 	var claim effector.Claim
 	var recorded bool // the id is known for another call
-	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		// Under the write lock the row cannot change between this read and the
 		// write below. The flags pack three facts in one column (every column
 		// costs the driver allocations on the hot path): bit 0, the row's call
@@ -240,10 +297,12 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		var done bool
 		var result []byte
 		var expiresAt, flags int64
-		err := tx.QueryRowContext(ctx, `SELECT done, result, expires_at,
-			(call IS NULL OR substr(call, 1, 32) = ?2) + 2 * (token IS NOT NULL) + 4 * attempts
-			FROM effector_dedup WHERE intent_id = ?1`,
-			intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
+		row, err := s.queryRow(ctx, tx, claimRead,
+			intentID, call.Digest[:])
+		if err != nil {
+			return err
+		}
+		err = row.Scan(&done, &result, &expiresAt, &flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -264,8 +323,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		if exists && !done {
 			attempts = flags>>2 + 1
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at, call, attempts)
-			VALUES (?1, ?2, 0, NULL, ?3, ?4, ?5)`, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
+		if _, err := s.exec(ctx, tx, claimWrite, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
 			return err
 		}
 		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
@@ -290,7 +348,11 @@ func callBlob(c effector.Call) []byte {
 // call. It runs on the rare path only, so the hot path scans no call.
 func (s *Store) mismatch(ctx context.Context, intentID string) (effector.Claim, error) {
 	var blob []byte
-	if err := s.db.QueryRowContext(ctx, `SELECT call FROM effector_dedup WHERE intent_id = ?1`, intentID).Scan(&blob); err != nil {
+	row, err := s.read(ctx, `SELECT call FROM effector_dedup WHERE intent_id = ?1`, intentID)
+	if err != nil {
+		return effector.Claim{}, err
+	}
+	if err := row.Scan(&blob); err != nil {
 		return effector.Claim{}, err
 	}
 	var c effector.Call
@@ -305,8 +367,12 @@ func (s *Store) mismatch(ctx context.Context, intentID string) (effector.Claim, 
 func (s *Store) peek(ctx context.Context, intentID string, call effector.Call) (effector.Claim, bool, error) {
 	var done, matches bool
 	var result []byte
-	err := s.db.QueryRowContext(ctx, `SELECT done, result, call IS NULL OR substr(call, 1, 32) = ?3 FROM effector_dedup WHERE intent_id = ?1 AND expires_at > ?2`,
-		intentID, s.now().UnixNano(), call.Digest[:]).Scan(&done, &result, &matches)
+	row, err := s.read(ctx, `SELECT done, result, call IS NULL OR substr(call, 1, 32) = ?3 FROM effector_dedup WHERE intent_id = ?1 AND expires_at > ?2`,
+		intentID, s.now().UnixNano(), call.Digest[:])
+	if err != nil {
+		return effector.Claim{}, false, err
+	}
+	err = row.Scan(&done, &result, &matches)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return effector.Claim{}, false, nil
@@ -341,10 +407,8 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if result == nil {
 		result = []byte{} // stored as an empty BLOB, not NULL: a result was given
 	}
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		return expectOne(tx.ExecContext(ctx, `UPDATE effector_dedup
-			SET token = NULL, done = 1, result = ?3, expires_at = ?4
-			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?5`,
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
+		return expectOne(s.exec(ctx, tx, completeWrite,
 			intentID, token, result, now+int64(ttl), now))
 	})
 	if err != nil {
@@ -358,13 +422,13 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 // row goes, unless earlier owners' attempts are counted in it: it then stays,
 // with no token and its lease ended, for the next claim to count on.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		if err := expectOne(tx.ExecContext(ctx, `UPDATE effector_dedup SET token = NULL, expires_at = ?3, attempts = attempts - 1
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx, now int64) error {
+		if err := expectOne(s.exec(ctx, tx, `UPDATE effector_dedup SET token = NULL, expires_at = ?3, attempts = attempts - 1
 			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?3`,
 			intentID, token, now)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE intent_id = ?1 AND done = 0 AND attempts <= 0`, intentID)
+		_, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE intent_id = ?1 AND done = 0 AND attempts <= 0`, intentID)
 		return err
 	})
 	if err != nil {
@@ -402,8 +466,8 @@ const sweepable = `expires_at <= ?1 AND (done = 1 OR expires_at <= ?2)`
 // is Reclaimed), and returns how many rows it deleted.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE `+sweepable, now, now-int64(attemptMemory))
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
+		res, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE `+sweepable, now, now-int64(attemptMemory))
 		if err != nil {
 			return err
 		}
@@ -414,29 +478,6 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("sqlitestore: sweeping expired rows: %w", err)
 	}
 	return n, nil
-}
-
-// write runs fn in one BEGIN IMMEDIATE transaction, with the current time in
-// unix ns read once the write lock is held, and commits. When an automatic
-// sweep is due it runs in the same transaction, so it costs no extra fsync.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
-	tx, err := s.db.BeginTx(ctx, nil) // waits for the write lock, up to the busy timeout
-	if err != nil {
-		return explainBusy(err)
-	}
-	defer tx.Rollback()
-	now := s.now()
-	if err := fn(tx, now.UnixNano()); err != nil {
-		return err
-	}
-	if s.sweepDue(now) {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE intent_id IN
-			(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`,
-			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
-			return fmt.Errorf("sweeping expired rows: %w", err)
-		}
-	}
-	return tx.Commit()
 }
 
 func (s *Store) sweepDue(now time.Time) bool {

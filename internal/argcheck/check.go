@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -22,11 +23,24 @@ type Checker struct {
 	schema *jsonschema.Schema
 	strict bool
 	canon  *canonPlan // nil: Canonical always defers to Check
+	plans  sync.Map   // reflect.Type -> *Plan (nil *Plan: none), built once per type
 }
 
 // Compile compiles a tool's parameters JSON Schema. With strict set, values
 // are not coerced: they must have their declared JSON type already.
+//
+// Schemas that differ only in annotations (title, description, examples)
+// behave alike, and Compile returns the same *Checker for all of them while
+// one is in use anywhere in the process: tools with like params share one.
 func Compile(schema []byte, strict bool) (*Checker, error) {
+	k, ok := behaviourKey(schema, strict)
+	if !ok {
+		return compile(schema, strict)
+	}
+	return checkers.get(k, func() (*Checker, error) { return compile(schema, strict) })
+}
+
+func compile(schema []byte, strict bool) (*Checker, error) {
 	root, err := parseSchema(schema)
 	if err != nil {
 		return nil, err
@@ -37,6 +51,7 @@ func Compile(schema []byte, strict bool) (*Checker, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
+	c.UseRegexpEngine(func(s string) (jsonschema.Regexp, error) { return compilePattern(s) })
 	const url = "toolreg:///parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("argcheck: parameters schema: %w", err)

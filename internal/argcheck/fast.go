@@ -114,7 +114,12 @@ const maxPlanDepth = 16
 // custom unmarshalers, embedded structs, fields that are no param, schema
 // keywords toolreg does not render ...); then every call takes the reference
 // path.
-func (c *Checker) Plan(t reflect.Type) *Plan {
+//
+// Plans are built once per type and shared: a *Plan is safe for concurrent
+// use.
+func (c *Checker) Plan(t reflect.Type) *Plan { return c.planFor(t) }
+
+func (c *Checker) buildPlan(t reflect.Type) *Plan {
 	if t.Kind() != reflect.Struct || implementsUnmarshaler(t) {
 		return nil
 	}
@@ -287,7 +292,7 @@ func (c *Checker) scalarPlan(t reflect.Type, n *node, sch *jsonschema.Schema) (s
 		}
 		sp.kind, sp.length = kString, n.length
 		if n.pattern != "" {
-			re, err := regexp.Compile(n.pattern)
+			re, err := compilePattern(n.pattern)
 			if err != nil {
 				return sp, false
 			}

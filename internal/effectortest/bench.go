@@ -3,6 +3,7 @@ package effectortest
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,5 +54,44 @@ func BenchmarkClaimComplete(b *testing.B, store effector.DedupStore, result []by
 		if err := store.Complete(ctx, id, c.Token, result, time.Hour); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkProcessWorkers runs b.N intents through effector.Process on store
+// from workers goroutines at once, and reports intents/s: what concurrent
+// workers sharing one store reach.
+func BenchmarkProcessWorkers(b *testing.B, store effector.DedupStore, workers int) {
+	ctx := context.Background()
+	e, calls := Effector(b, store)
+	seq := benchSeq.Add(1)
+	intents := make([]*intent.Intent, b.N)
+	for i := range intents {
+		intents[i] = Intent("bench-w", seq, uint32(i))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(intents)) {
+					return
+				}
+				if res, err := e.Process(ctx, intents[i]); err != nil || res.Status != intent.StatusOK {
+					b.Errorf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "intents/s")
+	if got := calls.Total(); got != b.N && !b.Failed() {
+		b.Fatalf("the tool ran %d times for %d intents", got, b.N)
 	}
 }

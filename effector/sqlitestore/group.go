@@ -1,0 +1,202 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/beam-agents/toolreg/internal/groupcommit"
+)
+
+// Group commit. Every write of a Store (a claim, a completion, a release, a
+// sweep) is an op queued on the store. The first caller to find no batch in
+// progress leads: it takes every op queued (up to the batch size) and runs
+// them in one BEGIN IMMEDIATE transaction, each in a savepoint of its own,
+// then commits once, so one fsync covers them all. Ops that arrive meanwhile
+// queue, and when the leader's commit is done the first of them leads the
+// next batch. A caller returns only when the transaction holding its own op
+// has committed (its record is durable) or failed; an op whose statement
+// fails is rolled back to its savepoint and fails alone, with its own error,
+// while the others commit.
+//
+// The window adapts: a caller alone finds no batch in progress and commits at
+// once, as without batching. A leader waits for more ops only while other
+// callers are inside the store on their way to queue one (a claim's first
+// read, say), and then at most the batch delay (WithBatch; 200µs by default),
+// and never once the batch is full.
+
+// DefaultBatchSize and DefaultBatchDelay are WithBatch's defaults.
+const (
+	DefaultBatchSize  = 128
+	DefaultBatchDelay = 200 * time.Microsecond
+)
+
+// WithBatch sets the most ops (claims, completions, releases) one
+// transaction commits, and the longest a batch's leader waits for callers
+// already inside the store to queue theirs. A size of 1 commits every op in a
+// transaction of its own. Defaults: DefaultBatchSize, DefaultBatchDelay.
+func WithBatch(size int, delay time.Duration) Option {
+	return func(c *config) { c.batchSize, c.batchDelay = size, delay }
+}
+
+// writeOp is one op: fn runs in the batch's transaction; multi says fn writes
+// more than once, so a failure midway must be rolled back to a savepoint (a
+// single statement that fails undoes itself).
+type writeOp struct {
+	fn    func(ctx context.Context, tx *sql.Tx, now int64) error
+	multi bool
+}
+
+// write runs fn in a transaction, shared with other callers' ops, and
+// returns fn's error or the transaction's.
+func (s *Store) write(ctx context.Context, multi bool, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
+	return s.group.Do(ctx, writeOp{fn: fn, multi: multi}).Err
+}
+
+// commitBatch commits batch, and gives each op without an error of its own
+// the transaction's.
+func (s *Store) commitBatch(batch []*groupcommit.Op[writeOp]) {
+	err := s.commit(batch)
+	for _, o := range batch {
+		if o.Err == nil {
+			o.Err = err
+		}
+	}
+}
+
+// commit runs batch in one BEGIN IMMEDIATE transaction, with the current time
+// in unix ns read once the write lock is held, and commits it. Each op's
+// error is set in it; the returned error is the transaction's, for every op
+// that had none of its own. When an automatic sweep is due it runs in the
+// same transaction, so it costs no extra fsync.
+func (s *Store) commit(batch []*groupcommit.Op[writeOp]) error {
+	// The statements run with a context no caller can end: interrupting one
+	// would roll back the whole transaction, other callers' ops with it.
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil) // waits for the write lock, up to the busy timeout
+	if err != nil {
+		return explainBusy(err)
+	}
+	defer tx.Rollback()
+	now := s.now()
+	alone := len(batch) == 1
+	for _, o := range batch {
+		if err := o.Ctx.Err(); err != nil {
+			o.Err = err
+			continue
+		}
+		if alone {
+			if o.Err = o.In.fn(ctx, tx, now.UnixNano()); o.Err != nil {
+				return nil // rolled back: the op failed, with its own error
+			}
+			continue
+		}
+		if !o.In.multi {
+			o.Err = o.In.fn(ctx, tx, now.UnixNano())
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
+			return err
+		}
+		if o.Err = o.In.fn(ctx, tx, now.UnixNano()); o.Err != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
+				return fmt.Errorf("rolling back a failed op: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE op`); err != nil {
+			return err
+		}
+	}
+	if s.sweepDue(now) {
+		if _, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE intent_id IN
+			(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`,
+			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
+			return fmt.Errorf("sweeping expired rows: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// stmts holds a database's statements, each prepared once: parsing a
+// statement costs more than running it, and a batch's leader runs every op's
+// statements in turn.
+type stmts struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// get returns query's statement, preparing it on first use.
+func (c *stmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := c.lookup(query); st != nil {
+		return st, nil
+	}
+	if err := c.prepare(ctx, query); err != nil {
+		return nil, err
+	}
+	return c.lookup(query), nil
+}
+
+func (c *stmts) lookup(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query]
+}
+
+func (c *stmts) prepare(ctx context.Context, query string) error {
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*sql.Stmt)
+	}
+	if c.m[query] != nil {
+		return st.Close()
+	}
+	c.m[query] = st
+	return nil
+}
+
+func (c *stmts) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, st := range c.m {
+		errs = append(errs, st.Close())
+	}
+	c.m = nil
+	return errors.Join(errs...)
+}
+
+// exec runs query in tx, as a statement prepared at Open if it is one.
+// (Nothing can be prepared in a batch: the one write connection is the
+// batch's.)
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.wstmts.lookup(query); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow runs query in tx, as a statement prepared at Open if it is one.
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Row, error) {
+	if st := s.wstmts.lookup(query); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...), nil
+	}
+	return tx.QueryRowContext(ctx, query, args...), nil
+}
+
+// read runs query on the read connections as a prepared statement.
+func (s *Store) read(ctx context.Context, query string, args ...any) (*sql.Row, error) {
+	st, err := s.rstmts.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(ctx, args...), nil
+}

@@ -1,0 +1,210 @@
+// Package groupcommit lets concurrent callers share one round trip to a
+// store: each call is an op queued on a Group; the first caller to find no
+// batch in progress leads, taking every queued op (up to the group's size)
+// and handing them to the group's commit function at once. Ops that arrive
+// while a batch runs queue, and when it is done the first of them leads the
+// next batch. So a caller alone runs at once, with no added delay, and the
+// batch grows with the load. A caller returns only when the batch holding its
+// op is done, with its op's own error.
+package groupcommit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Op is one call waiting for its batch. The commit function reads In and
+// sets Err (and whatever the caller reads back in In).
+type Op[T any] struct {
+	Ctx context.Context // the caller's; an op whose ctx has ended is still handed over: check it
+	In  T
+	Err error
+
+	signal   chan struct{} // buffered 1: finished, or made leader
+	finished bool
+	leader   bool
+}
+
+// Group queues ops and elects their leaders. The zero Group is not usable:
+// make one with New.
+type Group[T any] struct {
+	size   int
+	delay  time.Duration
+	commit func(batch []*Op[T])
+
+	mu      sync.Mutex
+	queue   []*Op[T]
+	leading bool
+	coming  int           // callers between Enter and Leave
+	arrived chan struct{} // buffered 1: an op was queued, for a lingering leader
+
+	Batches, Ops atomic.Int64 // committed so far, for benchmarks and tests
+}
+
+// New returns a group that hands batches of at most size ops to commit,
+// which must set each op's Err.
+func New[T any](size int, commit func(batch []*Op[T])) *Group[T] {
+	return &Group[T]{size: max(size, 1), commit: commit, arrived: make(chan struct{}, 1)}
+}
+
+// WithLinger makes a leader wait, before taking its batch, while callers
+// that said Enter have not yet said Leave (they are on their way to queue an
+// op) and the batch is not full, for at most delay. A caller alone never
+// waits. It returns g.
+func (g *Group[T]) WithLinger(delay time.Duration) *Group[T] {
+	g.delay = delay
+	return g
+}
+
+// Enter says a caller is on its way to queue an op, Leave that it has
+// queued it or will not: see WithLinger.
+func (g *Group[T]) Enter() {
+	g.mu.Lock()
+	g.coming++
+	g.mu.Unlock()
+}
+
+// Leave ends Enter.
+func (g *Group[T]) Leave() {
+	g.mu.Lock()
+	g.coming--
+	g.mu.Unlock()
+}
+
+// Do queues in as an op, waits for its batch, and returns the op once done:
+// with Err set by the commit function, or ctx's error if ctx ended before a
+// batch took it (then it was never handed to commit).
+func (g *Group[T]) Do(ctx context.Context, in T) *Op[T] {
+	o := &Op[T]{Ctx: ctx, In: in, signal: make(chan struct{}, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, o)
+	if !g.leading {
+		g.leading = true
+		o.leader = true
+	}
+	lead := o.leader
+	g.mu.Unlock()
+	if !lead {
+		select {
+		case g.arrived <- struct{}{}:
+		default:
+		}
+	}
+	for {
+		if lead {
+			g.lead(o)
+		}
+		select {
+		case <-o.signal:
+		case <-ctx.Done():
+			if g.abandon(o) {
+				o.Err = ctx.Err()
+				return o
+			}
+			<-o.signal
+		}
+		g.mu.Lock()
+		finished := o.finished
+		lead = o.leader
+		g.mu.Unlock()
+		if finished {
+			return o
+		}
+	}
+}
+
+// Queued is how many ops wait for a batch, for tests.
+func (g *Group[T]) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}
+
+// Leading reports whether a batch is forming or running, for tests.
+func (g *Group[T]) Leading() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.leading
+}
+
+func (g *Group[T]) abandon(o *Op[T]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o.finished {
+		return false
+	}
+	for i, q := range g.queue {
+		if q != o {
+			continue
+		}
+		g.queue = append(g.queue[:i], g.queue[i+1:]...)
+		if o.leader {
+			g.handOff()
+		}
+		return true
+	}
+	return false
+}
+
+// handOff makes the first queued op's caller the next leader, or ends
+// leading. g.mu is held.
+func (g *Group[T]) handOff() {
+	if len(g.queue) == 0 {
+		g.leading = false
+		return
+	}
+	next := g.queue[0]
+	next.leader = true
+	select {
+	case next.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (g *Group[T]) lead(self *Op[T]) {
+	g.mu.Lock()
+	self.leader = false
+	if g.delay > 0 {
+		deadline := time.Now().Add(g.delay)
+		for len(g.queue) < g.size && g.coming > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				break
+			}
+			g.mu.Unlock()
+			t := time.NewTimer(left)
+			select {
+			case <-g.arrived:
+			case <-t.C:
+			}
+			t.Stop()
+			g.mu.Lock()
+		}
+	}
+	n := min(len(g.queue), g.size)
+	batch := make([]*Op[T], n)
+	copy(batch, g.queue)
+	g.queue = append(g.queue[:0], g.queue[n:]...)
+	g.mu.Unlock()
+
+	g.commit(batch)
+	g.Batches.Add(1)
+	g.Ops.Add(int64(n))
+
+	g.mu.Lock()
+	for _, o := range batch {
+		o.finished = true
+		select {
+		case o.signal <- struct{}{}:
+		default:
+		}
+	}
+	g.handOff()
+	g.mu.Unlock()
+	select {
+	case self.signal <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,114 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Callers arriving while a batch runs go in the next batch together; each
+// gets back its own op, with the error commit set for it alone.
+func TestOpsArrivingDuringABatchShareTheNext(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	var sizes []int
+	var mu sync.Mutex
+	g := New(64, func(batch []*Op[int]) {
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-gate // the first batch blocks until the others queued
+		}
+		for _, o := range batch {
+			if o.In%7 == 0 {
+				o.Err = errors.New("seven")
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if o := g.Do(context.Background(), 1); o.Err != nil || o.In != 1 {
+			t.Errorf("first op: %+v", o)
+		}
+	})
+	for !g.Leading() {
+		time.Sleep(time.Millisecond)
+	}
+	for g.Batches.Load() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 0 }() {
+		time.Sleep(time.Millisecond)
+	}
+	const n = 30
+	for i := 2; i < 2+n; i++ {
+		wg.Go(func() {
+			o := g.Do(context.Background(), i)
+			if (i%7 == 0) != (o.Err != nil) || o.In != i {
+				t.Errorf("op %d came back as %d with %v", i, o.In, o.Err)
+			}
+		})
+	}
+	for g.Queued() < n {
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != n {
+		t.Fatalf("batch sizes %v, want [1 %d]", sizes, n)
+	}
+}
+
+// A caller whose context ends before a batch takes its op gets its context's
+// error and its op is never committed; leadership passes on if it held it.
+func TestAbandonedOpIsNeverCommitted(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	var committed sync.Map
+	var batches atomic.Int32
+	g := New(8, func(batch []*Op[string]) {
+		if batches.Add(1) == 1 {
+			<-gate
+		}
+		for _, o := range batch {
+			committed.Store(o.In, true)
+		}
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { g.Do(context.Background(), "leader") })
+	for batches.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var quitErr error
+	wg.Go(func() { quitErr = g.Do(ctx, "quitter").Err })
+	for g.Queued() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	for g.Queued() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	wg.Go(func() { g.Do(context.Background(), "later") })
+	for g.Queued() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	wg.Wait()
+	if !errors.Is(quitErr, context.Canceled) {
+		t.Errorf("the quitter got %v, want context.Canceled", quitErr)
+	}
+	if _, ok := committed.Load("quitter"); ok {
+		t.Error("an abandoned op was committed")
+	}
+	if _, ok := committed.Load("later"); !ok {
+		t.Error("the op after the abandoned one was never committed")
+	}
+	if g.Leading() {
+		t.Error("a leader remains with nothing queued")
+	}
+}
