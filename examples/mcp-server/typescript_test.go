@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mcpjs is the directory of the TypeScript MCP SDK client (test/mcpjs).
+var mcpjs = filepath.Join("..", "..", "test", "mcpjs")
+
+// typescriptClient returns node, after installing the pinned SDK of
+// test/mcpjs/package-lock.json with npm ci when it is not there yet.
+func typescriptClient(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("this test runs the TypeScript MCP SDK client in node (Debian package nodejs, which .ci/run installs): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mcpjs, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			t.Fatalf("npm installs the TypeScript MCP SDK for this test (Debian package npm): %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+		cmd.Dir = mcpjs
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", mcpjs, err, out)
+		}
+	}
+	return node
+}
+
+// TestTheTypeScriptSDKClientAcceptsEveryStructuredContent: the TypeScript
+// MCP SDK's client, whose callTool validates structuredContent against the
+// tool's outputSchema with ajv (and throws when it does not validate, or is
+// missing), lists every tool of the example manifests with its outputSchema
+// and calls each read-only tool and both effects over stdio.
+func TestTheTypeScriptSDKClientAcceptsEveryStructuredContent(t *testing.T) {
+	node := typescriptClient(t)
+	bin := build(t)
+	calls := `[
+		{"name": "lookup_customer", "arguments": {"customer_id": "cus_8f3k2p", "include_history": true}},
+		{"name": "lookup_order", "arguments": {"order_id": "ord_2026_000123"}},
+		{"name": "search_orders", "arguments": {"customer_id": "cus_8f3k2p"}},
+		{"name": "search_kb", "arguments": {"query": "refund"}},
+		{"name": "refund_order", "arguments": {"order_id": "ord_2026_000123", "amount": 20, "reason": "damaged"}},
+		{"name": "send_email", "arguments": {"to": "ada@example.test", "subject": "Your refund", "body": "Done."}}
+	]`
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(mcpjs, "client.mjs"), calls, bin, "-manifests", manifestsDir, "-state", t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Tools map[string]struct {
+			OutputSchema map[string]any `json:"outputSchema"`
+		} `json:"tools"`
+		Calls []struct {
+			Name              string         `json:"name"`
+			IsError           bool           `json:"isError"`
+			StructuredContent map[string]any `json:"structuredContent"`
+			Text              string         `json:"text"`
+		} `json:"calls"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Tools) != 6 {
+		t.Errorf("tools/list gave %d tools, want the 6 of the example manifests", len(got.Tools))
+	}
+	for name, tool := range got.Tools {
+		if tool.OutputSchema["type"] != "object" {
+			t.Errorf("%s: outputSchema %v, want an object schema", name, tool.OutputSchema)
+		}
+	}
+	if len(got.Calls) != 6 {
+		t.Fatalf("%d calls answered, want 6", len(got.Calls))
+	}
+	for _, c := range got.Calls {
+		if c.IsError || c.StructuredContent == nil {
+			t.Errorf("%s: isError %v, structuredContent %v: %s", c.Name, c.IsError, c.StructuredContent, c.Text)
+		}
+	}
+}
