@@ -99,12 +99,13 @@ func main() {
 			specs, err := loader.Load(dir)
 			check(err)
 			bd := bindings.New(specs)
-			fn := func(context.Context, args) (string, error) { return "ok", nil }
 			for _, s := range specs {
+				// A function bound as an effect is bound nowhere else
+				// (effectcheck): each binding gets a literal of its own.
 				if s.SideEffect {
-					bindings.Effect(bd, s.Name, fn)
+					bindings.Effect(bd, s.Name, func(context.Context, args) (string, error) { return "ok", nil })
 				} else {
-					bindings.ReadOnly(bd, s.Name, fn)
+					bindings.ReadOnly(bd, s.Name, func(context.Context, args) (string, error) { return "ok", nil })
 				}
 			}
 			bound, err := bd.Bind()
