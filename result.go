@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -36,6 +37,9 @@ func (t *Tool) CheckResult(v any) error {
 		return nil
 	}
 	rc := t.results()
+	if rc.flatOK(v) {
+		return nil
+	}
 	var w walker
 	if rc.check(reflect.ValueOf(v), &w, ""); !w.failed {
 		return nil
@@ -503,7 +507,8 @@ func (rc *resultCheck) checkNumber(v reflect.Value, w *walker, path string) {
 // properties.
 func (rc *resultCheck) checkStruct(v reflect.Value, w *walker, path string) {
 	sp := rc.structPlan(v.Type())
-	for i, p := range rc.props {
+	for i := range rc.props {
+		p := &rc.props[i]
 		f := sp.props[i]
 		present := f != nil
 		var fv reflect.Value
@@ -535,6 +540,69 @@ func (rc *resultCheck) checkStruct(v reflect.Value, w *walker, path string) {
 			w.add(w.member(path, f.name), "no such member: returns does not declare it", "a value")
 		}
 	}
+}
+
+// flatOK reports whether v, a struct or a pointer to one whose plan is
+// flat, satisfies the object's schema, reading its fields from memory; false
+// means "not known": the caller checks v by reflection, which explains.
+func (rc *resultCheck) flatOK(v any) bool {
+	if len(rc.props) == 0 || rc.s.Type != TypeObject {
+		return false
+	}
+	t := reflect.TypeOf(v)
+	if t == nil {
+		return false
+	}
+	// The interface's data word: a pointer to the struct for a struct of
+	// more than one word (a one-word struct may be stored in the word
+	// itself, so it is left to reflection), or the pointer itself.
+	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
+	switch {
+	case t.Kind() == reflect.Struct && t.Size() > unsafe.Sizeof(uintptr(0)):
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && data != nil:
+		t = t.Elem()
+	default:
+		return false
+	}
+	sp := rc.structPlan(t)
+	if !sp.flat {
+		return false
+	}
+	for i := range sp.offs {
+		p := unsafe.Add(data, sp.offs[i])
+		c := rc.props[i].check
+		ok := true
+		switch sp.modes[i] {
+		case modeValid:
+		case modeString:
+			ok = c.stringOK(*(*string)(p))
+		case modeInt:
+			var n int64
+			switch sp.kinds[i] {
+			case reflect.Int:
+				n = int64(*(*int)(p))
+			case reflect.Int8:
+				n = int64(*(*int8)(p))
+			case reflect.Int16:
+				n = int64(*(*int16)(p))
+			case reflect.Int32:
+				n = int64(*(*int32)(p))
+			case reflect.Int64:
+				n = *(*int64)(p)
+			}
+			ok = c.intOK(n)
+		case modeFloat:
+			f := *(*float64)(p)
+			if sp.kinds[i] == reflect.Float32 {
+				f = float64(*(*float32)(p))
+			}
+			ok = c.floatOK(f)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // checkMap checks a map's members as the object's properties and
@@ -574,6 +642,14 @@ type structPlan struct {
 	props []*fieldInfo
 	modes []fieldMode // of each property's field
 	extra []*fieldInfo
+
+	// flat is set when every property is a field of mode valid, string,
+	// int or float without omitempty or omitzero, no other field is
+	// encoded, and the type does not encode itself: then flatOK reads the
+	// fields from the struct's memory, at offs, as kinds says.
+	flat  bool
+	offs  []uintptr
+	kinds []reflect.Kind
 }
 
 // fieldMode is how a property's field is checked, decided once per type.
@@ -624,11 +700,11 @@ func fieldModeOf(t reflect.Type, rc *resultCheck) fieldMode {
 // value to checkValue, which says why.
 func (rc *resultCheck) stringOK(str string) bool {
 	s := rc.s
-	if s.MinLength != nil || s.MaxLength != nil {
-		n := utf8.RuneCountInString(str)
-		if s.MinLength != nil && n < *s.MinLength || s.MaxLength != nil && n > *s.MaxLength {
-			return false
-		}
+	// A string of n bytes holds n/4 to n code points: most lengths are
+	// decided without counting them.
+	if s.MinLength != nil && len(str)/utf8.UTFMax < *s.MinLength && utf8.RuneCountInString(str) < *s.MinLength ||
+		s.MaxLength != nil && len(str) > *s.MaxLength && utf8.RuneCountInString(str) > *s.MaxLength {
+		return false
 	}
 	return (rc.pattern == nil || rc.pattern.MatchString(str)) &&
 		(rc.format == nil || rc.format.Validate(str) == nil) &&
@@ -668,6 +744,16 @@ func (rc *resultCheck) structPlan(t reflect.Type) *structPlan {
 		if rc.prop(f.name) == nil {
 			sp.extra = append(sp.extra, f)
 		}
+	}
+	sp.flat = len(sp.extra) == 0 && rc.enum == nil && !selfEncoding(t) && !selfEncoding(reflect.PointerTo(t))
+	for i, f := range sp.props {
+		if f == nil || f.omitempty || f.omitzero || sp.modes[i] == modeWalk || sp.modes[i] == modeDirect {
+			sp.flat = false
+			break
+		}
+		sf := t.Field(f.index)
+		sp.offs = append(sp.offs, sf.Offset)
+		sp.kinds = append(sp.kinds, sf.Type.Kind())
 	}
 	got, _ := rc.plans.LoadOrStore(t, sp)
 	rc.last.Store(got.(*structPlan))

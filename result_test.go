@@ -209,3 +209,65 @@ func TestCheckResultWithoutReturnsAcceptsAnything(t *testing.T) {
 		t.Errorf("OutputSchema = %s, want nil", tool.OutputSchema())
 	}
 }
+
+// flat is a struct of plain fields, which CheckResult reads from memory
+// before it reaches for reflection; every field kind has a bound to break.
+type flat struct {
+	A int8    `json:"a"`
+	B int16   `json:"b"`
+	C int32   `json:"c"`
+	D int     `json:"d"`
+	E float32 `json:"e"`
+	F float64 `json:"f"`
+	S string  `json:"s"`
+	T bool    `json:"t"`
+}
+
+const flatManifest = `name: flat
+description: Flat.
+returns:
+  type: object
+  properties:
+    a: {type: integer, minimum: 1}
+    b: {type: integer, maximum: 10}
+    c: {type: integer, exclusiveMinimum: 0}
+    d: {type: integer, exclusiveMaximum: 100}
+    e: {type: number, minimum: 0.5}
+    f: {type: number, maximum: 2.5}
+    s: {type: string, maxLength: 3, enum: [abc, ab, é]}
+    t: {type: boolean}
+`
+
+// TestCheckResultReadsAFlatStructAsReflectionWould: each field of a struct
+// read straight from memory is held to its bounds exactly as the reflection
+// path holds it, by value and through a pointer.
+func TestCheckResultReadsAFlatStructAsReflectionWould(t *testing.T) {
+	t.Parallel()
+	tool := resultTool(t, flatManifest)
+	good := flat{A: 1, B: 10, C: 1, D: 99, E: 0.5, F: 2.5, S: "é", T: true}
+	if err := tool.CheckResult(good); err != nil {
+		t.Fatalf("CheckResult(good) = %v", err)
+	}
+	if err := tool.CheckResult(&good); err != nil {
+		t.Fatalf("CheckResult(&good) = %v", err)
+	}
+	for path, breakIt := range map[string]func(*flat){
+		"/a": func(f *flat) { f.A = 0 },
+		"/b": func(f *flat) { f.B = 11 },
+		"/c": func(f *flat) { f.C = 0 },
+		"/d": func(f *flat) { f.D = 100 },
+		"/e": func(f *flat) { f.E = 0.25 },
+		"/f": func(f *flat) { f.F = 2.75 },
+		"/s": func(f *flat) { f.S = "abcd" },
+	} {
+		bad := good
+		breakIt(&bad)
+		for _, v := range []any{bad, &bad} {
+			err := tool.CheckResult(v)
+			var re *toolreg.ToolResultError
+			if !errors.As(err, &re) || len(re.Problems) == 0 || re.Problems[0].Path != path {
+				t.Errorf("%s broken (%T): CheckResult = %v, want a problem at %s", path, v, err, path)
+			}
+		}
+	}
+}
