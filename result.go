@@ -147,7 +147,14 @@ func newBound(n json.Number) *bound {
 	if r.IsInt() && r.Num().IsInt64() {
 		b.i, b.isInt = r.Num().Int64(), true
 	}
-	b.f, b.isFloat = r.Float64()
+	// A float64 compares with the bound exactly as the decimal
+	// encoding/json writes for it does only when the bound is a float64
+	// whose shortest decimal is itself (0.5, 2.5; not 0.1).
+	if f, exact := r.Float64(); exact {
+		if short, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64)); ok && short.Cmp(r) == 0 {
+			b.f, b.isFloat = f, true
+		}
+	}
 	return b
 }
 
@@ -421,6 +428,9 @@ func (rc *resultCheck) checkNumber(v reflect.Value, w *walker, path string) {
 		}
 	case v.CanFloat():
 		f = v.Float()
+		if v.Kind() == reflect.Float32 {
+			f = encodedFloat32(float32(f))
+		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			add("a finite "+string(s.Type), strconv.FormatFloat(f, 'g', -1, 64))
 			return
@@ -442,7 +452,10 @@ func (rc *resultCheck) checkNumber(v reflect.Value, w *walker, path string) {
 		case isInt:
 			return new(big.Rat).SetInt64(i)
 		}
-		return new(big.Rat).SetFloat64(f)
+		// The number a consumer reads: the decimal encoding/json writes for
+		// f, not f's binary value (0.1, not 0.1000000000000000055...).
+		x, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		return x
 	}
 	numText := func() string {
 		switch {
@@ -520,7 +533,7 @@ func (rc *resultCheck) checkStruct(v reflect.Value, w *walker, path string) {
 		case present && sp.modes[i] == modeValid:
 		case present && sp.modes[i] == modeString && p.check.stringOK(fv.String()):
 		case present && sp.modes[i] == modeInt && p.check.intOK(fv.Int()):
-		case present && sp.modes[i] == modeFloat && p.check.floatOK(fv.Float()):
+		case present && sp.modes[i] == modeFloat && fv.Kind() == reflect.Float64 && p.check.floatOK(fv.Float()):
 		case present && sp.modes[i] != modeWalk:
 			p.check.checkValue(fv, w, w.member(path, p.name))
 		case present:
@@ -594,7 +607,7 @@ func (rc *resultCheck) flatOK(v any) bool {
 		case modeFloat:
 			f := *(*float64)(p)
 			if sp.kinds[i] == reflect.Float32 {
-				f = float64(*(*float32)(p))
+				f = encodedFloat32(*(*float32)(p))
 			}
 			ok = c.floatOK(f)
 		}
@@ -936,6 +949,17 @@ func nilable(k reflect.Kind) bool {
 		return true
 	}
 	return false
+}
+
+// encodedFloat32 is the number encoding/json writes for x: the shortest
+// decimal that reads back as x in 32 bits (0.1, not 0.10000000149011612),
+// which a consumer then reads as a float64.
+func encodedFloat32(x float32) float64 {
+	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		return float64(x)
+	}
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return f
 }
 
 func compare[T int64 | float64](a, b T) int {

@@ -271,3 +271,23 @@ func TestCheckResultReadsAFlatStructAsReflectionWould(t *testing.T) {
 		}
 	}
 }
+
+// TestAFloat32IsCheckedAsItIsEncoded: encoding/json writes float32(0.1) as
+// 0.1, which a maximum of 0.1 allows, though float64(float32(0.1)) is above
+// it; CheckResult judges what the consumer reads.
+func TestAFloat32IsCheckedAsItIsEncoded(t *testing.T) {
+	t.Parallel()
+	tool := resultTool(t, "name: w\ndescription: W.\nreturns:\n  type: object\n  properties:\n    w: {type: number, maximum: 0.1}\n    n: {type: string}\n")
+	type w struct {
+		W float32 `json:"w"`
+		N string  `json:"n"`
+	}
+	for _, v := range []any{w{W: 0.1, N: "x"}, &w{W: 0.1, N: "x"}, map[string]any{"w": float32(0.1), "n": "x"}} {
+		if err := tool.CheckResult(v); err != nil {
+			t.Errorf("CheckResult(%#v) = %v, want nil: it encodes as 0.1", v, err)
+		}
+	}
+	if err := tool.CheckResult(w{W: 0.11, N: "x"}); err == nil {
+		t.Error("CheckResult accepted 0.11 above a maximum of 0.1")
+	}
+}
