@@ -1,6 +1,9 @@
 package effector
 
 import (
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"log/slog"
 	"strconv"
@@ -99,6 +102,10 @@ type config struct {
 	maxArgs      int
 	toolMaxArgs  map[string]int
 	dropUnknown  map[string]bool // tools whose unknown argument keys are dropped
+
+	tracerProvider trace.TracerProvider // telemetry.go
+	meterProvider  metric.MeterProvider
+	recordArgs     bool
 }
 
 func defaultConfig() config {

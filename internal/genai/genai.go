@@ -42,16 +42,16 @@ func SpanName(tool string) string { return ExecuteTool + " " + tool }
 // tracer lets callers skip the span, its context and its attributes, so
 // telemetry nobody collects costs nothing on the hot path.
 func Tracer(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil || isNoop(tp) {
+	if tp == nil || IsNoop(tp) {
 		return nil
 	}
 	return tp.Tracer(Scope)
 }
 
-// isNoop reports whether tp is a no-op provider, or the global default that
+// IsNoop reports whether tp is a no-op provider, or the global default that
 // only delegates once a provider is set (otel.GetTracerProvider returns the
 // set provider from then on, so it is asked again on every call).
-func isNoop(tp any) bool {
+func IsNoop(tp any) bool {
 	switch tp.(type) {
 	case tracenoop.TracerProvider, *tracenoop.TracerProvider, metricnoop.MeterProvider, *metricnoop.MeterProvider:
 		return true
