@@ -186,8 +186,12 @@ func toolType(in *intent.Intent) string {
 
 // end ends Process's span and counts its outcome.
 func (t *telemetry) end(ctx context.Context, span trace.Span, in *intent.Intent, res intent.Result, err error) {
+	m := t.metrics()
+	if m == nil && span == nil {
+		return
+	}
 	status := statusOf(res, err)
-	if m := t.metrics(); m != nil {
+	if m != nil {
 		tool := genai.ToolName.String(in.ToolName)
 		m.executions.Add(ctx, 1, metric.WithAttributes(tool, statusKey.String(status)))
 		if reason := rejectionReason(res, err); reason != "" {
@@ -214,11 +218,11 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, in *intent.Intent,
 // statusOf names the outcome of a Process: the result's status, or
 // "refused" or "failed" (no result: redeliver).
 func statusOf(res intent.Result, err error) string {
-	var re *RefusedError
-	switch {
-	case errors.As(err, &re):
-		return "refused"
-	case err != nil:
+	if err != nil {
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return "refused"
+		}
 		return "failed"
 	}
 	switch res.Status {
