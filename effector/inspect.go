@@ -54,7 +54,8 @@ type Record struct {
 // module implement it. Each call is one short transaction (or a few for a
 // page of Records), so it can run against a store effectors are using.
 type Inspector interface {
-	// Records calls fn for every record, ordered by id, reading a page at a
+	// Records calls fn for every record (in id order for SQLite, the
+	// server's order for Redis), reading a page at a
 	// time; it stops at fn's first error and returns it.
 	Records(ctx context.Context, fn func(Record) error) error
 	// Record returns the record of id; ok is false if there is none.
