@@ -3,38 +3,57 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/internal/redistest"
 )
 
 // TestIntentsScript runs testdata/intents/*.txtar against real SQLite files
-// that the seedstore command fills: an intent done, one whose claim lapsed
+// and a real redis-server ($REDIS_URL) that the seedstore command fills: an intent done, one whose claim lapsed
 // (effect unknown), and one still leased.
 func TestIntentsScript(t *testing.T) {
 	t.Parallel()
+	redisURL := "redis://" + redistest.Start(t).Addr
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "intents"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("REDIS_URL", redisURL)
+			return nil
+		},
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"seedstore": seedStore},
 	})
 }
 
-// seedstore PATH: done-1 (refund, done), lapsed-1 (refund, unknown),
+// seedstore PATH|URL: done-1 (refund, done), lapsed-1 (refund, unknown),
 // leased-1 (email, in flight for an hour).
 func seedStore(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: seedstore PATH")
 	}
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, ts.MkAbs(args[0]))
-	ts.Check(err)
-	defer s.Close()
+	var s effector.DedupStore
+	if strings.HasPrefix(args[0], "redis://") {
+		opts, err := redis.ParseURL(args[0])
+		ts.Check(err)
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		s = redisstore.New(rdb)
+	} else {
+		ss, err := sqlitestore.Open(ctx, ts.MkAbs(args[0]))
+		ts.Check(err)
+		defer ss.Close()
+		s = ss
+	}
 	claim := func(id, tool string, lease time.Duration) effector.Claim {
 		c, err := s.Claim(ctx, id, effector.NewCall(tool, []byte(`{}`)), lease)
 		ts.Check(err)

@@ -12,7 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
 )
@@ -22,7 +25,8 @@ var intentsCommand = &command{
 	args:  "list|show|stats|resolve|purge [flags] STORE [ID]",
 	short: "inspect and repair the effector's dedup store",
 	long: `Intents reads and repairs the effector's dedup store at STORE, a SQLite
-file path, while effectors use it: each step is one short transaction.
+file path or a redis:// URL (the store's default key prefix), while
+effectors use it: each step is one short transaction.
 
   toolreg intents list [-state S] [-tool T] [-json] STORE
       every record, ordered by id, streamed as it is read: a table, or JSON
@@ -121,8 +125,20 @@ func runIntents(e *env, sub string, args []string) int {
 
 // openInspector opens the store STORE names. Only SQLite files for now.
 func openInspector(ctx context.Context, spec string) (effector.Inspector, func(), error) {
+	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
+		opts, err := redis.ParseURL(spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		rdb := redis.NewClient(opts)
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			rdb.Close()
+			return nil, nil, fmt.Errorf("store %s: %w", opts.Addr, err)
+		}
+		return redisstore.New(rdb), func() { rdb.Close() }, nil
+	}
 	if strings.Contains(spec, "://") {
-		return nil, nil, fmt.Errorf("store %q: only a SQLite file path is supported yet", spec)
+		return nil, nil, fmt.Errorf("store %q: want a SQLite file path or a redis:// URL", spec)
 	}
 	if _, err := os.Stat(spec); err != nil {
 		return nil, nil, fmt.Errorf("store %q: %w", spec, err) // Open would create it
