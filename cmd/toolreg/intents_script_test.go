@@ -30,7 +30,7 @@ func TestIntentsScript(t *testing.T) {
 			e.Setenv("REDIS_URL", redisURL)
 			return nil
 		},
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"seedstore": seedStore},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){"seedstore": seedStore},
 	})
 }
 
