@@ -172,6 +172,28 @@ func toJSON(r effector.Record) recordJSON {
 	return j
 }
 
+// progress returns a function that counts records read and, only when
+// stderr is a terminal, shows the count there as it grows; done clears it.
+func progress(e *env, what string) (tick func(), done func()) {
+	f, ok := e.stderr.(*os.File)
+	if !ok {
+		return func() {}, func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}, func() {}
+	}
+	n := 0
+	return func() {
+			if n++; n%1000 == 0 {
+				fmt.Fprintf(f, "\r%s: %d records read", what, n)
+			}
+		}, func() {
+			if n >= 1000 {
+				fmt.Fprint(f, "\r\033[K")
+			}
+		}
+}
+
 func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool string, asJSON bool) error {
 	if state != "" && !slices.Contains([]string{"in_flight", "unknown", "done", "expired"}, state) {
 		return fmt.Errorf("-state %q: want in_flight, unknown, done or expired", state)
@@ -183,7 +205,10 @@ func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool 
 		fmt.Fprintln(tw, "INTENT\tTOOL\tSTATE\tATTEMPTS\tDEADLINE")
 	}
 	n := 0
+	tick, done := progress(e, "list")
+	defer done()
 	err := s.Records(ctx, func(r effector.Record) error {
+		tick()
 		if state != "" && r.State.String() != state || tool != "" && r.Tool != tool {
 			return nil
 		}
@@ -224,7 +249,9 @@ func intentStats(ctx context.Context, e *env, s effector.Inspector) error {
 	byState := map[string]int{}
 	byTool := map[string]map[string]int{}
 	var oldest *effector.Record
+	tick, done := progress(e, "stats")
 	err := s.Records(ctx, func(r effector.Record) error {
+		tick()
 		st := r.State.String()
 		byState[st]++
 		if byTool[r.Tool] == nil {
@@ -237,6 +264,7 @@ func intentStats(ctx context.Context, e *env, s effector.Inspector) error {
 		}
 		return nil
 	})
+	done()
 	if err != nil {
 		return err
 	}
