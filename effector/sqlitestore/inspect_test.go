@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -76,5 +77,63 @@ func TestInspectorStatesResolveAndPurge(t *testing.T) {
 	}
 	if _, ok, _ := s.Record(ctx, "c-leased"); !ok {
 		t.Error("Purge deleted a claim within the attempt memory")
+	}
+}
+
+// TestInspectorRunsBesideAWriter lists, and purges, a file another Store
+// writes to at the same time: the writer, with a short busy timeout, never
+// fails on the lock, so inspection holds it only briefly.
+func TestInspectorRunsBesideAWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "effects.db")
+	writer := openForTest(t, path, WithBusyTimeout(2*time.Second), WithSweepInterval(0))
+	inspector := openForTest(t, path, WithSweepInterval(0))
+	call := effector.NewCall("refund", []byte(`{}`))
+	for i := range 1200 { // more than two pages
+		id := fmt.Sprintf("seed-%04d", i)
+		c, err := writer.Claim(ctx, id, call, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.Complete(ctx, id, c.Token, []byte("r"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	werr := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				werr <- nil
+				return
+			default:
+			}
+			id := fmt.Sprintf("live-%05d", i)
+			c, err := writer.Claim(ctx, id, call, time.Minute)
+			if err == nil {
+				err = writer.Complete(ctx, id, c.Token, []byte("r"), time.Hour)
+			}
+			if err != nil {
+				werr <- err
+				return
+			}
+		}
+	}()
+	for range 5 {
+		n := 0
+		if err := inspector.Records(ctx, func(effector.Record) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n < 1200 {
+			t.Errorf("listed %d records, want at least the 1200 seeded", n)
+		}
+		if _, err := inspector.Purge(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-werr; err != nil {
+		t.Fatalf("the writer failed while the store was inspected: %v", err)
 	}
 }
