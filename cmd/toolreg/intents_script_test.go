@@ -7,27 +7,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/internal/pgtest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
 
 // TestIntentsScript runs testdata/intents/*.txtar against real SQLite files
-// and a real redis-server ($REDIS_URL) that the seedstore command fills: an intent done, one whose claim lapsed
+// a real redis-server ($REDIS_URL) and a real Postgres ($PG_URL) that the seedstore command fills: an intent done, one whose claim lapsed
 // (effect unknown), and one still leased.
 func TestIntentsScript(t *testing.T) {
 	t.Parallel()
 	redisURL := "redis://" + redistest.Start(t).Addr
+	pool, pgURL := pgtest.Start(t).NewDatabase(t)
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "intents"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("REDIS_URL", redisURL)
+			e.Setenv("PG_URL", pgURL)
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"seedstore": seedStore},
@@ -48,6 +56,14 @@ func seedStore(ts *testscript.TestScript, neg bool, args []string) {
 		rdb := redis.NewClient(opts)
 		defer rdb.Close()
 		s = redisstore.New(rdb)
+	} else if strings.HasPrefix(args[0], "postgres") {
+		pool, err := pgxpool.New(ctx, args[0])
+		ts.Check(err)
+		defer pool.Close()
+		ps, err := pgstore.Open(ctx, pool)
+		ts.Check(err)
+		defer ps.Close()
+		s = ps
 	} else {
 		ss, err := sqlitestore.Open(ctx, ts.MkAbs(args[0]))
 		ts.Check(err)

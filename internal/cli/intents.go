@@ -12,9 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
@@ -25,7 +27,8 @@ var intentsCommand = &command{
 	args:  "list|show|stats|resolve|purge [flags] STORE [ID]",
 	short: "inspect and repair the effector's dedup store",
 	long: `Intents reads and repairs the effector's dedup store at STORE, a SQLite
-file path or a redis:// URL (the store's default key prefix), while
+file path, a redis:// URL (the store's default key prefix) or a
+postgres:// URL (its tables migrated: see toolreg migrate), while
 effectors use it: each step is one short transaction.
 
   toolreg intents list [-state S] [-tool T] [-json] STORE
@@ -137,8 +140,20 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 		}
 		return redisstore.New(rdb), func() { rdb.Close() }, nil
 	}
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		pool, err := pgxpool.New(ctx, spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		s, err := pgstore.Open(ctx, pool, pgstore.WithSweepInterval(0))
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		return s, func() { s.Close(); pool.Close() }, nil
+	}
 	if strings.Contains(spec, "://") {
-		return nil, nil, fmt.Errorf("store %q: want a SQLite file path or a redis:// URL", spec)
+		return nil, nil, fmt.Errorf("store %q: want a SQLite file path, a redis:// URL or a postgres:// URL", spec)
 	}
 	if _, err := os.Stat(spec); err != nil {
 		return nil, nil, fmt.Errorf("store %q: %w", spec, err) // Open would create it
