@@ -30,6 +30,7 @@ type Effector struct {
 
 	timeouts timeouts
 	stats    stats
+	tel      telemetry // telemetry.go
 }
 
 // New returns an Effector that executes the tools of effectTable (the
@@ -137,7 +138,11 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if len(ps) > 0 {
 		return nil, &ConfigError{Problems: ps}
 	}
-	return &Effector{table: effectTable, store: store, runner: NewToolRunner(), cfg: cfg}, nil
+	tel, err := newTelemetry(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Effector{table: effectTable, store: store, runner: NewToolRunner(), cfg: cfg, tel: tel}, nil
 }
 
 // Process executes the intent at most once and returns its terminal result.
@@ -205,11 +210,13 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 // (*UnrecordedError), the approval sink failed) leaves the intent to be
 // redelivered and processed again: never acknowledge it. Nothing ran, or the
 // store will answer with what did, or the next owner runs it as reclaimed.
-func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Result, error) {
+func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.Result, err error) {
 	if in == nil {
 		return intent.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
 	}
-	if err := e.verify(in); err != nil {
+	ctx, span := e.tel.start(ctx, in)
+	defer func() { e.tel.end(ctx, span, in, res, err) }()
+	if err := e.verifyTraced(ctx, in); err != nil {
 		var ie *IntentIDError
 		if errors.As(err, &ie) {
 			// Its id names it, so it can be answered; it is never stored, since
@@ -225,7 +232,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Resul
 	call := CallOf(in)
 	for waited := false; ; waited = true {
 		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
-		c, err := e.store.Claim(ctx, in.ID, call, e.cfg.lease)
+		c, err := e.claim(ctx, in, call)
 		if err != nil {
 			// A claim that failed because the caller's context ended says
 			// nothing about the store: a shutdown must leave the intent to
@@ -398,7 +405,9 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 // complete calls Complete until it succeeds, the store says the token no
 // longer owns the claim (ErrNotOwner), or the next attempt would start after
 // leaseEnd; it returns the attempts made and the last error.
-func (e *Effector) complete(ctx context.Context, id, token string, b []byte, leaseEnd int64) (int, error) {
+func (e *Effector) complete(ctx context.Context, id, token string, b []byte, leaseEnd int64) (attempts int, err error) {
+	ctx, span := e.tel.phase(ctx, phaseComplete)
+	defer func() { endPhase(span, err) }()
 	backoff := e.cfg.minBackoff
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := e.storeContext(ctx)
@@ -537,7 +546,9 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 // function sees it in IntentInfo.Reclaimed, and the result says the effect
 // is unknown.
 func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.Tool, args any, cl claim) (intent.Result, error) {
+	ctx, xt := e.startExecute(ctx, in)
 	x := e.start(ctx, in, e.timeout(t.Name()), cl)
+	x.tel = xt
 	if ctx.Done() == nil {
 		return x.run(t, args)
 	}
@@ -573,6 +584,7 @@ type detachable struct {
 // run calls the function, records its outcome and returns it.
 func (x *execution) run(t *toolreg.Tool, args any) (intent.Result, error) {
 	v, err := x.e.runner.runDecoded(&x.execContext, t, args)
+	x.e.endExecute(x.parent, x.tel, x.in, err)
 	if !x.stop() {
 		return x.interrupted.res, x.interrupted.err
 	}
@@ -658,6 +670,7 @@ type execution struct {
 	e       *Effector
 	timeout time.Duration
 	claim   claim
+	tel     executing // telemetry.go
 }
 
 // timedOut records ERROR for a function that has not returned by its

@@ -1,6 +1,9 @@
 package effector
 
 import (
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"log/slog"
 	"strconv"
@@ -100,6 +103,10 @@ type config struct {
 	toolMaxArgs  map[string]int
 	dropUnknown  map[string]bool // tools whose unknown argument keys are dropped
 	skipResults  bool            // WithoutResultValidation
+
+	tracerProvider trace.TracerProvider // telemetry.go
+	meterProvider  metric.MeterProvider
+	recordArgs     bool
 }
 
 func defaultConfig() config {

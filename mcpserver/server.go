@@ -232,11 +232,11 @@ func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
 func (s *Server) handler(t *toolreg.Tool) mcp.ToolHandler {
 	if t.SideEffect() {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return s.callEffect(ctx, t, req), nil
+			return s.callEffect(joinTrace(ctx, req), t, req), nil
 		}
 	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.callInline(ctx, t, req), nil
+		return s.callInline(joinTrace(ctx, req), t, req), nil
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/genai"
 )
 
 // Runner runs read-only tools inline. It holds no tools: pass it the *Tool
@@ -15,6 +18,10 @@ type Runner struct {
 	maxConcurrent int
 	maxArgs       int
 	skipResults   bool
+
+	tp         trace.TracerProvider // telemetry.go
+	tr         trace.Tracer
+	recordArgs bool
 }
 
 // Option configures a Runner.
@@ -51,6 +58,7 @@ func New(opts ...Option) *Runner {
 	for _, o := range opts {
 		o(r)
 	}
+	r.tr = genai.Tracer(r.tp)
 	return r
 }
 
@@ -76,6 +84,14 @@ func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage)
 	if t == nil {
 		return nil, errNilTool
 	}
+	ctx, span := r.startSpan(ctx, t, args)
+	res, err := r.run(ctx, t, args)
+	endSpan(span, err)
+	return res, err
+}
+
+// run is Run inside its span.
+func (r *Runner) run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
 	// Tool.Call holds the side-effect guard, before it looks at args.
 	if err := r.checkSize(t, args); err != nil && !t.SideEffect() {
 		return nil, err

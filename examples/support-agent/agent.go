@@ -82,6 +82,7 @@ func start(ctx context.Context, manifests, state, storeSpec string, out io.Write
 	s.printf("toolreg support-agent: %d tools from %s: %d read-only (inline), %d side-effecting (effector only)\n",
 		len(specs), manifests, bound.Pipeline.Len()-bound.Effector.Len(), bound.Effector.Len())
 	s.printf("effector dedup store: %s\n", dbPath)
+	s.printf("traces: %s\n", traceDestination())
 	return s, nil
 }
 

@@ -42,6 +42,7 @@ var commands = []*command{
 	versionCommand,
 	searchCommand,
 	migrateCommand,
+	intentsCommand,
 }
 
 func lookup(name string) *command {

@@ -1,0 +1,369 @@
+package effector
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/genai"
+)
+
+// WithTracerProvider sets the provider of the tracer that records an
+// "execute_tool {tool}" span for every Process, with child spans for its
+// phases ("effector.verify", "effector.claim", "effector.execute",
+// "effector.complete"). The default is the global provider
+// (otel.GetTracerProvider): nothing is exported unless the service sets one.
+//
+// An intent that carries a trace_id joins that trace: its span's parent is a
+// remote span of that trace whose span id is derived from the intent id
+// (the first 8 bytes of SHA-256 of it), so the effect shows in the staging
+// activation's trace across processes. A span in the caller's ctx (a
+// consumer's delivery span) is then linked, not the parent.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithMeterProvider sets the provider of the meter that records the
+// effector's metrics; see the metric names below. The default is the global
+// provider (otel.GetMeterProvider).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meterProvider = mp }
+}
+
+// WithRecordArguments records an intent's args_json on its execute_tool span
+// as gen_ai.tool.call.arguments. Off by default: arguments may hold personal
+// data, and spans often leave the service.
+func WithRecordArguments(on bool) Option {
+	return func(c *config) { c.recordArgs = on }
+}
+
+// Metric names the effector records.
+const (
+	MetricExecutions = "toolreg.effector.executions"        // counter: gen_ai.tool.name, toolreg.status
+	MetricDuration   = "toolreg.effector.duration"          // histogram, s: gen_ai.tool.name, toolreg.status
+	MetricClaimWaits = "toolreg.effector.claim.waits"       // counter: gen_ai.tool.name (the intent was in flight elsewhere)
+	MetricReclaims   = "toolreg.effector.reclaims"          // counter: gen_ai.tool.name (effect unknown)
+	MetricRejections = "toolreg.effector.rejections"        // counter: toolreg.reason
+	MetricInFlight   = "toolreg.effector.executions.active" // up-down counter: gen_ai.tool.name
+)
+
+const (
+	statusKey = attribute.Key("toolreg.status")
+	reasonKey = attribute.Key("toolreg.reason")
+)
+
+// telemetry is an Effector's tracer and instruments; a nil tracer or nil
+// instruments record nothing.
+type telemetry struct {
+	tp         trace.TracerProvider // nil: the global one
+	tr         trace.Tracer
+	recordArgs bool
+	global     bool // m is of the global meter provider
+	im         *instruments
+}
+
+// metrics returns the instruments, or nil when they record nothing: the
+// global meter provider is not set, so attribute sets are not even built.
+func (t *telemetry) metrics() *instruments {
+	if t.global && genai.IsNoop(otel.GetMeterProvider()) {
+		return nil
+	}
+	return t.im
+}
+
+type instruments struct {
+	executions, claimWaits, reclaims, rejections metric.Int64Counter
+	duration                                     metric.Float64Histogram
+	inFlight                                     metric.Int64UpDownCounter
+}
+
+func newTelemetry(cfg *config) (telemetry, error) {
+	t := telemetry{tp: cfg.tracerProvider, recordArgs: cfg.recordArgs}
+	if t.tp != nil {
+		t.tr = genai.Tracer(t.tp)
+	}
+	mp := cfg.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider() // global instruments delegate once a provider is set
+		t.global = true
+	} else if genai.IsNoop(mp) {
+		return t, nil
+	}
+	m := mp.Meter(genai.Scope)
+	var (
+		in  instruments
+		err error
+		e   error
+	)
+	in.executions, e = m.Int64Counter(MetricExecutions, metric.WithDescription("Intents processed, by tool and terminal status."))
+	err = errors.Join(err, e)
+	in.claimWaits, e = m.Int64Counter(MetricClaimWaits, metric.WithDescription("Claims that found the intent in flight with another worker and waited."))
+	err = errors.Join(err, e)
+	in.reclaims, e = m.Int64Counter(MetricReclaims, metric.WithDescription("Claims of an intent whose earlier claim lapsed without a result: its effect is unknown."))
+	err = errors.Join(err, e)
+	in.rejections, e = m.Int64Counter(MetricRejections, metric.WithDescription("Intents refused or rejected without running, by reason."))
+	err = errors.Join(err, e)
+	in.duration, e = m.Float64Histogram(MetricDuration, metric.WithUnit("s"), metric.WithDescription("Time a tool's function ran, by tool and status."))
+	err = errors.Join(err, e)
+	in.inFlight, e = m.Int64UpDownCounter(MetricInFlight, metric.WithDescription("Tool functions running now."))
+	err = errors.Join(err, e)
+	if err != nil {
+		return t, fmt.Errorf("effector: creating metric instruments: %w", err)
+	}
+	t.im = &in
+	return t, nil
+}
+
+func (t *telemetry) tracer() trace.Tracer {
+	if t.tp != nil {
+		return t.tr
+	}
+	return genai.GlobalTracer()
+}
+
+type rootSpanKey struct{}
+
+// start starts the execute_tool span of in's Process.
+func (t *telemetry) start(ctx context.Context, in *intent.Intent) (context.Context, trace.Span) {
+	tr := t.tracer()
+	if tr == nil {
+		return ctx, nil
+	}
+	var opts []trace.SpanStartOption
+	if len(in.TraceID) == 16 {
+		var tid trace.TraceID
+		copy(tid[:], in.TraceID)
+		if tid.IsValid() {
+			if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && sc.TraceID() != tid {
+				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+			}
+			ctx = trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: tid, SpanID: IntentSpanID(in.ID), TraceFlags: trace.FlagsSampled, Remote: true,
+			}))
+		}
+	}
+	ctx, span := tr.Start(ctx, genai.ExecuteTool, opts...)
+	if span.IsRecording() {
+		span.SetName(genai.SpanName(in.ToolName))
+		span.SetAttributes(genai.Operation, genai.ToolName.String(in.ToolName), genai.ToolCallID.String(in.ID),
+			genai.ToolType.String(toolType(in)))
+		if t.recordArgs {
+			span.SetAttributes(genai.ToolArguments.String(string(in.ArgsJSON)))
+		}
+	}
+	return context.WithValue(ctx, rootSpanKey{}, span), span
+}
+
+// IntentSpanID is the span id of the remote parent an intent's execute_tool
+// span joins when the intent carries a trace_id: the first 8 bytes of the
+// SHA-256 of its intent id. A producer that records a span for staging the
+// intent under this id makes the link exact.
+func IntentSpanID(intentID string) trace.SpanID {
+	sum := sha256.Sum256([]byte(intentID))
+	var id trace.SpanID
+	copy(id[:], sum[:8])
+	if !id.IsValid() {
+		id[7] = 1
+	}
+	return id
+}
+
+func toolType(in *intent.Intent) string {
+	if in.Kind == intent.KindApproval {
+		return "approval"
+	}
+	return "function"
+}
+
+// end ends Process's span and counts its outcome.
+func (t *telemetry) end(ctx context.Context, span trace.Span, in *intent.Intent, res intent.Result, err error) {
+	m := t.metrics()
+	if m == nil && span == nil {
+		return
+	}
+	status := statusOf(res, err)
+	if m != nil {
+		tool := genai.ToolName.String(in.ToolName)
+		m.executions.Add(ctx, 1, metric.WithAttributes(tool, statusKey.String(status)))
+		if reason := rejectionReason(res, err); reason != "" {
+			m.rejections.Add(ctx, 1, metric.WithAttributes(tool, reasonKey.String(reason)))
+		}
+	}
+	if span == nil {
+		return
+	}
+	if span.IsRecording() {
+		span.SetAttributes(statusKey.String(status))
+		switch {
+		case err != nil:
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(genai.ErrorType.String(errorType(err)))
+		case res.Status != intent.StatusOK:
+			span.SetStatus(codes.Error, res.ErrorMessage)
+			span.SetAttributes(genai.ErrorType.String(status))
+		}
+	}
+	span.End()
+}
+
+// statusOf names the outcome of a Process: the result's status, or
+// "refused" or "failed" (no result: redeliver).
+func statusOf(res intent.Result, err error) string {
+	if err != nil {
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return "refused"
+		}
+		return "failed"
+	}
+	switch res.Status {
+	case intent.StatusOK:
+		return "ok"
+	case intent.StatusError:
+		return "error"
+	case intent.StatusExpired:
+		return "expired"
+	case intent.StatusRejected:
+		return "rejected"
+	}
+	return res.Status.String()
+}
+
+// rejectionReason is why in was refused or rejected without running, or "".
+func rejectionReason(res intent.Result, err error) string {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return errorType(re.Reason)
+	}
+	switch res.Status {
+	case intent.StatusRejected:
+		return "rejected"
+	case intent.StatusExpired:
+		return "expired"
+	}
+	return ""
+}
+
+func errorType(err error) string {
+	var (
+		ide *IntentIDError
+		de  *DetachedError
+		ue  *UnrecordedError
+	)
+	switch {
+	case errors.Is(err, ErrMalformedIntent):
+		return "malformed_intent"
+	case errors.Is(err, intent.ErrUnsigned), errors.Is(err, intent.ErrUnknownKey), errors.Is(err, intent.ErrBadSignature):
+		return "signature"
+	case errors.As(err, &ide):
+		return "intent_id"
+	case errors.As(err, &de):
+		return "detached"
+	case errors.As(err, &ue):
+		return "unrecorded"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// Phase span names.
+const (
+	phaseVerify   = "effector.verify"
+	phaseClaim    = "effector.claim"
+	phaseExecute  = "effector.execute"
+	phaseComplete = "effector.complete"
+)
+
+// phase starts a phase span as a child of Process's span.
+func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
+	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
+	if !ok || root == nil {
+		return ctx, nil
+	}
+	return root.TracerProvider().Tracer(genai.Scope).Start(trace.ContextWithSpan(ctx, root), name)
+}
+
+func endPhase(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(genai.ErrorType.String(errorType(err)))
+	}
+	span.End()
+}
+
+// verifyTraced is verify in its phase span.
+func (e *Effector) verifyTraced(ctx context.Context, in *intent.Intent) error {
+	_, span := e.tel.phase(ctx, phaseVerify)
+	err := e.verify(in)
+	endPhase(span, err)
+	return err
+}
+
+// claim is the store's Claim in its phase span, counted.
+func (e *Effector) claim(ctx context.Context, in *intent.Intent, call Call) (Claim, error) {
+	sctx, span := e.tel.phase(ctx, phaseClaim)
+	c, err := e.store.Claim(sctx, in.ID, call, e.cfg.lease)
+	if err == nil {
+		if m := e.tel.metrics(); m != nil {
+			switch {
+			case c.State == InFlight:
+				m.claimWaits.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
+			case c.State == Claimed && c.Reclaimed:
+				m.reclaims.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
+			}
+		}
+		if span != nil && span.IsRecording() {
+			span.SetAttributes(attribute.String("toolreg.claim.state", c.State.String()), attribute.Bool("toolreg.claim.reclaimed", c.Reclaimed))
+		}
+	}
+	endPhase(span, err)
+	return c, err
+}
+
+// executing is the telemetry of one run of a tool's function.
+type executing struct {
+	span  trace.Span
+	m     *instruments // as at the start, so the in-flight count balances
+	start time.Time
+}
+
+// startExecute starts the execute phase of in: its span is in the context
+// the function gets, so the function's own spans are its children.
+func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context.Context, executing) {
+	ctx, span := e.tel.phase(ctx, phaseExecute)
+	x := executing{span: span, m: e.tel.metrics()}
+	if m := x.m; m != nil {
+		m.inFlight.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
+		x.start = time.Now()
+	}
+	return ctx, x
+}
+
+// endExecute ends the execute phase of in with the function's outcome.
+func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
+	st := intent.StatusOK
+	if err != nil {
+		st = intent.StatusError
+	}
+	if m := x.m; m != nil {
+		tool := genai.ToolName.String(in.ToolName)
+		m.inFlight.Add(ctx, -1, metric.WithAttributes(tool))
+		m.duration.Record(ctx, time.Since(x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
+	}
+	endPhase(x.span, err)
+}

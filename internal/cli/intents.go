@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/pgstore"
+	"github.com/beam-agents/toolreg/effector/redisstore"
+	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/intent"
+)
+
+var intentsCommand = &command{
+	name:  "intents",
+	args:  "list|show|stats|resolve|purge [flags] STORE [ID]",
+	short: "inspect and repair the effector's dedup store",
+	long: `Intents reads and repairs the effector's dedup store at STORE, a SQLite
+file path, a redis:// URL (the store's default key prefix) or a
+postgres:// URL (its tables migrated: see toolreg migrate), while
+effectors use it: each step is one short transaction.
+
+  toolreg intents list [-state S] [-tool T] [-json] STORE
+      every record, ordered by id, streamed as it is read: a table, or JSON
+      lines with -json. -state is in_flight, unknown, done or expired.
+  toolreg intents show STORE ID
+      one record as JSON, with its decoded result.
+  toolreg intents stats STORE
+      counts by state and by tool, and the oldest lease still in flight.
+  toolreg intents resolve (-ok PAYLOAD | -error MESSAGE) [-ttl D] STORE ID
+      record the true outcome of an intent whose effect is unknown (its claim
+      lapsed without a result), so the next delivery is answered with it and
+      nothing runs again. Refused for an intent that is done or still leased.
+  toolreg intents purge STORE
+      delete expired results (and claims lapsed past the store's memory).
+
+The exit status is 0 on success, 1 when the store cannot be read or a resolve
+is refused, and 2 on a usage error.
+`,
+	setup: func(fs *flag.FlagSet) func(*env, []string) int {
+		return func(e *env, args []string) int {
+			if len(args) == 0 {
+				fmt.Fprintln(e.stderr, "toolreg intents: give a subcommand: list, show, stats, resolve or purge")
+				return exitUsage
+			}
+			return runIntents(e, args[0], args[1:])
+		}
+	},
+}
+
+func runIntents(e *env, sub string, args []string) int {
+	fs := flag.NewFlagSet("toolreg intents "+sub, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var (
+		state, tool, okPayload, errMsg string
+		asJSON                         bool
+		ttl                            time.Duration
+	)
+	nargs := 1
+	switch sub {
+	case "list":
+		fs.StringVar(&state, "state", "", "only records in `state` (in_flight, unknown, done, expired)")
+		fs.StringVar(&tool, "tool", "", "only records of `tool`")
+		fs.BoolVar(&asJSON, "json", false, "JSON lines instead of a table")
+	case "show":
+		nargs = 2
+	case "stats", "purge":
+	case "resolve":
+		nargs = 2
+		fs.StringVar(&okPayload, "ok", "", "the intent succeeded with this JSON `payload`")
+		fs.StringVar(&errMsg, "error", "", "the intent failed with this `message`")
+		fs.DurationVar(&ttl, "ttl", effector.DefaultResultTTL, "keep the result for `d`")
+	default:
+		fmt.Fprintf(e.stderr, "toolreg intents: unknown subcommand %q: want list, show, stats, resolve or purge\n", sub)
+		return exitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != nargs {
+		fmt.Fprintf(e.stderr, "toolreg intents %s: want %d argument(s) (STORE%s), got %d\n", sub, nargs, map[int]string{1: "", 2: " ID"}[nargs], fs.NArg())
+		return exitUsage
+	}
+	ctx := context.Background()
+	store, closeStore, err := openInspector(ctx, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolreg intents: %v\n", err)
+		return exitFindings
+	}
+	defer closeStore()
+	switch sub {
+	case "list":
+		err = listIntents(ctx, e, store, state, tool, asJSON)
+	case "show":
+		err = showIntent(ctx, e, store, fs.Arg(1))
+	case "stats":
+		err = intentStats(ctx, e, store)
+	case "resolve":
+		if (okPayload == "") == (errMsg == "") {
+			fmt.Fprintln(e.stderr, "toolreg intents resolve: give exactly one of -ok PAYLOAD or -error MESSAGE")
+			return exitUsage
+		}
+		err = resolveIntent(ctx, e, store, fs.Arg(1), okPayload, errMsg, ttl)
+	case "purge":
+		var n int64
+		n, err = store.Purge(ctx)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "purged %d records\n", n)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolreg intents %s: %v\n", sub, err)
+		return exitFindings
+	}
+	return exitOK
+}
+
+// openInspector opens the store STORE names. Only SQLite files for now.
+func openInspector(ctx context.Context, spec string) (effector.Inspector, func(), error) {
+	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
+		opts, err := redis.ParseURL(spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		rdb := redis.NewClient(opts)
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			rdb.Close()
+			return nil, nil, fmt.Errorf("store %s: %w", opts.Addr, err)
+		}
+		return redisstore.New(rdb), func() { rdb.Close() }, nil
+	}
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		pool, err := pgxpool.New(ctx, spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		s, err := pgstore.Open(ctx, pool, pgstore.WithSweepInterval(0))
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		return s, func() { s.Close(); pool.Close() }, nil
+	}
+	if strings.Contains(spec, "://") {
+		return nil, nil, fmt.Errorf("store %q: want a SQLite file path, a redis:// URL or a postgres:// URL", spec)
+	}
+	if _, err := os.Stat(spec); err != nil {
+		return nil, nil, fmt.Errorf("store %q: %w", spec, err) // Open would create it
+	}
+	s, err := sqlitestore.Open(ctx, spec, sqlitestore.WithSweepInterval(0))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
+}
+
+type recordJSON struct {
+	ID       string          `json:"intent_id"`
+	Tool     string          `json:"tool"`
+	State    string          `json:"state"`
+	Attempts int             `json:"attempts"`
+	Deadline string          `json:"deadline"`
+	Result   json.RawMessage `json:"result,omitempty"`
+}
+
+func toJSON(r effector.Record) recordJSON {
+	j := recordJSON{ID: r.ID, Tool: r.Tool, State: r.State.String(), Attempts: r.Attempts, Deadline: r.Deadline.UTC().Format(time.RFC3339Nano)}
+	if r.Result != nil {
+		var res intent.Result
+		if err := res.UnmarshalBinary(r.Result); err == nil {
+			if b, err := json.Marshal(res); err == nil {
+				j.Result = b
+			}
+		}
+	}
+	return j
+}
+
+// progress returns a function that counts records read and, only when
+// stderr is a terminal, shows the count there as it grows; done clears it.
+func progress(e *env, what string) (tick func(), done func()) {
+	f, ok := e.stderr.(*os.File)
+	if !ok {
+		return func() {}, func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}, func() {}
+	}
+	n := 0
+	return func() {
+			if n++; n%1000 == 0 {
+				fmt.Fprintf(f, "\r%s: %d records read", what, n)
+			}
+		}, func() {
+			if n >= 1000 {
+				fmt.Fprint(f, "\r\033[K")
+			}
+		}
+}
+
+func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool string, asJSON bool) error {
+	if state != "" && !slices.Contains([]string{"in_flight", "unknown", "done", "expired"}, state) {
+		return fmt.Errorf("-state %q: want in_flight, unknown, done or expired", state)
+	}
+	var tw *tabwriter.Writer
+	enc := json.NewEncoder(e.stdout)
+	if !asJSON {
+		tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "INTENT\tTOOL\tSTATE\tATTEMPTS\tDEADLINE")
+	}
+	n := 0
+	tick, done := progress(e, "list")
+	defer done()
+	err := s.Records(ctx, func(r effector.Record) error {
+		tick()
+		if state != "" && r.State.String() != state || tool != "" && r.Tool != tool {
+			return nil
+		}
+		if asJSON {
+			return enc.Encode(toJSON(r))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, r.Tool, r.State, r.Attempts, r.Deadline.UTC().Format(time.RFC3339))
+		if n++; n%500 == 0 {
+			return tw.Flush() // stream: a page at a time
+		}
+		return nil
+	})
+	if tw != nil {
+		if ferr := tw.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+func showIntent(ctx context.Context, e *env, s effector.Inspector, id string) error {
+	r, ok, err := s.Record(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("intent %q has no record", id)
+	}
+	b, err := json.MarshalIndent(toJSON(r), "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+	return err
+}
+
+func intentStats(ctx context.Context, e *env, s effector.Inspector) error {
+	byState := map[string]int{}
+	byTool := map[string]map[string]int{}
+	var oldest *effector.Record
+	tick, done := progress(e, "stats")
+	err := s.Records(ctx, func(r effector.Record) error {
+		tick()
+		st := r.State.String()
+		byState[st]++
+		if byTool[r.Tool] == nil {
+			byTool[r.Tool] = map[string]int{}
+		}
+		byTool[r.Tool][st]++
+		if r.State == effector.RecordInFlight && (oldest == nil || r.Deadline.Before(oldest.Deadline)) {
+			rc := r
+			oldest = &rc
+		}
+		return nil
+	})
+	done()
+	if err != nil {
+		return err
+	}
+	states := []string{"in_flight", "unknown", "done", "expired"}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\t"+strings.Join(states, "\t"))
+	tools := make([]string, 0, len(byTool))
+	for t := range byTool {
+		tools = append(tools, t)
+	}
+	sort.Strings(tools)
+	row := func(name string, m map[string]int) {
+		fmt.Fprint(tw, name)
+		for _, st := range states {
+			fmt.Fprintf(tw, "\t%d", m[st])
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, t := range tools {
+		name := t
+		if name == "" {
+			name = "(unknown tool)"
+		}
+		row(name, byTool[t])
+	}
+	row("total", byState)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if oldest != nil {
+		fmt.Fprintf(e.stdout, "oldest in flight: %s (%s), lease ends %s\n", oldest.ID, oldest.Tool, oldest.Deadline.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func resolveIntent(ctx context.Context, e *env, s effector.Inspector, id, okPayload, errMsg string, ttl time.Duration) error {
+	res := intent.Result{IntentID: id, CompletedAtMs: time.Now().UnixMilli()}
+	if okPayload != "" {
+		if !json.Valid([]byte(okPayload)) {
+			return fmt.Errorf("-ok %q is not JSON", okPayload)
+		}
+		res.Status, res.Payload = intent.StatusOK, []byte(okPayload)
+	} else {
+		res.Status, res.ErrorMessage = intent.StatusError, errMsg
+	}
+	b, err := res.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := s.Resolve(ctx, id, b, ttl); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "resolved %s as %s\n", id, res.Status)
+	return err
+}

@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/genai"
+)
+
+// WithTracerProvider sets the provider of the tracer that records an
+// "execute_tool {tool}" span for every Run (and every call of RunAll, Act's
+// inline runs and RunTool). The default is the global provider
+// (otel.GetTracerProvider), so a service's existing setup just works and
+// nothing is exported unless the service configures an exporter. A nil tp
+// keeps the default.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(r *Runner) { r.tp = tp }
+}
+
+// WithRecordArguments records a call's JSON arguments on its span as
+// gen_ai.tool.call.arguments. Off by default: arguments may hold personal
+// data, and spans often leave the service.
+func WithRecordArguments(on bool) Option {
+	return func(r *Runner) { r.recordArgs = on }
+}
+
+// tracer is the Runner's tracer, from its provider or the global one; nil
+// when it records nothing.
+func (r *Runner) tracer() trace.Tracer {
+	if r.tp != nil {
+		return r.tr
+	}
+	return genai.GlobalTracer()
+}
+
+// startSpan starts the execute_tool span of a run of t. The span starts
+// under a fixed name and gets its attributes only if it records, so a no-op
+// provider costs next to nothing; samplers see the name "execute_tool".
+func (r *Runner) startSpan(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (context.Context, trace.Span) {
+	tr := r.tracer()
+	if tr == nil {
+		return ctx, nil
+	}
+	ctx, span := tr.Start(ctx, genai.ExecuteTool)
+	if span.IsRecording() {
+		span.SetName(genai.SpanName(t.Name()))
+		span.SetAttributes(genai.Operation, genai.ToolName.String(t.Name()), genai.ToolType.String("function"))
+		if id, ok := CallIDFromContext(ctx); ok {
+			span.SetAttributes(genai.ToolCallID.String(id))
+		}
+		if r.recordArgs {
+			span.SetAttributes(genai.ToolArguments.String(string(args)))
+		}
+	}
+	return ctx, span
+}
+
+// endSpan ends span with the outcome of the run.
+func endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(genai.ErrorType.String(errorType(err)))
+	}
+	span.End()
+}
+
+// errorType is the error.type of err: the toolreg error kind it is, or its
+// Go type.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	var (
+		argErr   *toolreg.ToolArgumentError
+		sizeErr  *toolreg.ArgumentsTooLargeError
+		sideErr  *toolreg.SideEffectToolError
+		panicErr *toolreg.ToolPanicError
+	)
+	switch {
+	case errors.As(err, &argErr):
+		return "tool_argument"
+	case errors.As(err, &sizeErr):
+		return "arguments_too_large"
+	case errors.As(err, &sideErr):
+		return "side_effect_tool"
+	case errors.As(err, &panicErr):
+		return "tool_panic"
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+type callIDKey struct{}
+
+// WithCallID returns ctx carrying the tool call id of the model's call (the
+// id the model gave it, or the JSON-RPC id of an MCP tools/call): Run
+// records it on its span as gen_ai.tool.call.id.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallIDFromContext returns the tool call id WithCallID put in ctx.
+func CallIDFromContext(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(callIDKey{}).(string)
+	return id, ok && id != ""
+}
