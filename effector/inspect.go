@@ -64,9 +64,12 @@ type Inspector interface {
 	// id, kept for ttl, if and only if its record is RecordUnknown: a record
 	// that is done, in flight, or missing is refused with ErrNotResolvable.
 	Resolve(ctx context.Context, id string, result []byte, ttl time.Duration) error
-	// Purge deletes expired results, and lapsed claims older than the
-	// store's attempt memory, in batches; it returns how many it deleted.
-	Purge(ctx context.Context) (int64, error)
+	// Purge deletes, in batches, the results that expired at least
+	// olderThan ago (every expired one for 0), and lapsed claims older than
+	// both that and the store's attempt memory; it returns how many it
+	// deleted. It never deletes a result before its time-to-live ends: a
+	// redelivery within it must still find the result.
+	Purge(ctx context.Context, olderThan time.Duration) (int64, error)
 }
 
 // ErrNotResolvable is Resolve's refusal of a record whose effect is not

@@ -119,4 +119,26 @@ func (s *Store) Resolve(ctx context.Context, id string, result []byte, ttl time.
 }
 
 // Purge implements effector.Inspector: Sweep.
-func (s *Store) Purge(ctx context.Context) (int64, error) { return s.Sweep(ctx) }
+func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("pgstore: Purge: olderThan %v is negative: give 0 or more", olderThan)
+	}
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, purgeSQL, s.sweepBatch, micros(AttemptMemory), micros(olderThan))
+		if err != nil {
+			return total, fmt.Errorf("pgstore: purging expired rows: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(s.sweepBatch) {
+			return total, nil
+		}
+	}
+}
+
+// purgeSQL is sweepSQL for rows that expired at least $3 microseconds ago.
+const purgeSQL = `DELETE FROM toolreg_effector_dedup WHERE intent_id IN (
+		SELECT intent_id FROM toolreg_effector_dedup
+		WHERE expires_at <= clock_timestamp() - $3 * interval '1 microsecond' AND (done OR expires_at <= clock_timestamp() - $2 * interval '1 microsecond')
+		ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+	AND expires_at <= clock_timestamp() - $3 * interval '1 microsecond' AND (done OR expires_at <= clock_timestamp() - $2 * interval '1 microsecond')`

@@ -56,3 +56,43 @@ func TestInspectorStatesAndResolve(t *testing.T) {
 		t.Fatalf("Claim after Resolve = %+v, %v; want Done with the operator's result", c, err)
 	}
 }
+
+// TestPurgeOlderThanKeepsWhatExpiredRecently: Purge deletes a result only
+// once its time-to-live has ended, and with an age only one that ended at
+// least that long ago; a live result and a claim within the attempt memory
+// stay.
+func TestPurgeOlderThanKeepsWhatExpiredRecently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openForTest(t, migrated(t, pgtest.Start(t)))
+	call := effector.NewCall("refund", []byte(`{}`))
+	complete := func(id string, ttl time.Duration) {
+		c, err := s.Claim(ctx, id, call, time.Minute)
+		if err != nil || c.State != effector.Claimed {
+			t.Fatalf("Claim(%s) = %+v, %v", id, c, err)
+		}
+		if err := s.Complete(ctx, id, c.Token, []byte("r"), ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	complete("expired", time.Millisecond)
+	complete("live", time.Hour)
+	if _, err := s.Claim(ctx, "lapsed", call, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n, err := s.Purge(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("Purge(older than 1h) = %d, %v; want nothing: the result expired 0.1s ago", n, err)
+	}
+	if _, err := s.Purge(ctx, -time.Second); err == nil {
+		t.Error("Purge accepted a negative age")
+	}
+	if n, err := s.Purge(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("Purge = %d, %v; want the one expired result", n, err)
+	}
+	for _, id := range []string{"live", "lapsed"} {
+		if _, ok, err := s.Record(ctx, id); err != nil || !ok {
+			t.Errorf("Purge deleted %s (%v)", id, err)
+		}
+	}
+}

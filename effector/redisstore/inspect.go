@@ -168,4 +168,4 @@ func (s *Store) Resolve(ctx context.Context, id string, result []byte, ttl time.
 
 // Purge implements effector.Inspector: Redis expires results and markers by
 // itself, so there is nothing to delete.
-func (s *Store) Purge(context.Context) (int64, error) { return 0, nil }
+func (s *Store) Purge(context.Context, time.Duration) (int64, error) { return 0, nil }

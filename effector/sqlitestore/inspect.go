@@ -126,13 +126,16 @@ func (s *Store) Resolve(ctx context.Context, id string, result []byte, ttl time.
 }
 
 // Purge implements effector.Inspector: Sweep, a batch per transaction.
-func (s *Store) Purge(ctx context.Context) (int64, error) {
+func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("sqlitestore: Purge: olderThan %v is negative: give 0 or more", olderThan)
+	}
 	var total int64
 	for {
 		var n int64
 		err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
 			res, err := tx.ExecContext(ctx, `DELETE FROM effector_dedup WHERE intent_id IN
-				(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`, now, now-int64(attemptMemory), inspectPage)
+				(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`, now-int64(olderThan), now-int64(attemptMemory), inspectPage)
 			if err != nil {
 				return err
 			}

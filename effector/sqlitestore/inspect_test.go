@@ -71,7 +71,14 @@ func TestInspectorStatesResolveAndPurge(t *testing.T) {
 	}
 
 	advance(2 * time.Hour) // the results expire
-	n, err := s.Purge(ctx)
+	// -older-than: both results expired under an hour ago, so neither goes.
+	if n, err := s.Purge(ctx, 3*time.Hour); err != nil || n != 0 {
+		t.Fatalf("Purge(older than 3h) = %d, %v; want nothing: the results expired under an hour ago", n, err)
+	}
+	if _, err := s.Purge(ctx, -time.Second); err == nil {
+		t.Error("Purge accepted a negative age")
+	}
+	n, err := s.Purge(ctx, 0)
 	if err != nil || n != 2 {
 		t.Fatalf("Purge = %d, %v; want the 2 expired results", n, err)
 	}
@@ -128,7 +135,7 @@ func TestInspectorRunsBesideAWriter(t *testing.T) {
 		if n < 1200 {
 			t.Errorf("listed %d records, want at least the 1200 seeded", n)
 		}
-		if _, err := inspector.Purge(ctx); err != nil {
+		if _, err := inspector.Purge(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

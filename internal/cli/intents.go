@@ -42,8 +42,11 @@ effectors use it: each step is one short transaction.
       record the true outcome of an intent whose effect is unknown (its claim
       lapsed without a result), so the next delivery is answered with it and
       nothing runs again. Refused for an intent that is done or still leased.
-  toolreg intents purge STORE
-      delete expired results (and claims lapsed past the store's memory).
+  toolreg intents purge [-older-than D] STORE
+      delete the results that expired at least D ago (every expired one by
+      default), and claims lapsed past both D and the store's memory. A
+      result is never purged before its time-to-live ends: a redelivery must
+      still find it. (Redis expires results itself: purge deletes nothing.)
 
 The exit status is 0 on success, 1 when the store cannot be read or a resolve
 is refused, and 2 on a usage error.
@@ -65,7 +68,7 @@ func runIntents(e *env, sub string, args []string) int {
 	var (
 		state, tool, okPayload, errMsg string
 		asJSON                         bool
-		ttl                            time.Duration
+		ttl, olderThan                 time.Duration
 	)
 	nargs := 1
 	switch sub {
@@ -75,7 +78,9 @@ func runIntents(e *env, sub string, args []string) int {
 		fs.BoolVar(&asJSON, "json", false, "JSON lines instead of a table")
 	case "show":
 		nargs = 2
-	case "stats", "purge":
+	case "stats":
+	case "purge":
+		fs.DurationVar(&olderThan, "older-than", 0, "only results that expired at least `d` ago")
 	case "resolve":
 		nargs = 2
 		fs.StringVar(&okPayload, "ok", "", "the intent succeeded with this JSON `payload`")
@@ -86,6 +91,10 @@ func runIntents(e *env, sub string, args []string) int {
 		return exitUsage
 	}
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if olderThan < 0 {
+		fmt.Fprintf(e.stderr, "toolreg intents purge: -older-than %v is negative: give 0 or more, such as 24h\n", olderThan)
 		return exitUsage
 	}
 	if fs.NArg() != nargs {
@@ -114,7 +123,7 @@ func runIntents(e *env, sub string, args []string) int {
 		err = resolveIntent(ctx, e, store, fs.Arg(1), okPayload, errMsg, ttl)
 	case "purge":
 		var n int64
-		n, err = store.Purge(ctx)
+		n, err = store.Purge(ctx, olderThan)
 		if err == nil {
 			fmt.Fprintf(e.stdout, "purged %d records\n", n)
 		}
