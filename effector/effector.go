@@ -547,8 +547,13 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 // is unknown.
 func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.Tool, args any, cl claim) (intent.Result, error) {
 	ctx, xt := e.startExecute(ctx, in)
-	x := e.start(ctx, in, e.timeout(t.Name()), cl)
+	fctx, etx := ctx, EffectTx(nil)
+	if tc, ok := e.store.(TxCompleter); ok {
+		fctx, etx = tc.WithEffectTx(ctx, in.ID, cl.token)
+	}
+	x := e.start(fctx, in, e.timeout(t.Name()), cl)
 	x.tel = xt
+	x.etx = etx
 	if ctx.Done() == nil {
 		return x.run(t, args)
 	}
@@ -586,9 +591,16 @@ func (x *execution) run(t *toolreg.Tool, args any) (intent.Result, error) {
 	v, err := x.e.runner.runDecoded(&x.execContext, t, args)
 	x.e.endExecute(x.parent, x.tel, x.in, err)
 	if !x.stop() {
+		if x.etx != nil {
+			x.etx.Rollback(x.parent) // the timeout's ERROR is recorded: the effect must not be
+		}
 		return x.interrupted.res, x.interrupted.err
 	}
-	return x.e.record(x.parent, x.in, x.claim, x.result(t, v, err))
+	res := x.result(t, v, err)
+	if x.etx != nil && x.etx.Started() {
+		return x.e.recordInTx(x.parent, x.in, x.etx, x.claim, res) // txstore.go
+	}
+	return x.e.record(x.parent, x.in, x.claim, res)
 }
 
 // result is the terminal result of a function that returned v and err.
@@ -671,6 +683,7 @@ type execution struct {
 	timeout time.Duration
 	claim   claim
 	tel     executing // telemetry.go
+	etx     EffectTx  // the store's transaction for the effect, if it has one (txstore.go)
 }
 
 // timedOut records ERROR for a function that has not returned by its
