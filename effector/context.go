@@ -154,7 +154,9 @@ func monoTime(t int64) time.Time { return monoOrigin.Add(time.Duration(t)) }
 // IntentFrom returns the identity of the intent being executed, when ctx is
 // (derived from) the context the effector passes to a tool function. It comes
 // from the intent itself, never from the arguments: an argument called
-// "intent" cannot change it.
+// "intent" cannot change it. A tool whose effect is a write to the store's
+// own Postgres database gets the transaction that records its result from
+// pgstore.TxFrom on the same context.
 func IntentFrom(ctx context.Context) (IntentInfo, bool) {
 	c, ok := ctx.Value(intentKey{}).(*execContext)
 	if !ok {
