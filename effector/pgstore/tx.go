@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,18 +26,23 @@ import (
 // A function that never calls TxFrom keeps the ordinary path: its effect is
 // its own, and the result is recorded after it returns.
 //
+// Outside such an execution TxFrom returns ErrNoTx; if opening the
+// transaction fails it returns that error. Either way the function must not
+// fall back to writing its effect elsewhere: return the error, and the
+// intent is recorded as failed, with nothing written.
+//
 // See effector.IntentFrom for the intent's identity in the same context.
-func TxFrom(ctx context.Context) (pgx.Tx, bool) {
+func TxFrom(ctx context.Context) (pgx.Tx, error) {
 	et, ok := ctx.Value(effectTxKey{}).(*effectTx)
 	if !ok {
-		return nil, false
+		return nil, ErrNoTx
 	}
-	tx, err := et.begin(ctx)
-	if err != nil {
-		return nil, false
-	}
-	return tx, true
+	return et.begin(ctx)
 }
+
+// ErrNoTx is TxFrom's error for a context that is not an effector's
+// execution on a *Store.
+var ErrNoTx = errors.New("pgstore: no effect transaction: the context is not an effector execution on a pgstore.Store (TxFrom needs the ctx the tool function was given)")
 
 type effectTxKey struct{}
 
@@ -71,6 +77,9 @@ func (et *effectTx) begin(ctx context.Context) (pgx.Tx, error) {
 		return nil, fmt.Errorf("pgstore: intent %q: its execution is over", et.intentID)
 	}
 	et.tx, et.err = et.s.pool.Begin(context.WithoutCancel(ctx))
+	if et.err != nil {
+		et.err = fmt.Errorf("pgstore: intent %q: opening the effect's transaction: %w", et.intentID, et.err)
+	}
 	return et.tx, et.err
 }
 

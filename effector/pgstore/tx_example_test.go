@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -11,17 +12,17 @@ import (
 // rolls the refund back.
 func ExampleTxFrom() {
 	refund := func(ctx context.Context, a refundArgs) (map[string]any, error) {
-		tx, ok := TxFrom(ctx)
-		if !ok {
-			return nil, fmt.Errorf("refund: not run by an effector on a pgstore")
+		tx, err := TxFrom(ctx)
+		if err != nil {
+			return nil, err // recorded as ERROR; nothing was written
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO refunds (order_id, amount) VALUES ($1, $2)`, a.OrderID, a.Amount); err != nil {
 			return nil, err // recorded as ERROR; the insert is rolled back
 		}
 		return map[string]any{"refunded": a.Amount}, nil // commits with the insert
 	}
-	_, ok := TxFrom(context.Background())
-	fmt.Println("outside an execution:", ok)
+	_, err := TxFrom(context.Background())
+	fmt.Println("outside an execution:", errors.Is(err, ErrNoTx))
 	_ = refund // bind it with bindings.Effect and run it with effector.New(table, store)
-	// Output: outside an execution: false
+	// Output: outside an execution: true
 }

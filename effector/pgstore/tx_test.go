@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -77,12 +76,12 @@ func refunds(t testing.TB, pool *pgxpool.Pool) int {
 
 // writeRefund is the refund tool's effect, in the store's transaction.
 func writeRefund(ctx context.Context, a refundArgs) error {
-	tx, ok := TxFrom(ctx)
-	if !ok {
-		return errors.New("no transaction")
+	tx, err := TxFrom(ctx)
+	if err != nil {
+		return err
 	}
 	in, _ := effector.IntentFrom(ctx)
-	_, err := tx.Exec(ctx, `INSERT INTO refunds VALUES ($1, $2, $3)`, in.ID, a.OrderID, a.Amount)
+	_, err = tx.Exec(ctx, `INSERT INTO refunds VALUES ($1, $2, $3)`, in.ID, a.OrderID, a.Amount)
 	return err
 }
 
@@ -218,8 +217,8 @@ func TestStaleOwnerCommitFailsAndItsWriteIsNotApplied(t *testing.T) {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
 	fctx, etx := s.WithEffectTx(ctx, id, c.Token)
-	tx, ok := TxFrom(fctx)
-	if !ok || !etx.Started() {
+	tx, err := TxFrom(fctx)
+	if err != nil || !etx.Started() {
 		t.Fatal("TxFrom did not open the transaction")
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO refunds VALUES ($1, 'o-1', 30)`, id); err != nil {
@@ -261,5 +260,3 @@ func TestToolWithoutTxKeepsTheOrdinaryPath(t *testing.T) {
 		t.Fatalf("transactions left open: %d %v", open, err)
 	}
 }
-
-var _ = fmt.Sprint
