@@ -216,7 +216,8 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 	}
 	ctx, span := e.tel.start(ctx, in)
 	defer func() { e.tel.end(ctx, span, in, res, err) }()
-	if err := e.verifyTraced(ctx, in); err != nil {
+	execution, err := e.verifyTraced(ctx, in)
+	if err != nil {
 		var ie *IntentIDError
 		if errors.As(err, &ie) {
 			// Its id names it, so it can be answered; it is never stored, since
@@ -252,7 +253,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 			}
 			return res, err
 		case Claimed:
-			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed}
+			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, execution: execution}
 			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
 				return e.giveUp(ctx, in, cl, n)
 			}
@@ -278,27 +279,33 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 	}
 }
 
-// verify is phase 1.
-func (e *Effector) verify(in *intent.Intent) error {
+// verify is phase 1. It reports whether in is the execution of an
+// approval: a TOOL intent under intent.ExecutionID of the APPROVAL intent at
+// its position, which phase 4 runs only if that approval was approved.
+func (e *Effector) verify(in *intent.Intent) (execution bool, err error) {
 	if in.ID == "" {
-		return fmt.Errorf("%w: it has no intent_id, so it cannot be deduplicated nor answered", ErrMalformedIntent)
+		return false, fmt.Errorf("%w: it has no intent_id, so it cannot be deduplicated nor answered", ErrMalformedIntent)
 	}
 	if !utf8.ValidString(in.ID) {
-		return fmt.Errorf("%w: its intent_id %q is not valid UTF-8", ErrMalformedIntent, in.ID)
+		return false, fmt.Errorf("%w: its intent_id %q is not valid UTF-8", ErrMalformedIntent, in.ID)
 	}
 	if e.cfg.mode != VerifyOff {
 		err := in.VerifyHMAC(e.cfg.keys)
 		if err != nil && (e.cfg.mode != VerifyPermissive || !errors.Is(err, intent.ErrUnsigned)) {
-			return err
+			return false, err
 		}
 	}
 	if e.cfg.underivedIDs {
-		return nil
+		return false, nil
 	}
 	if !intent.IsIntentID(in.ID, in.EntityKey, in.Seq, in.StepIndex) {
-		return &IntentIDError{ID: in.ID, Want: intent.IntentID(in.EntityKey, in.Seq, in.StepIndex), EntityKey: bytes.Clone(in.EntityKey), Seq: in.Seq, Step: in.StepIndex}
+		want := intent.IntentID(in.EntityKey, in.Seq, in.StepIndex)
+		if in.Kind != intent.KindApproval && in.ID == intent.ExecutionID(want) {
+			return true, nil
+		}
+		return false, &IntentIDError{ID: in.ID, Want: want, EntityKey: bytes.Clone(in.EntityKey), Seq: in.Seq, Step: in.StepIndex}
 	}
-	return nil
+	return false, nil
 }
 
 func (e *Effector) refuse(ctx context.Context, in *intent.Intent, reason error) error {
@@ -335,6 +342,7 @@ type claim struct {
 	token     string
 	leaseEnd  int64 // the monoNow reading by which the store's lease has ended
 	reclaimed bool  // Claim.Reclaimed
+	execution bool  // the intent is an approval's execution (verify)
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim.
@@ -389,7 +397,11 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 	if err != nil {
 		return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
 	}
-	attempts, err := e.complete(ctx, in.ID, cl.token, b, cl.leaseEnd)
+	ttl := e.cfg.resultTTL
+	if in.Kind == intent.KindApproval {
+		ttl = e.approvalTTL(in) // approval.go
+	}
+	attempts, err := e.complete(ctx, in.ID, cl.token, b, cl.leaseEnd, ttl)
 	if errors.Is(err, ErrNotOwner) {
 		return e.recordLate(ctx, in, b, res)
 	}
@@ -405,13 +417,13 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 // complete calls Complete until it succeeds, the store says the token no
 // longer owns the claim (ErrNotOwner), or the next attempt would start after
 // leaseEnd; it returns the attempts made and the last error.
-func (e *Effector) complete(ctx context.Context, id, token string, b []byte, leaseEnd int64) (attempts int, err error) {
+func (e *Effector) complete(ctx context.Context, id, token string, b []byte, leaseEnd int64, ttl time.Duration) (attempts int, err error) {
 	ctx, span := e.tel.phase(ctx, phaseComplete)
 	defer func() { endPhase(span, err) }()
 	backoff := e.cfg.minBackoff
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := e.storeContext(ctx)
-		err := e.store.Complete(sctx, id, token, b, e.cfg.resultTTL)
+		err := e.store.Complete(sctx, id, token, b, ttl)
 		cancel()
 		if err == nil || errors.Is(err, ErrNotOwner) {
 			return attempt, err
@@ -471,7 +483,7 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 		return storedResult(in, c.Result)
 	case Claimed:
 		// No one else finished it: this execution's result is the one.
-		attempts, err := e.complete(ctx, in.ID, c.Token, b, leaseEnd)
+		attempts, err := e.complete(ctx, in.ID, c.Token, b, leaseEnd, e.cfg.resultTTL)
 		if err != nil {
 			return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
 		}
@@ -509,6 +521,11 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		return e.rejected(in, err.Error()), false, nil
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
+	}
+	if cl.execution || t.Spec().Approval != nil || e.cfg.underivedIDs && resuming(ctx) != "" {
+		if res, run, err := e.gate(ctx, in); !run { // approval.go
+			return res, false, err
+		}
 	}
 	if limit := e.maxArgs(t.Name()); len(in.ArgsJSON) > limit {
 		te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
@@ -698,19 +715,6 @@ func (x *execution) timedOut() {
 	x.cancel(te) // tell the function; it may not listen
 	res, err := x.e.record(x.parent, x.in, x.claim, x.ran(intent.StatusError, nil, te.Error()))
 	x.interrupted = &interruption{res: res, err: err}
-}
-
-// approvalRequested is the payload of a done APPROVAL intent.
-var approvalRequested = []byte(`{"approval":"requested"}`)
-
-func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Result, error) {
-	if e.cfg.approval == nil {
-		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
-	}
-	if err := e.cfg.approval(ctx, in); err != nil {
-		return intent.Result{}, fmt.Errorf("effector: intent %q: approval sink: %w", in.ID, err)
-	}
-	return e.result(in, intent.StatusOK, approvalRequested, ""), nil
 }
 
 func (e *Effector) rejected(in *intent.Intent, msg string) intent.Result {

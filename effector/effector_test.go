@@ -756,8 +756,9 @@ func TestApprovalIntentsGoToTheApprovalSinkOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if first.Status != intent.StatusOK || string(first.Payload) != `{"approval":"requested"}` {
-			t.Errorf("Process = %s %q, want OK {\"approval\":\"requested\"}", first.Status, first.Payload)
+		if first.Status != intent.StatusOK || !strings.HasPrefix(string(first.Payload), `{"approval":"requested",`) ||
+			!strings.Contains(string(first.Payload), `"execution_id":"`+intent.ExecutionID(first.IntentID)+`"`) {
+			t.Errorf("Process = %s %q, want OK {\"approval\":\"requested\",... naming its execution id}", first.Status, first.Payload)
 		}
 		if !bytes.Equal(marshal(t, first), marshal(t, second)) {
 			t.Errorf("the redelivered approval got a different result")

@@ -20,6 +20,9 @@ type MemoryStore struct {
 	// clock reads the time as nanoseconds since the store was made, from the
 	// monotonic clock unless WithStoreClock gives another.
 	clock func() int64
+	// origin is the wall time the clock reads 0 at, for Inspector's
+	// deadlines (memstore_inspect.go).
+	origin time.Time
 
 	mu      sync.Mutex
 	records map[string]*memRecord
@@ -85,6 +88,7 @@ func WithStoreClock(now func() time.Time) MemoryStoreOption {
 			return
 		}
 		origin := now()
+		s.origin = origin
 		s.clock = func() int64 { return int64(now().Sub(origin)) }
 	}
 }
@@ -99,6 +103,7 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 		// time.Since reads only the monotonic clock: half the cost of time.Now,
 		// and immune to the wall clock being stepped.
 		origin := time.Now()
+		s.origin = origin
 		s.clock = func() int64 { return int64(time.Since(origin)) }
 	}
 	return s

@@ -307,11 +307,11 @@ func endPhase(span trace.Span, err error) {
 }
 
 // verifyTraced is verify in its phase span.
-func (e *Effector) verifyTraced(ctx context.Context, in *intent.Intent) error {
+func (e *Effector) verifyTraced(ctx context.Context, in *intent.Intent) (execution bool, err error) {
 	_, span := e.tel.phase(ctx, phaseVerify)
-	err := e.verify(in)
+	execution, err = e.verify(in)
 	endPhase(span, err)
-	return err
+	return execution, err
 }
 
 // claim is the store's Claim in its phase span, counted.

@@ -38,13 +38,19 @@ func appendIntentID(dst []byte, entityKey []byte, seq int64, step uint32) []byte
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, '|')
 	b = strconv.AppendUint(b, uint64(step), 10)
+	var out [36]byte
+	uuid5(&out, b)
+	return append(dst, out[:]...)
+}
 
+// uuid5 writes the UUIDv5 of namespace||name, given as b, to out in the
+// canonical 8-4-4-4-12 form.
+func uuid5(out *[36]byte, b []byte) {
 	sum := sha1.Sum(b) // UUIDv5 is defined with SHA-1; it names, it does not protect.
 	u := sum[:16]
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
 
-	var out [36]byte
 	hex.Encode(out[0:8], u[0:4])
 	out[8] = '-'
 	hex.Encode(out[9:13], u[4:6])
@@ -54,5 +60,29 @@ func appendIntentID(dst []byte, entityKey []byte, seq int64, step uint32) []byte
 	hex.Encode(out[19:23], u[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], u[10:16])
-	return append(dst, out[:]...)
+}
+
+// ExecutionID returns the id under which the call an APPROVAL intent asks
+// for is executed once a person approves it: the UUIDv5, in the same
+// namespace, of "approval|<approvalID>|execution". Like IntentID it is a
+// pure function of its argument, so a pipeline that staged the approval
+// knows where its outcome will be, and a retried decision finds the same
+// execution. The name cannot be an IntentID's name, which is hex, "|",
+// digits, "|", digits.
+func ExecutionID(approvalID string) string { return derivedID(approvalID, "execution") }
+
+// DecisionID returns the id under which a person's decision on the APPROVAL
+// intent approvalID is recorded: the UUIDv5 of "approval|<approvalID>|decision".
+func DecisionID(approvalID string) string { return derivedID(approvalID, "decision") }
+
+func derivedID(approvalID, what string) string {
+	b := make([]byte, 0, 16+len("approval|")+len(approvalID)+1+len(what))
+	b = append(b, intentNamespace[:]...)
+	b = append(b, "approval|"...)
+	b = append(b, approvalID...)
+	b = append(b, '|')
+	b = append(b, what...)
+	var out [36]byte
+	uuid5(&out, b)
+	return string(out[:])
 }

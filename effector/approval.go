@@ -1,0 +1,603 @@
+package effector
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	toolreg "github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/intent"
+)
+
+// Approvals.
+//
+// Act stages a call to a tool whose manifest says approval: required as an
+// APPROVAL intent. Process records it as pending: its result, OK with the
+// payload {"approval":"requested", ...}, keeps the exact call (tool,
+// canonical arguments, the manifest's reason, the deadline, the execution
+// id) in the dedup store, and the approval sink, if any, is told. A person's
+// decision is then recorded in the same store under intent.DecisionID of
+// the approval's id, by a claim of that id, so the first decision wins
+// whichever process makes it (RecordDecision, Effector.Decide, `toolreg
+// approvals`). The approved call is executed once, like any intent, under
+// intent.ExecutionID of the approval's id (Effector.Resume, Decide); a
+// denial or an expiry is recorded under that id too, as REJECTED or
+// EXPIRED, so the pipeline learns every approval's outcome as a result
+// there. Nothing but a recorded approval of exactly that call executes a
+// tool that requires approval: Process refuses a TOOL intent for it under
+// any other id, or without the decision, or with other arguments.
+
+// Verdict is what a person decided.
+type Verdict int
+
+const (
+	// Approve executes the staged call, once.
+	Approve Verdict = iota + 1
+	// Deny records the execution as REJECTED, with the decision's note.
+	Deny
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Approve:
+		return "approved"
+	case Deny:
+		return "denied"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Decision is a person's decision on an approval.
+type Decision struct {
+	Verdict Verdict
+	// By names who decided; required.
+	By string
+	// At is when; the zero time means now (the effector's clock in Decide).
+	At time.Time
+	// Note is shown with the outcome: a denial's result carries it.
+	Note string
+}
+
+// ApprovalState is where an approval stands.
+type ApprovalState int
+
+const (
+	// ApprovalPending: no one has decided yet.
+	ApprovalPending ApprovalState = iota + 1
+	// ApprovalApproved: approved; the call runs (or ran) once.
+	ApprovalApproved
+	// ApprovalDenied: denied; its execution is REJECTED.
+	ApprovalDenied
+	// ApprovalExpired: no decision came before its deadline; its execution
+	// is EXPIRED.
+	ApprovalExpired
+)
+
+func (s ApprovalState) String() string {
+	switch s {
+	case ApprovalPending:
+		return "pending"
+	case ApprovalApproved:
+		return "approved"
+	case ApprovalDenied:
+		return "denied"
+	case ApprovalExpired:
+		return "expired"
+	}
+	return "invalid"
+}
+
+// Approval is an approval as its store records it.
+type Approval struct {
+	ID          string // the APPROVAL intent's id
+	ExecutionID string // intent.ExecutionID(ID): where the call's outcome is recorded
+	Tool        string
+	// Arguments are the staged call's, canonical JSON, exactly as approved.
+	Arguments   json.RawMessage
+	Reason      string // the manifest's approval_reason
+	EntityKey   []byte
+	Seq         int64
+	Step        uint32
+	RequestedAt time.Time // when Act staged it
+	ExpiresAt   time.Time // the decision's deadline
+	State       ApprovalState
+	// Decision is the recorded decision; nil while pending, and for an
+	// approval that expired undecided.
+	Decision *Decision
+	// Result is the execution's recorded result (ExecutionID's), once there
+	// is one.
+	Result *intent.Result
+
+	traceID      []byte
+	signingKeyID string
+}
+
+// ErrUnknownApproval: no approval with that id is recorded (it was never
+// processed by an effector, or its record expired, or the id is another
+// intent's).
+var ErrUnknownApproval = errors.New("effector: unknown approval")
+
+// ErrUndecided is Resume's refusal of an approval no one has decided yet.
+var ErrUndecided = errors.New("effector: the approval is not decided yet")
+
+// DecisionConflictError refuses a decision that contradicts the recorded
+// one: approve after deny, or deny after approve. The first decision wins.
+type DecisionConflictError struct {
+	ApprovalID string
+	Recorded   Decision
+	Asked      Verdict
+}
+
+func (e *DecisionConflictError) Error() string {
+	return fmt.Sprintf("effector: approval %q was already %s by %s at %s; it cannot be %s now (the first decision wins)",
+		e.ApprovalID, e.Recorded.Verdict, e.Recorded.By, e.Recorded.At.UTC().Format(time.RFC3339), e.Asked)
+}
+
+// Is makes errors.Is(err, toolreg.ErrTool) hold.
+func (e *DecisionConflictError) Is(target error) bool { return target == toolreg.ErrTool }
+
+// ApprovalExpiredError refuses a decision made after the approval's
+// deadline. The approval is then recorded as expired, and its execution as
+// EXPIRED.
+type ApprovalExpiredError struct {
+	ApprovalID string
+	ExpiresAt  time.Time
+	At         time.Time // when the decision came
+}
+
+func (e *ApprovalExpiredError) Error() string {
+	return fmt.Sprintf("effector: approval %q expired at %s, before this decision (%s late); nothing runs: the pipeline gets EXPIRED and may ask again",
+		e.ApprovalID, e.ExpiresAt.UTC().Format(time.RFC3339), e.At.Sub(e.ExpiresAt).Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, toolreg.ErrTool) hold.
+func (e *ApprovalExpiredError) Is(target error) bool { return target == toolreg.ErrTool }
+
+// requestedPayload is the payload of a done APPROVAL intent. Its keys are
+// in canonical (sorted) order.
+type requestedPayload struct {
+	Approval     string          `json:"approval"` // "requested"
+	Arguments    json.RawMessage `json:"arguments"`
+	CreatedAtMs  int64           `json:"created_at_ms"`
+	ExecutionID  string          `json:"execution_id"`
+	ExpiresAtMs  int64           `json:"expires_at_ms"`
+	Reason       string          `json:"reason,omitempty"`
+	SigningKeyID string          `json:"signing_key_id,omitempty"`
+	Step         uint32          `json:"step"`
+	Tool         string          `json:"tool"`
+	TraceID      string          `json:"trace_id,omitempty"` // hex
+}
+
+// decisionPayload is the payload of a recorded decision.
+type decisionPayload struct {
+	AtMs     int64  `json:"at_ms"`
+	By       string `json:"by,omitempty"`
+	Decision string `json:"decision"` // "approved", "denied" or "expired"
+	Note     string `json:"note,omitempty"`
+}
+
+// approve is phase 4 for an APPROVAL intent: it records the call as
+// pending and tells the approval sink. An approval of a tool the effect
+// table holds is checked first, as its execution will be (REJECTED if the
+// arguments break the contract: no one should approve a call that cannot
+// run); it is pending in the store with or without a sink, since `toolreg
+// approvals` and Decide read it there. An approval of anything else (the
+// beam-agents "ask a person" intent) needs the sink.
+func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Result, error) {
+	t, err := e.table.Get(in.ToolName)
+	known := err == nil && t.SideEffect() && t.Bound()
+	if known {
+		if _, err := t.DecodeArgs(in.ArgsJSON); err != nil {
+			return e.rejected(in, fmt.Sprintf("effector: approval %q asks for a call that breaks its contract, so no one can approve it: %v", in.ID, err)), nil
+		}
+	} else if e.cfg.approval == nil {
+		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
+	}
+	p := requestedPayload{
+		Approval:     "requested",
+		Arguments:    in.ArgsJSON,
+		CreatedAtMs:  in.CreatedAtMs,
+		ExecutionID:  intent.ExecutionID(in.ID),
+		ExpiresAtMs:  in.ExpiresAtMs,
+		SigningKeyID: in.SigningKeyID,
+		Step:         in.StepIndex,
+		Tool:         in.ToolName,
+	}
+	if known && t.Spec().Approval != nil {
+		p.Reason = t.Spec().Approval.Reason
+	}
+	if len(in.TraceID) > 0 {
+		p.TraceID = hex.EncodeToString(in.TraceID)
+	}
+	if !json.Valid(in.ArgsJSON) {
+		p.Arguments = nil
+	}
+	payload, err := marshalCanonical(p)
+	if err != nil {
+		return e.rejected(in, fmt.Sprintf("effector: approval %q: %v", in.ID, err)), nil
+	}
+	if e.cfg.approval != nil {
+		if err := e.cfg.approval(ctx, in); err != nil {
+			return intent.Result{}, fmt.Errorf("effector: intent %q: approval sink: %w", in.ID, err)
+		}
+	}
+	return e.result(in, intent.StatusOK, payload, ""), nil
+}
+
+// approvalTTL is how long an approval's records are kept: the result
+// time-to-live past its deadline, so a decision can be made until the
+// deadline and read long after.
+func (e *Effector) approvalTTL(in *intent.Intent) time.Duration {
+	life := time.Duration(in.ExpiresAtMs-in.CreatedAtMs) * time.Millisecond
+	return e.cfg.resultTTL + max(life, 0)
+}
+
+func marshalCanonical(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return canonjson.Canonicalize(b)
+}
+
+// inspector is the store as an Inspector, which approvals need to read
+// records by id.
+func inspector(store DedupStore) (Inspector, error) {
+	insp, ok := store.(Inspector)
+	if !ok {
+		return nil, fmt.Errorf("effector: approvals need a store that can read a record by id (effector.Inspector); %T cannot: use the memory, SQLite, Redis or Postgres store", store)
+	}
+	return insp, nil
+}
+
+// LookupApproval returns the approval id as store records it:
+// ErrUnknownApproval (wrapped) if there is none.
+func LookupApproval(ctx context.Context, store DedupStore, id string) (Approval, error) {
+	insp, err := inspector(store)
+	if err != nil {
+		return Approval{}, err
+	}
+	rec, ok, err := insp.Record(ctx, id)
+	if err != nil {
+		return Approval{}, fmt.Errorf("effector: reading approval %q: %w", id, err)
+	}
+	if !ok || rec.State != RecordDone {
+		return Approval{}, fmt.Errorf("%w: %q has no recorded approval request (it was never processed by an effector, or its record expired)", ErrUnknownApproval, id)
+	}
+	a, err := requested(rec)
+	if err != nil {
+		return Approval{}, err
+	}
+	return a, a.load(ctx, insp)
+}
+
+// requested decodes an approval request's record; ErrUnknownApproval if
+// it is another kind of record.
+func requested(rec Record) (Approval, error) {
+	var res intent.Result
+	if err := res.UnmarshalBinary(rec.Result); err != nil || res.Status != intent.StatusOK || !bytes.HasPrefix(res.Payload, []byte(`{"approval":"requested"`)) {
+		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
+	}
+	var p requestedPayload
+	if err := json.Unmarshal(res.Payload, &p); err != nil || p.ExecutionID != intent.ExecutionID(rec.ID) {
+		return Approval{}, fmt.Errorf("effector: approval %q: its record does not decode (%v): the store is corrupt or shared with something else", rec.ID, err)
+	}
+	trace, _ := hex.DecodeString(p.TraceID)
+	return Approval{
+		ID: rec.ID, ExecutionID: p.ExecutionID, Tool: p.Tool, Arguments: p.Arguments, Reason: p.Reason,
+		EntityKey: res.EntityKey, Seq: res.Seq, Step: p.Step,
+		RequestedAt: time.UnixMilli(p.CreatedAtMs), ExpiresAt: time.UnixMilli(p.ExpiresAtMs),
+		State: ApprovalPending, traceID: trace, signingKeyID: p.SigningKeyID,
+	}, nil
+}
+
+// load reads a's decision and execution result.
+func (a *Approval) load(ctx context.Context, insp Inspector) error {
+	rec, ok, err := insp.Record(ctx, intent.DecisionID(a.ID))
+	if err != nil {
+		return fmt.Errorf("effector: reading the decision on approval %q: %w", a.ID, err)
+	}
+	if ok && rec.State == RecordDone {
+		d, st, err := decoded(a.ID, rec.Result)
+		if err != nil {
+			return err
+		}
+		a.State, a.Decision = st, d
+	}
+	rec, ok, err = insp.Record(ctx, a.ExecutionID)
+	if err != nil {
+		return fmt.Errorf("effector: reading the execution of approval %q: %w", a.ID, err)
+	}
+	if ok && (rec.State == RecordDone || rec.State == RecordExpired) {
+		var res intent.Result
+		if err := res.UnmarshalBinary(rec.Result); err != nil {
+			return fmt.Errorf("effector: approval %q: its execution's result does not decode (%v): the store is corrupt", a.ID, err)
+		}
+		a.Result = &res
+	}
+	return nil
+}
+
+// decoded decodes a recorded decision.
+func decoded(approvalID string, b []byte) (*Decision, ApprovalState, error) {
+	var res intent.Result
+	var p decisionPayload
+	if err := res.UnmarshalBinary(b); err != nil {
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
+	}
+	if err := json.Unmarshal(res.Payload, &p); err != nil {
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
+	}
+	d := &Decision{By: p.By, At: time.UnixMilli(p.AtMs), Note: p.Note}
+	switch p.Decision {
+	case "approved":
+		d.Verdict = Approve
+		return d, ApprovalApproved, nil
+	case "denied":
+		d.Verdict = Deny
+		return d, ApprovalDenied, nil
+	case "expired":
+		return nil, ApprovalExpired, nil
+	}
+	return nil, 0, fmt.Errorf("effector: approval %q: its decision %q is none this version knows: upgrade it", approvalID, p.Decision)
+}
+
+// Approvals calls fn for every approval store records, pending or decided,
+// in the store's record order; it stops at fn's first error.
+func Approvals(ctx context.Context, store DedupStore, fn func(Approval) error) error {
+	insp, err := inspector(store)
+	if err != nil {
+		return err
+	}
+	return insp.Records(ctx, func(rec Record) error {
+		if rec.State != RecordDone || !bytes.Contains(rec.Result, []byte(`{"approval":"requested"`)) {
+			return nil
+		}
+		a, err := requested(rec)
+		if errors.Is(err, ErrUnknownApproval) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := a.load(ctx, insp); err != nil {
+			return err
+		}
+		return fn(a)
+	})
+}
+
+// decisionLease bounds a decision's claim: recording it is one Complete.
+const decisionLease = 30 * time.Second
+
+// RecordDecision records d on the approval id in store, and returns the
+// approval as recorded. It does not execute anything: it is what a process
+// without the tools' functions (the `toolreg approvals` CLI) can do; the
+// effector executes an approved call with Resume, or Decide does both.
+//
+// The first decision wins: a second decision with the same verdict changes
+// nothing and returns the recorded approval; one with the other verdict is
+// refused with a *DecisionConflictError. A decision after the approval's
+// deadline is refused with an *ApprovalExpiredError, and the approval is
+// recorded as expired (if no decision came first). An id with no recorded
+// approval request gives ErrUnknownApproval.
+func RecordDecision(ctx context.Context, store DedupStore, id string, d Decision) (Approval, error) {
+	if d.Verdict != Approve && d.Verdict != Deny {
+		return Approval{}, fmt.Errorf("effector: deciding approval %q: verdict %v is neither Approve nor Deny", id, d.Verdict)
+	}
+	if strings.TrimSpace(d.By) == "" {
+		return Approval{}, fmt.Errorf("effector: deciding approval %q: say who decides (Decision.By)", id)
+	}
+	if d.At.IsZero() {
+		d.At = time.Now()
+	}
+	a, err := LookupApproval(ctx, store, id)
+	if err != nil {
+		return Approval{}, err
+	}
+	late := !d.At.Before(a.ExpiresAt)
+	p := decisionPayload{AtMs: d.At.UnixMilli(), By: d.By, Decision: d.Verdict.String(), Note: d.Note}
+	status := intent.StatusOK
+	if d.Verdict == Deny {
+		status = intent.StatusRejected
+	}
+	if late {
+		p = decisionPayload{AtMs: d.At.UnixMilli(), Decision: "expired"}
+		status = intent.StatusExpired
+	}
+	payload, err := marshalCanonical(p)
+	if err != nil {
+		return Approval{}, err
+	}
+	did := intent.DecisionID(id)
+	rec := intent.Result{IntentID: did, EntityKey: a.EntityKey, Seq: a.Seq, Status: status, Payload: payload, CompletedAtMs: d.At.UnixMilli()}
+	b, err := rec.MarshalBinary()
+	if err != nil {
+		return Approval{}, err
+	}
+	call := NewCall(a.Tool, a.Arguments)
+	ttl := time.Until(a.ExpiresAt) + DefaultResultTTL
+	backoff := DefaultMinBackoff
+	for {
+		c, err := store.Claim(ctx, did, call, decisionLease)
+		if err != nil {
+			return Approval{}, fmt.Errorf("effector: recording the decision on approval %q: %w", id, err)
+		}
+		switch c.State {
+		case Claimed:
+			if err := store.Complete(ctx, did, c.Token, b, max(ttl, DefaultResultTTL)); err != nil {
+				if rerr := store.Release(context.WithoutCancel(ctx), did, c.Token); rerr != nil && !errors.Is(rerr, ErrNotOwner) {
+					err = errors.Join(err, rerr)
+				}
+				return Approval{}, fmt.Errorf("effector: recording the decision on approval %q: %w", id, err)
+			}
+			if late {
+				a.State = ApprovalExpired
+				return a, &ApprovalExpiredError{ApprovalID: id, ExpiresAt: a.ExpiresAt, At: d.At}
+			}
+			a.Decision = &d
+			a.State = ApprovalApproved
+			if d.Verdict == Deny {
+				a.State = ApprovalDenied
+			}
+			return a, nil
+		case Done:
+			got, st, err := decoded(id, c.Result)
+			if err != nil {
+				return Approval{}, err
+			}
+			a.State, a.Decision = st, got
+			switch {
+			case st == ApprovalExpired:
+				return a, &ApprovalExpiredError{ApprovalID: id, ExpiresAt: a.ExpiresAt, At: d.At}
+			case got.Verdict != d.Verdict:
+				return a, &DecisionConflictError{ApprovalID: id, Recorded: *got, Asked: d.Verdict}
+			}
+			return a, nil // the same decision again: nothing to do
+		case InFlight:
+			// Another decision is being recorded: wait for it.
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return Approval{}, fmt.Errorf("effector: approval %q: gave up waiting for another decision being recorded: %w", id, context.Cause(ctx))
+			case <-t.C:
+			}
+			backoff = min(2*backoff, DefaultMaxBackoff)
+		case Mismatch:
+			return Approval{}, fmt.Errorf("effector: approval %q: its decision record names %s, not the approval's %s: the store is corrupt or shared with something else", id, c.Recorded, call)
+		default:
+			return Approval{}, fmt.Errorf("effector: approval %q: the store answered with unknown state %d", id, int(c.State))
+		}
+	}
+}
+
+// Decide records d on the approval id (RecordDecision, at the effector's
+// clock when d.At is zero) and carries it out (Resume): an approved call is
+// executed once and its result returned; a denial returns the execution's
+// REJECTED result, carrying the note. Publish the result as Process's. It
+// is idempotent: deciding again the same way returns the same result and
+// runs nothing again. The errors are RecordDecision's and Resume's.
+func (e *Effector) Decide(ctx context.Context, id string, d Decision) (intent.Result, error) {
+	if d.At.IsZero() {
+		d.At = e.cfg.now()
+	}
+	if _, err := RecordDecision(ctx, e.store, id, d); err != nil {
+		var exp *ApprovalExpiredError
+		if errors.As(err, &exp) {
+			// Record the EXPIRED execution, so the pipeline learns it.
+			_, _ = e.Resume(ctx, id)
+		}
+		return intent.Result{}, err
+	}
+	return e.Resume(ctx, id)
+}
+
+// Resume carries out the recorded decision on the approval id: it executes
+// an approved call once (a second Resume returns the recorded result), and
+// records a denied or expired one's execution as REJECTED or EXPIRED. It is
+// what an effector runs for a decision another process recorded (`toolreg
+// approvals approve`), and after a restart: an approved call whose
+// execution was cut short is executed then, once. It returns ErrUndecided
+// for an approval no one decided yet, unless its deadline passed: then the
+// approval is recorded as expired.
+func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error) {
+	a, err := LookupApproval(ctx, e.store, id)
+	if err != nil {
+		return intent.Result{}, err
+	}
+	if a.State == ApprovalPending {
+		if e.cfg.now().Before(a.ExpiresAt) {
+			return intent.Result{}, fmt.Errorf("%w: approval %q of %s waits for a person until %s", ErrUndecided, id, a.Tool, a.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		// Recording the expiry is itself a decision, so it races fairly
+		// with a late one.
+		a, err = RecordDecision(ctx, e.store, id, Decision{Verdict: Deny, By: "effector", At: e.cfg.now()})
+		var exp *ApprovalExpiredError
+		if err != nil && !errors.As(err, &exp) {
+			return intent.Result{}, err
+		}
+	}
+	return e.Process(context.WithValue(ctx, resumeKey{}, id), e.execution(a))
+}
+
+// resumeKey is the context key under which Resume names the approval whose
+// execution it processes, for gate (so that an approval staged under an id
+// of the producer's own, WithUnderivedIDs, is found too).
+type resumeKey struct{}
+
+// resuming returns the approval id Resume set in ctx, or "".
+func resuming(ctx context.Context) string {
+	id, _ := ctx.Value(resumeKey{}).(string)
+	return id
+}
+
+// execution is the TOOL intent that carries out a's decision: a's call,
+// under a's execution id, staged at the decision's time with the approval's
+// time-to-live, signed with the approval's key when the effector holds it.
+func (e *Effector) execution(a Approval) *intent.Intent {
+	at := a.ExpiresAt
+	if a.Decision != nil {
+		at = a.Decision.At
+	}
+	life := a.ExpiresAt.Sub(a.RequestedAt)
+	in := &intent.Intent{
+		ID: a.ExecutionID, EntityKey: a.EntityKey, Seq: a.Seq, StepIndex: a.Step,
+		ToolName: a.Tool, ArgsJSON: a.Arguments,
+		CreatedAtMs: at.UnixMilli(), ExpiresAtMs: at.Add(max(life, time.Minute)).UnixMilli(),
+		Kind: intent.KindTool, TraceID: a.traceID,
+	}
+	if key, ok := e.cfg.keys[a.signingKeyID]; ok && a.signingKeyID != "" {
+		_ = in.SignHMAC(a.signingKeyID, key) // a key New accepted signs
+	}
+	return in
+}
+
+// gate is phase 4's check of a TOOL intent for a tool that requires
+// approval: it runs only as the execution of a recorded approval of
+// exactly this call. It returns the result to record instead of executing
+// (REJECTED for a denial, EXPIRED for an expiry), or an error that refuses
+// the intent unrecorded (no such approval, no decision yet, another call).
+func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Result, run bool, err error) {
+	approvalID := resuming(ctx)
+	if approvalID == "" {
+		approvalID = intent.IntentID(in.EntityKey, in.Seq, in.StepIndex)
+	}
+	if in.ID != intent.ExecutionID(approvalID) {
+		return e.rejected(in, fmt.Sprintf("effector: intent %q: tool %q requires a person's approval (approval: required): stage it with runner.Activation.Act, which asks for approval, and it runs once approved; nothing ran", in.ID, in.ToolName)), false, nil
+	}
+	a, err := LookupApproval(ctx, e.store, approvalID)
+	if err != nil {
+		return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q of a tool that requires approval: %w", in.ID, err))
+	}
+	if a.Tool != in.ToolName || !bytes.Equal(canonicalOrRaw(a.Arguments), canonicalOrRaw(in.ArgsJSON)) {
+		return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q asks for %s, and approval %q approved %s: only the approved call runs",
+			in.ID, CallOf(in), approvalID, NewCall(a.Tool, a.Arguments)))
+	}
+	switch a.State {
+	case ApprovalApproved:
+		return intent.Result{}, true, nil
+	case ApprovalDenied:
+		msg := fmt.Sprintf("denied by %s", a.Decision.By)
+		if a.Decision.Note != "" {
+			msg += ": " + a.Decision.Note
+		}
+		return e.rejected(in, msg), false, nil
+	case ApprovalExpired:
+		return e.result(in, intent.StatusExpired, nil, fmt.Sprintf("effector: approval %q expired at %s with no decision; nothing ran", approvalID, a.ExpiresAt.UTC().Format(time.RFC3339))), false, nil
+	}
+	return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q: %w: approval %q waits for a person", in.ID, ErrUndecided, approvalID))
+}
+
+func canonicalOrRaw(b []byte) []byte {
+	if c, err := canonjson.Canonicalize(b); err == nil {
+		return c
+	}
+	return b
+}
