@@ -106,6 +106,7 @@ func run(t *testing.T, newEnv func(t *testing.T) *env) {
 		{"a lapsed claim asked for by another call is a mismatch, and the same call reclaims it", testMismatchLapsed},
 		{"an expired result frees the id for another call", testMismatchAfterExpiry},
 		{"attempts count the claims not released", testAttempts},
+		{"approval decisions: the first wins and reads back as recorded", testDecisions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
