@@ -792,3 +792,19 @@ func TestIsIntentIDAcceptsOnlyTheIDOfItsPosition(t *testing.T) {
 		t.Errorf("IsIntentID allocates %v times, want 0", n)
 	}
 }
+
+// TestApprovalDerivedIDs: an approval's execution and decision ids are the
+// UUIDv5, in the intent namespace, of "approval|<id>|execution" and
+// "approval|<id>|decision", as Python's uuid module computes them
+// (python3 -c 'import uuid; print(uuid.uuid5(uuid.UUID("6f3e9d2a-1c47-5b8e-9a10-2d4f6b8c0e11"), NAME))'),
+// and differ from each other and from the approval's.
+func TestApprovalDerivedIDs(t *testing.T) {
+	t.Parallel()
+	const approval = "aaaaaaaa-bbbb-5ccc-8ddd-eeeeeeeeeeee"
+	if got, want := intent.ExecutionID(approval), "4e1fa246-582e-514d-82c6-c134eeeb2fc6"; got != want {
+		t.Errorf("ExecutionID = %s, want %s", got, want)
+	}
+	if got, want := intent.DecisionID(approval), "e5b97d6f-2d53-5801-bc5c-e900a4af7df8"; got != want {
+		t.Errorf("DecisionID = %s, want %s", got, want)
+	}
+}
