@@ -601,3 +601,37 @@ func canonicalOrRaw(b []byte) []byte {
 	}
 	return b
 }
+
+// ResumeDecided carries out every decision recorded in the store whose
+// execution has no result yet (Resume), such as one made with `toolreg
+// approvals approve` in another process, or one whose execution a crash cut
+// short, and hands each result to publish, as Serve publishes Process's. It
+// also records as expired the approvals still pending past their deadline.
+// It returns how many it carried out. Call it at startup and then on a
+// ticker; it reads the whole store (Approvals), so every minute or so, not
+// in a tight loop. An error from Resume or publish stops it; run it again.
+func (e *Effector) ResumeDecided(ctx context.Context, publish func(context.Context, intent.Result) error) (int, error) {
+	var todo []string
+	now := e.cfg.now()
+	err := Approvals(ctx, e.store, func(a Approval) error {
+		if a.Result == nil && (a.State != ApprovalPending || !now.Before(a.ExpiresAt)) {
+			todo = append(todo, a.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range todo {
+		res, err := e.Resume(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if err := publish(ctx, res); err != nil {
+			return n, fmt.Errorf("effector: publishing the outcome of approval %q: %w", id, err)
+		}
+		n++
+	}
+	return n, nil
+}

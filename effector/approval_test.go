@@ -53,9 +53,17 @@ type approvals struct {
 
 func newApprovals(t testing.TB, store effector.DedupStore, opts ...effector.Option) *approvals {
 	t.Helper()
-	specs, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(bigRefundManifest)}}, "m.yaml")
+	a, err := buildApprovals(store, opts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return a
+}
+
+func buildApprovals(store effector.DedupStore, opts ...effector.Option) (*approvals, error) {
+	specs, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(bigRefundManifest)}}, "m.yaml")
+	if err != nil {
+		return nil, err
 	}
 	a := &approvals{store: store}
 	a.now.Store(t0.UnixMilli())
@@ -69,13 +77,13 @@ func newApprovals(t testing.TB, store effector.DedupStore, opts ...effector.Opti
 		return map[string]any{"refunded": args.Amount}, nil
 	})
 	if a.bound, err = b.Bind(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	opts = append([]effector.Option{effector.WithClock(a.clock), effector.WithLogger(quietLogger())}, opts...)
 	if a.eff, err = effector.New(a.bound.Effector, store, opts...); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return a
+	return a, nil
 }
 
 func (a *approvals) clock() time.Time { return time.UnixMilli(a.now.Load()) }
@@ -415,5 +423,47 @@ func TestTwoEffectorsOnOneSQLiteFileApprovingAtOnceRunTheCallOnce(t *testing.T) 
 		if !bytes.Equal(b, got[0]) {
 			t.Fatal("deciders got different results")
 		}
+	}
+}
+
+// TestResumeDecidedCarriesOutWhatOthersDecided: decisions recorded without
+// the effector (the CLI's path) are carried out by ResumeDecided, each
+// published once; pending ones wait, overdue ones are published EXPIRED,
+// and a second pass finds nothing to do.
+func TestResumeDecidedCarriesOutWhatOthersDecided(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t, effector.NewMemoryStore())
+	ctx := context.Background()
+	ok := a.stage(t, 11, `{"amount":600,"order_id":"o-11"}`)
+	no := a.stage(t, 12, `{"amount":600,"order_id":"o-12"}`)
+	waiting := a.stage(t, 13, `{"amount":600,"order_id":"o-13"}`)
+	for _, d := range []struct {
+		id string
+		v  effector.Verdict
+	}{{ok.ID, effector.Approve}, {no.ID, effector.Deny}} {
+		if _, err := effector.RecordDecision(ctx, a.store, d.id, effector.Decision{Verdict: d.v, By: "cli", At: a.clock()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	published := map[string]intent.Status{}
+	publish := func(_ context.Context, r intent.Result) error { published[r.IntentID] = r.Status; return nil }
+	n, err := a.eff.ResumeDecided(ctx, publish)
+	if err != nil || n != 2 {
+		t.Fatalf("ResumeDecided = %d, %v; want 2", n, err)
+	}
+	want := map[string]intent.Status{intent.ExecutionID(ok.ID): intent.StatusOK, intent.ExecutionID(no.ID): intent.StatusRejected}
+	if fmt.Sprint(published) != fmt.Sprint(want) || a.runs.Load() != 1 {
+		t.Fatalf("published %v with %d runs, want %v and 1 run", published, a.runs.Load(), want)
+	}
+	if n, err := a.eff.ResumeDecided(ctx, publish); err != nil || n != 0 {
+		t.Fatalf("a second ResumeDecided = %d, %v; want nothing to do", n, err)
+	}
+	a.now.Add(2 * time.Hour.Milliseconds())
+	clear(published)
+	if n, err := a.eff.ResumeDecided(ctx, publish); err != nil || n != 1 || published[intent.ExecutionID(waiting.ID)] != intent.StatusExpired {
+		t.Fatalf("ResumeDecided past the deadline = %d, %v, %v; want the pending one EXPIRED", n, err, published)
+	}
+	if a.runs.Load() != 1 {
+		t.Fatalf("runs = %d, want 1", a.runs.Load())
 	}
 }
