@@ -100,6 +100,15 @@ func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (to
 	return r, be.record("refund_order", in.ID, r)
 }
 
+func (be *backend) refundOverLimit(ctx context.Context, a tools.RefundOverLimitArgs) (tools.RefundOverLimitResult, error) {
+	in, ok := effector.IntentFrom(ctx)
+	if !ok {
+		return tools.RefundOverLimitResult{}, errors.New("refund_over_limit runs only in the effector")
+	}
+	r := tools.RefundOverLimitResult{RefundID: "re_" + in.ID[:8], OrderID: a.OrderID, Amount: a.Amount}
+	return r, be.record("refund_over_limit", in.ID, r)
+}
+
 func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (tools.SendEmailResult, error) {
 	in, ok := effector.IntentFrom(ctx)
 	if !ok {

@@ -82,6 +82,7 @@ func start(ctx context.Context, manifests, state, entityKey string, log *slog.Lo
 	tools.BindSearchOrders(b, be.searchOrders)
 	tools.BindSearchKB(b, be.searchKB)
 	tools.BindRefundOrder(b, be.refundOrder)
+	tools.BindRefundOverLimit(b, be.refundOverLimit)
 	tools.BindSendEmail(b, be.sendEmail)
 	bound, err := b.Bind()
 	if err != nil {

@@ -149,12 +149,13 @@ func TestTheBuiltServerOverStdio(t *testing.T) {
 		}
 		yes, no := true, false
 		want := map[string]*mcp.ToolAnnotations{
-			"lookup_customer": {Title: "Look up customer", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
-			"lookup_order":    {ReadOnlyHint: true, IdempotentHint: true},
-			"search_orders":   {ReadOnlyHint: true, IdempotentHint: true},
-			"search_kb":       {Title: "Search knowledge base", ReadOnlyHint: true, IdempotentHint: true},
-			"refund_order":    {Title: "Refund order", DestructiveHint: &yes, OpenWorldHint: &yes},
-			"send_email":      {Title: "Send email", DestructiveHint: &no, OpenWorldHint: &yes},
+			"lookup_customer":   {Title: "Look up customer", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
+			"lookup_order":      {ReadOnlyHint: true, IdempotentHint: true},
+			"search_orders":     {ReadOnlyHint: true, IdempotentHint: true},
+			"search_kb":         {Title: "Search knowledge base", ReadOnlyHint: true, IdempotentHint: true},
+			"refund_order":      {Title: "Refund order", DestructiveHint: &yes, OpenWorldHint: &yes},
+			"refund_over_limit": {Title: "Refund over the limit", DestructiveHint: &yes, OpenWorldHint: &yes},
+			"send_email":        {Title: "Send email", DestructiveHint: &no, OpenWorldHint: &yes},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("annotations by tool (-want +got):\n%s", diff)

@@ -77,8 +77,8 @@ func TestTheTypeScriptSDKClientAcceptsEveryStructuredContent(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(got.Tools) != 6 {
-		t.Errorf("tools/list gave %d tools, want the 6 of the example manifests", len(got.Tools))
+	if len(got.Tools) != 7 {
+		t.Errorf("tools/list gave %d tools, want the 7 of the example manifests", len(got.Tools))
 	}
 	for name, tool := range got.Tools {
 		if tool.OutputSchema["type"] != "object" {

@@ -113,6 +113,9 @@ func (s *service) play(ctx context.Context, conv *conversation, models modelProv
 	if err != nil {
 		return err
 	}
+	if err := s.decide(ctx); err != nil {
+		return err
+	}
 	s.printf("\n== next turn: each result answers the call that staged it ==\n")
 	for _, o := range first.staged {
 		r, ok := results[o.Intent.ID]
@@ -148,6 +151,11 @@ func (s *service) play(ctx context.Context, conv *conversation, models modelProv
 	if _, err := s.execute(ctx, again.wire); err != nil {
 		return err
 	}
+	n, err := s.effector.ResumeDecided(ctx, func(context.Context, intent.Result) error { return nil })
+	if err != nil {
+		return err
+	}
+	s.printf("decisions carried out again: %d (each approved call ran once)\n", n)
 	refunds, emails := s.backend.effects()
 	s.printf("\n== downstream ==\npayment provider applied %d refund(s); mail relay sent %d email(s) in this process\n", refunds, emails)
 	if refunds == 0 {
@@ -274,8 +282,72 @@ func (s *service) execute(ctx context.Context, wire [][]byte) (map[string]*inten
 		if refunds == refundsBefore && emails == emailsBefore {
 			how = "already done: the stored result, not executed again"
 		}
-		s.printf("%s %-12s %-8s %s  (%s)\n", in.ID, in.ToolName, res.Status, res.Payload, how)
+		payload := string(res.Payload)
+		if in.Kind == intent.KindApproval {
+			payload = "approval requested, to run as " + intent.ExecutionID(in.ID)
+			how = "pending: nothing runs until a person approves it"
+			if a, err := effector.LookupApproval(ctx, s.store, in.ID); err == nil && a.State != effector.ApprovalPending {
+				how = "already " + a.State.String() + ": the stored request, not asked again"
+			}
+		}
+		s.printf("%s %-12s %-8s %s  (%s)\n", in.ID, in.ToolName, res.Status, payload, how)
 		results[in.ID] = &res
 	}
 	return results, nil
+}
+
+// decide is the supervisor's side: it lists the approvals waiting in the
+// effector's store and decides each, as `toolreg approvals approve|deny
+// STORE ID` would (the same call, effector.RecordDecision, made in this
+// process), then has the effector carry the decisions out: an approved call
+// runs once, a denied one is answered REJECTED with the note. This
+// supervisor approves refunds for a fault and denies goodwill ones.
+func (s *service) decide(ctx context.Context) error {
+	s.printf("\n== approvals: a supervisor decides, as `toolreg approvals approve|deny %s ID` does ==\n", s.dbPath)
+	var pending []effector.Approval
+	err := effector.Approvals(ctx, s.store, func(a effector.Approval) error {
+		if a.State == effector.ApprovalPending {
+			pending = append(pending, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		s.printf("no approval waits (decided in an earlier run: %s remembers it)\n", s.dbPath)
+	}
+	for _, a := range pending {
+		var args struct {
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal(a.Arguments, &args); err != nil {
+			return err
+		}
+		d := effector.Decision{Verdict: effector.Approve, By: "supervisor"}
+		if args.Reason == "goodwill" {
+			d = effector.Decision{Verdict: effector.Deny, By: "supervisor", Note: "a goodwill credit above 100 is not our policy: offer a voucher"}
+		}
+		if _, err := effector.RecordDecision(ctx, s.store, a.ID, d); err != nil {
+			return err
+		}
+		note := ""
+		if d.Note != "" {
+			note = ": " + d.Note
+		}
+		s.printf("%s %s %s  (%s)\n        → %s by %s%s\n", a.ID, a.Tool, a.Arguments, a.Reason, d.Verdict, d.By, note)
+	}
+	n, err := s.effector.ResumeDecided(ctx, func(_ context.Context, r intent.Result) error {
+		out := string(r.Payload)
+		if r.ErrorMessage != "" {
+			out = r.ErrorMessage
+		}
+		s.printf("%s %-8s %s  (the decision, carried out)\n", r.IntentID, r.Status, out)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.printf("the effector carried out %d decision(s)\n", n)
+	return nil
 }

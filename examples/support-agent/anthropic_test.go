@@ -237,8 +237,8 @@ func TestTheAnthropicVariantOfTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(viaClaude.wire) != 2 || len(viaGPT.wire) != 2 {
-		t.Fatalf("staged %d intents through anthropic-sdk-go and %d through openai-go; want 2 each", len(viaClaude.wire), len(viaGPT.wire))
+	if len(viaClaude.wire) != 4 || len(viaGPT.wire) != 4 {
+		t.Fatalf("staged %d intents through anthropic-sdk-go and %d through openai-go; want 4 each", len(viaClaude.wire), len(viaGPT.wire))
 	}
 	for i := range viaClaude.wire {
 		if !bytes.Equal(viaClaude.wire[i], viaGPT.wire[i]) {
@@ -256,8 +256,8 @@ func TestTheAnthropicVariantOfTheLoop(t *testing.T) {
 		"through anthropic-sdk-go",
 		`- "limit": expected integer, got "ten"`,
 		`tool "refund_order" has side effects and never runs inline`,
-		"the replay staged 2 intents, byte-identical to the first run's",
-		"payment provider applied 1 refund(s); mail relay sent 1 email(s) in this process",
+		"the replay staged 4 intents, byte-identical to the first run's",
+		"payment provider applied 2 refund(s); mail relay sent 1 email(s) in this process",
 		`"tool_use_id":"toolu_3_1","is_error":false`,
 		`"tool_use_id":"toolu_3_2","is_error":false`,
 	} {

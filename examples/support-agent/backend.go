@@ -67,6 +67,8 @@ func newBackend() *backend {
 				Charges: []string{"ch_1 49.90 2026-11-28", "ch_2 49.90 2026-11-28 (duplicate)"}},
 			"ord_2026_000098": {ID: "ord_2026_000098", CustomerID: "cus_8f3k2p", Status: "delivered", Total: 12.00,
 				Charges: []string{"ch_0 12.00 2026-10-02"}},
+			"ord_2026_000150": {ID: "ord_2026_000150", CustomerID: "cus_8f3k2p", Status: "delivered", Total: 640.00,
+				Charges: []string{"ch_3 640.00 2026-11-20"}},
 		},
 	}
 }
@@ -78,6 +80,7 @@ func (be *backend) bind(b *bindings.Binder) {
 	tools.BindSearchOrders(b, be.searchOrders)
 	tools.BindSearchKB(b, be.searchKB)
 	tools.BindRefundOrder(b, be.refundOrder)
+	tools.BindRefundOverLimit(b, be.refundOverLimit)
 	tools.BindSendEmail(b, be.sendEmail)
 }
 
@@ -160,6 +163,17 @@ func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (to
 	r := refund{ID: fmt.Sprintf("re_%03d", len(be.refunds)+1), OrderID: a.OrderID, Amount: a.Amount, Reason: string(a.Reason), IdempotencyKey: in.ID}
 	be.refunds = append(be.refunds, r)
 	return tools.RefundOrderResult{RefundID: r.ID, OrderID: r.OrderID, Amount: r.Amount, Reason: tools.RefundOrderResultReason(r.Reason)}, nil
+}
+
+// refundOverLimit moves more than refund_order may: its manifest says
+// approval: required, so the effector runs it only once a person approved
+// exactly this call, under the approval's execution id.
+func (be *backend) refundOverLimit(ctx context.Context, a tools.RefundOverLimitArgs) (tools.RefundOverLimitResult, error) {
+	r, err := be.refundOrder(ctx, tools.RefundOrderArgs{OrderID: a.OrderID, Amount: a.Amount, Reason: tools.RefundOrderReason(a.Reason)})
+	if err != nil {
+		return tools.RefundOverLimitResult{}, err
+	}
+	return tools.RefundOverLimitResult{RefundID: r.RefundID, OrderID: r.OrderID, Amount: r.Amount}, nil
 }
 
 func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (tools.SendEmailResult, error) {

@@ -42,6 +42,8 @@ func TestMainJobTrace(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	got := strings.ReplaceAll(out, state, "$STATE")
+	// An approval request carries the activation's time (its event's, now).
+	got = regexp.MustCompile(`(_at_ms\\?":)[0-9]+`).ReplaceAllString(got, "${1}$$MS")
 	path := filepath.Join("testdata", "trace.golden")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -102,8 +104,8 @@ func TestMainJobTalksToTheModelAKeyNames(t *testing.T) {
 		"model: my-model-2026 at " + live.URL + "/v1/, through openai-go (OPENAI_API_KEY is set)",
 		`- "limit": expected integer, got "ten"`,
 		`tool "refund_order" has side effects and never runs inline`,
-		"the replay staged 2 intents, byte-identical to the first run's",
-		"payment provider applied 1 refund(s); mail relay sent 1 email(s) in this process",
+		"the replay staged 4 intents, byte-identical to the first run's",
+		"payment provider applied 2 refund(s); mail relay sent 1 email(s) in this process",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the trace lacks %q:\n%s", want, out)

@@ -29,8 +29,12 @@ func TestMainJobExecutesEachEffectOnce(t *testing.T) {
 	for _, want := range []string{
 		`- "limit": expected integer, got "ten"`,
 		`tool "refund_order" has side effects and never runs inline`,
-		"the replay staged 2 intents, byte-identical to the first run's",
-		"payment provider applied 1 refund(s); mail relay sent 1 email(s) in this process",
+		"the replay staged 4 intents, byte-identical to the first run's",
+		"payment provider applied 2 refund(s); mail relay sent 1 email(s) in this process",
+		"→ approved by supervisor\n",
+		"→ denied by supervisor: a goodwill credit above 100 is not our policy",
+		"the effector carried out 2 decision(s)",
+		"decisions carried out again: 0 (each approved call ran once)",
 		"served as Chat Completions responses by a local in-process endpoint, through openai-go",
 		`"tool_call_id":"call_3_1","role":"tool"}`,
 	} {
@@ -42,10 +46,19 @@ func TestMainJobExecutesEachEffectOnce(t *testing.T) {
 	if n := len(executed.FindAllString(first, -1)); n != 2 {
 		t.Errorf("first run executed %d intents, want 2 (one refund, one email):\n%s", n, first)
 	}
+	// The approved refund runs once, under its execution id; the denied one
+	// is answered REJECTED with the note.
+	carried := regexp.MustCompile(`(?m)^\S+ (OK|REJECTED) .*\(the decision, carried out\)$`)
+	if got := carried.FindAllStringSubmatch(first, -1); len(got) != 2 || got[0][1] == got[1][1] {
+		t.Errorf("first run carried out %v, want one OK (approved) and one REJECTED (denied):\n%s", got, first)
+	}
 
 	second := runOnce()
 	if n := len(executed.FindAllString(second, -1)); n != 0 {
 		t.Errorf("second run executed %d intents, want 0: the store must remember them:\n%s", n, second)
+	}
+	if carried.MatchString(second) || !strings.Contains(second, "no approval waits") || !strings.Contains(second, "already approved: the stored request, not asked again") {
+		t.Errorf("second run decided or carried out an approval again:\n%s", second)
 	}
 	if !strings.Contains(second, "payment provider applied 0 refund(s)") {
 		t.Errorf("second run's trace:\n%s", second)

@@ -107,8 +107,9 @@ func BindLookupOrder(b *bindings.Binder, fn func(context.Context, LookupOrderArg
 const NameRefundOrder = "refund_order"
 
 // RefundOrderArgs are the arguments of refund_order: Refund all or part of a
-// paid order to the customer's original payment method. Refund only what the
-// refund policy allows; a refund cannot be undone.
+// paid order, up to 100, to the customer's original payment method. Refund
+// only what the refund policy allows; a refund cannot be undone. Above 100,
+// use refund_over_limit.
 type RefundOrderArgs struct {
 	// The order to refund.
 	OrderID string `json:"order_id"`
@@ -158,6 +159,48 @@ const (
 // fn runs only through the effector, once per intent: never call it directly.
 func BindRefundOrder(b *bindings.Binder, fn func(context.Context, RefundOrderArgs) (RefundOrderResult, error)) {
 	bindings.Effect(b, NameRefundOrder, fn)
+}
+
+// NameRefundOverLimit is the name of the tool refund_over_limit.
+const NameRefundOverLimit = "refund_over_limit"
+
+// RefundOverLimitArgs are the arguments of refund_over_limit: Refund more
+// than 100 of a paid or delivered order to the customer's original payment
+// method. A supervisor must approve each such refund before it is applied;
+// tell the customer it is pending.
+type RefundOverLimitArgs struct {
+	// The order to refund.
+	OrderID string `json:"order_id"`
+	// The amount to refund, in the order's currency.
+	Amount float64 `json:"amount"`
+	// Why the order is refunded, as recorded for finance.
+	Reason RefundOverLimitReason `json:"reason"`
+}
+
+// RefundOverLimitReason is one of the values reason of refund_over_limit accepts.
+type RefundOverLimitReason string
+
+// The values of RefundOverLimitReason.
+const (
+	RefundOverLimitReasonDamaged         RefundOverLimitReason = "damaged"
+	RefundOverLimitReasonNotReceived     RefundOverLimitReason = "not_received"
+	RefundOverLimitReasonWrongItem       RefundOverLimitReason = "wrong_item"
+	RefundOverLimitReasonDuplicateCharge RefundOverLimitReason = "duplicate_charge"
+	RefundOverLimitReasonGoodwill        RefundOverLimitReason = "goodwill"
+)
+
+// RefundOverLimitResult is the result of refund_over_limit. The refund the
+// payment provider applied.
+type RefundOverLimitResult struct {
+	RefundID string  `json:"refund_id"`
+	OrderID  string  `json:"order_id"`
+	Amount   float64 `json:"amount"`
+}
+
+// BindRefundOverLimit binds fn to the side-effecting tool refund_over_limit.
+// fn runs only through the effector, once per intent: never call it directly.
+func BindRefundOverLimit(b *bindings.Binder, fn func(context.Context, RefundOverLimitArgs) (RefundOverLimitResult, error)) {
+	bindings.Effect(b, NameRefundOverLimit, fn)
 }
 
 // NameSearchKB is the name of the tool search_kb.
