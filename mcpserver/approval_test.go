@@ -45,27 +45,37 @@ type approvalFixture struct {
 
 func newApprovalFixture(t testing.TB, opts ...mcpserver.Option) *approvalFixture {
 	t.Helper()
-	specs, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(approvalManifest)}}, "m.yaml")
+	f := &approvalFixture{store: effector.NewMemoryStore()}
+	var err error
+	f.srv, f.eff, err = approvalServer(f.store, func(bigRefundArgs) int64 { return f.runs.Add(1) }, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &approvalFixture{store: effector.NewMemoryStore()}
+	return f
+}
+
+// approvalServer serves big_refund over store; run is told of each run
+// and returns its number.
+func approvalServer(store effector.DedupStore, run func(bigRefundArgs) int64, opts ...mcpserver.Option) (*mcpserver.Server, *effector.Effector, error) {
+	specs, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(approvalManifest)}}, "m.yaml")
+	if err != nil {
+		return nil, nil, err
+	}
 	b := bindings.New(specs)
 	bindings.Effect(b, "big_refund", func(ctx context.Context, a bigRefundArgs) (map[string]any, error) {
-		n := f.runs.Add(1)
+		n := run(a)
 		return map[string]any{"refund_id": fmt.Sprintf("re_%d", n), "order_id": a.OrderID, "amount": a.Amount}, nil
 	})
 	bound, err := b.Bind()
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	if f.eff, err = effector.New(bound.Effector, f.store); err != nil {
-		t.Fatal(err)
+	eff, err := effector.New(bound.Effector, store)
+	if err != nil {
+		return nil, nil, err
 	}
-	if f.srv, err = mcpserver.New(bound, f.eff, opts...); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	srv, err := mcpserver.New(bound, eff, opts...)
+	return srv, eff, err
 }
 
 // client connects an SDK client speaking protocol version (the SDK's latest
