@@ -89,9 +89,9 @@ func (s *Server) callApproval(ctx context.Context, t *toolreg.Tool, req *mcp.Cal
 			RequestState:  s.state(in.ID, req, in),
 		}
 	}
-	ectx, cancel := context.WithDeadline(ctx, time.UnixMilli(in.ExpiresAtMs))
-	defer cancel()
-	answer, err := req.Session.Elicit(ectx, question)
+	// The question waits as long as the call does: an answer after the
+	// approval's deadline is refused by Decide, as EXPIRED.
+	answer, err := req.Session.Elicit(ctx, question)
 	if err != nil {
 		s.cfg.logger.WarnContext(ctx, "mcpserver: asking for approval", "tool", t.Name(), "approval_id", in.ID, "error", err)
 		return s.pending(t, req, in, fmt.Sprintf("asking this client's user failed: %v", err))

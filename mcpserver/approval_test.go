@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,10 +45,14 @@ type approvalFixture struct {
 }
 
 func newApprovalFixture(t testing.TB, opts ...mcpserver.Option) *approvalFixture {
+	return newApprovalFixtureWith(t, nil, opts...)
+}
+
+func newApprovalFixtureWith(t testing.TB, effOpts []effector.Option, opts ...mcpserver.Option) *approvalFixture {
 	t.Helper()
 	f := &approvalFixture{store: effector.NewMemoryStore()}
 	var err error
-	f.srv, f.eff, err = approvalServer(f.store, func(bigRefundArgs) int64 { return f.runs.Add(1) }, opts...)
+	f.srv, f.eff, err = approvalServer(f.store, func(bigRefundArgs) int64 { return f.runs.Add(1) }, effOpts, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,7 @@ func newApprovalFixture(t testing.TB, opts ...mcpserver.Option) *approvalFixture
 
 // approvalServer serves big_refund over store; run is told of each run
 // and returns its number.
-func approvalServer(store effector.DedupStore, run func(bigRefundArgs) int64, opts ...mcpserver.Option) (*mcpserver.Server, *effector.Effector, error) {
+func approvalServer(store effector.DedupStore, run func(bigRefundArgs) int64, effOpts []effector.Option, opts ...mcpserver.Option) (*mcpserver.Server, *effector.Effector, error) {
 	specs, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(approvalManifest)}}, "m.yaml")
 	if err != nil {
 		return nil, nil, err
@@ -70,7 +75,7 @@ func approvalServer(store effector.DedupStore, run func(bigRefundArgs) int64, op
 	if err != nil {
 		return nil, nil, err
 	}
-	eff, err := effector.New(bound.Effector, store)
+	eff, err := effector.New(bound.Effector, store, effOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -410,5 +415,51 @@ func TestAnAnswerCountsOnlyForTheCallItWasAskedFor(t *testing.T) {
 	}
 	if res.IsError || f.runs.Load() != 1 {
 		t.Fatalf("with the server's state: isError %v, %d runs: %s", res.IsError, f.runs.Load(), text(t, res))
+	}
+}
+
+func TestAnApprovalPastItsDeadlineRunsNothing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer bool // the user accepts, after the deadline; else no one is asked
+	}{
+		{"answered too late", true},
+		{"never answered", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var now atomic.Int64
+			now.Store(time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC).UnixMilli())
+			clock := func() time.Time { return time.UnixMilli(now.Load()) }
+			f := newApprovalFixtureWith(t, []effector.Option{effector.WithClock(clock)}, mcpserver.WithClock(clock))
+			var elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+			if c.answer {
+				elicit = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					now.Add((61 * time.Minute).Milliseconds()) // approval_timeout is 1h
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}
+			}
+			cs := f.client(t, "2025-06-18", elicit, nil)
+			ctx := context.Background()
+			res, err := cs.CallTool(ctx, refundCall("k1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.answer {
+				if res.Meta[mcpserver.MetaApprovalState] != "pending" {
+					t.Fatalf("_meta %v, want it pending", res.Meta)
+				}
+				now.Add((61 * time.Minute).Milliseconds())
+				if res, err = cs.CallTool(ctx, refundCall("k1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !res.IsError || res.Meta[mcpserver.MetaApprovalState] != "expired" || res.Meta[mcpserver.MetaStatus] != "EXPIRED" || !strings.Contains(text(t, res), "expired") {
+				t.Errorf("isError %v, _meta %v: %s; want it expired", res.IsError, res.Meta, text(t, res))
+			}
+			if f.runs.Load() != 0 {
+				t.Errorf("the tool ran %d times after the deadline, want never", f.runs.Load())
+			}
+		})
 	}
 }

@@ -41,7 +41,7 @@ func serveApprovalsOverStdio(dir string) int {
 		b, _ := json.Marshal(a)
 		log.Write(append(b, '\n'))
 		return runs.Add(1)
-	})
+	}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
