@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -461,5 +462,47 @@ func TestAnApprovalPastItsDeadlineRunsNothing(t *testing.T) {
 				t.Errorf("the tool ran %d times after the deadline, want never", f.runs.Load())
 			}
 		})
+	}
+}
+
+// TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport: with no
+// idempotency key, the multi round-trip retry is another JSON-RPC request,
+// so another intent identity: the approval it answers is the one its
+// requestState names, and no second approval is staged.
+func TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport(t *testing.T) {
+	for _, v := range versions {
+		for _, transport := range []string{"in memory", "streamable HTTP"} {
+			t.Run(v.name+", "+transport, func(t *testing.T) {
+				t.Parallel()
+				f := newApprovalFixture(t)
+				a := &asker{action: "accept"}
+				var cs *mcp.ClientSession
+				if transport == "in memory" {
+					cs = f.client(t, v.version, a.handle, nil)
+				} else {
+					hs := httptest.NewServer(f.srv.Handler(nil))
+					t.Cleanup(hs.Close)
+					c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, &mcp.ClientOptions{ElicitationHandler: a.handle})
+					var err error
+					cs, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: v.version})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { cs.Close() })
+				}
+				ctx := context.Background()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big_refund", Arguments: map[string]any{"order_id": "ord_1", "amount": 900}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.IsError || f.runs.Load() != 1 || len(a.questions()) != 1 {
+					t.Fatalf("isError %v, %d runs, %d questions: %s; want its result, one run, one question", res.IsError, f.runs.Load(), len(a.questions()), text(t, res))
+				}
+				n := 0
+				if err := effector.Approvals(ctx, f.store, func(effector.Approval) error { n++; return nil }); err != nil || n != 1 {
+					t.Errorf("%d approvals recorded (%v), want 1", n, err)
+				}
+			})
+		}
 	}
 }
