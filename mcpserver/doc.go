@@ -36,6 +36,22 @@
 //     its arguments the same way) and executed by the effector's Process. The
 //     result is the effector's: OK as text and structured content, ERROR,
 //     REJECTED and EXPIRED as isError results carrying the status and message.
+//   - a side-effecting tool whose manifest says approval: required is staged
+//     as an APPROVAL intent, which the effector records as pending; then the
+//     client's user is asked to approve exactly that call (the tool, the
+//     manifest's approval_reason, the arguments as they will run) through
+//     MCP elicitation, when the client declares the capability: with
+//     elicitation/create while the call waits (protocols 2025-06-18 to
+//     2025-11-25), or, from protocol 2026-07-28, as a result whose
+//     inputRequests the client answers in a retry of the call, carrying a
+//     requestState the server signs for that call and caller. Accept runs the
+//     call once (effector.Decide; the decision is recorded as by the
+//     caller's principal, else ApproverClient) and returns its result;
+//     decline or cancel denies it and returns an isError result. Without the
+//     capability, or when asking fails, the result is an isError naming the
+//     pending approval (also in _meta, MetaApprovalID) and `toolreg approvals
+//     approve ID`; the same call retried (same idempotency key) once someone
+//     decided returns the outcome, executing an approved call if no one has.
 //
 // # Intent identity: why a retried call does not repeat its effect
 //

@@ -120,6 +120,9 @@ type Server struct {
 	effector *effector.Effector
 	tools    []*mcp.Tool
 	mcp      *mcp.Server
+	// stateKey signs the requestState of an approval's elicitation (see
+	// approval.go); drawn in New, so a state outlives no server.
+	stateKey []byte
 }
 
 // New returns the server of bound's tools. Read-only tools run through the
@@ -153,7 +156,7 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 			return nil, fmt.Errorf("mcpserver: side-effecting tools %s and no effector: pass effector.New(bound.Effector, store)", strings.Join(effects, ", "))
 		}
 	}
-	s := &Server{cfg: cfg, bound: bound, effector: eff}
+	s := &Server{cfg: cfg, bound: bound, effector: eff, stateKey: newStateKey()}
 	s.mcp = mcp.NewServer(&cfg.impl, &mcp.ServerOptions{
 		Logger: cfg.logger,
 		// The tools are fixed here, in New, and the server never sends
@@ -272,30 +275,43 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	if err != nil {
 		return toolError(err)
 	}
+	if in.Kind == intent.KindApproval {
+		return s.callApproval(ctx, t, req, in)
+	}
 	res, err := s.effector.Process(ctx, in)
 	if err != nil {
-		// No result: nothing ran, or the dedup store holds what did and a
-		// retry of this same call will be answered from it.
-		s.cfg.logger.ErrorContext(ctx, "mcpserver: effector", "tool", t.Name(), "intent_id", in.ID, "error", err)
-		msg := fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err)
-		if refused := (*effector.RefusedError)(nil); errors.As(err, &refused) {
-			msg = fmt.Sprintf("%s was not executed: the effector refused it: %v", t.Name(), err)
-		}
-		if nd := (*effector.NonDeterministicError)(nil); errors.As(err, &nd) {
-			msg = fmt.Sprintf("%s was not executed: this call's identity (intent %s) was already used for a call with other arguments (%s, now %s); nothing ran, and the first call's result is not returned for this one",
-				t.Name(), in.ID, nd.Recorded, nd.Asked)
-			if key, ok := req.Params.Meta[MetaIdempotencyKey].(string); ok {
-				msg = fmt.Sprintf("%s was not executed: _meta %q %q was already used for a call to %s with other arguments; a key names one call: send a fresh key for a new call, or the first call's arguments to read its result",
-					t.Name(), MetaIdempotencyKey, key, t.Name())
-			}
-		}
-		if detached := (*effector.DetachedError)(nil); errors.As(err, &detached) {
-			msg = fmt.Sprintf("%s is still running: the request ended before it returned, and its result will be recorded. Retry the same call (same idempotency key) to read it.", t.Name())
-		}
-		r := errorResult(msg)
-		r.Meta = mcp.Meta{MetaIntentID: in.ID}
-		return r
+		return s.notExecuted(ctx, t, req, in, err)
 	}
+	return effectResult(in.ID, res)
+}
+
+// notExecuted renders Process's error for the call req staged as in.
+func (s *Server) notExecuted(ctx context.Context, t *toolreg.Tool, req *mcp.CallToolRequest, in *intent.Intent, err error) *mcp.CallToolResult {
+	// No result: nothing ran, or the dedup store holds what did and a
+	// retry of this same call will be answered from it.
+	s.cfg.logger.ErrorContext(ctx, "mcpserver: effector", "tool", t.Name(), "intent_id", in.ID, "error", err)
+	msg := fmt.Sprintf("%s was not executed: %v. Retry the same call (same idempotency key) later.", t.Name(), err)
+	if refused := (*effector.RefusedError)(nil); errors.As(err, &refused) {
+		msg = fmt.Sprintf("%s was not executed: the effector refused it: %v", t.Name(), err)
+	}
+	if nd := (*effector.NonDeterministicError)(nil); errors.As(err, &nd) {
+		msg = fmt.Sprintf("%s was not executed: this call's identity (intent %s) was already used for a call with other arguments (%s, now %s); nothing ran, and the first call's result is not returned for this one",
+			t.Name(), in.ID, nd.Recorded, nd.Asked)
+		if key, ok := req.Params.Meta[MetaIdempotencyKey].(string); ok {
+			msg = fmt.Sprintf("%s was not executed: _meta %q %q was already used for a call to %s with other arguments; a key names one call: send a fresh key for a new call, or the first call's arguments to read its result",
+				t.Name(), MetaIdempotencyKey, key, t.Name())
+		}
+	}
+	if detached := (*effector.DetachedError)(nil); errors.As(err, &detached) {
+		msg = fmt.Sprintf("%s is still running: the request ended before it returned, and its result will be recorded. Retry the same call (same idempotency key) to read it.", t.Name())
+	}
+	r := errorResult(msg)
+	r.Meta = mcp.Meta{MetaIntentID: in.ID}
+	return r
+}
+
+// effectResult renders the effector's result of intent id.
+func effectResult(id string, res intent.Result) *mcp.CallToolResult {
 	var r *mcp.CallToolResult
 	if res.Status == intent.StatusOK {
 		r = okResult(res.Payload)
@@ -306,7 +322,7 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 		}
 		r = errorResult(msg)
 	}
-	r.Meta = mcp.Meta{MetaIntentID: in.ID, MetaStatus: res.Status.String()}
+	r.Meta = mcp.Meta{MetaIntentID: id, MetaStatus: res.Status.String()}
 	return r
 }
 
