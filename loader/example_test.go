@@ -14,15 +14,16 @@ func ExampleLoad() {
 		return
 	}
 	for _, s := range specs {
-		fmt.Printf("%-16s side_effect=%-5v params=%d  %s\n", s.Name, s.SideEffect, len(s.Params), s.Pos)
+		fmt.Printf("%-17s side_effect=%-5v params=%d  %s\n", s.Name, s.SideEffect, len(s.Params), s.Pos)
 	}
 	// Output:
-	// lookup_customer  side_effect=false params=2  ../manifests/lookup_customer.yaml:2:1
-	// lookup_order     side_effect=false params=1  ../manifests/orders.yaml:2:1
-	// search_orders    side_effect=false params=3  ../manifests/orders.yaml:37:1
-	// refund_order     side_effect=true  params=4  ../manifests/refund_order.yaml:3:1
-	// search_kb        side_effect=false params=3  ../manifests/support.cue:5:8
-	// send_email       side_effect=true  params=5  ../manifests/support.cue:57:8
+	// lookup_customer   side_effect=false params=2  ../manifests/lookup_customer.yaml:2:1
+	// lookup_order      side_effect=false params=1  ../manifests/orders.yaml:2:1
+	// search_orders     side_effect=false params=3  ../manifests/orders.yaml:37:1
+	// refund_order      side_effect=true  params=4  ../manifests/refund_order.yaml:3:1
+	// refund_over_limit side_effect=true  params=3  ../manifests/refund_over_limit.yaml:5:1
+	// search_kb         side_effect=false params=3  ../manifests/support.cue:5:8
+	// send_email        side_effect=true  params=5  ../manifests/support.cue:57:8
 }
 
 // LoadFS reports every problem of every manifest at once, each with its

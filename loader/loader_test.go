@@ -335,7 +335,7 @@ func TestExampleManifestsLoad(t *testing.T) {
 	}
 	want := map[string]bool{
 		"lookup_customer": false, "lookup_order": false, "search_orders": false, "search_kb": false,
-		"refund_order": true, "send_email": true,
+		"refund_order": true, "refund_over_limit": true, "send_email": true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools and their side_effect (-want +got):\n%s", diff)
