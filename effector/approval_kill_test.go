@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		approvalChild(dir)
 		return
 	}
+	if dir := os.Getenv("TOOLREG_APPROVAL_RACER"); dir != "" {
+		approvalRacer(dir)
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -135,5 +139,92 @@ func TestAnEffectorKilledBetweenTheDecisionAndTheExecutionRunsTheCallOnceAfterAR
 	}
 	if runs := first.runs.Load() + restarted.runs.Load(); runs != 1 {
 		t.Fatalf("the approved call ran %d times, want 1", runs)
+	}
+}
+
+// approvalRacer is one of several processes approving the approval named in
+// dir/approval at once, from 8 goroutines, on dir/dedup.db; each run of
+// the tool appends a line to dir/runs, and the result's bytes go to stdout.
+func approvalRacer(dir string) {
+	id, err := os.ReadFile(filepath.Join(dir, "approval"))
+	if err != nil {
+		panic(err)
+	}
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "dedup.db"))
+	if err != nil {
+		panic(err)
+	}
+	a, err := buildApprovals(s)
+	if err != nil {
+		panic(err)
+	}
+	runs, err := os.OpenFile(filepath.Join(dir, "runs"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	a.onRun = func() { fmt.Fprintln(runs, os.Getpid()) }
+	results := make(chan []byte, 8)
+	for i := range 8 {
+		go func() {
+			res, err := a.eff.Decide(context.Background(), string(id), effector.Decision{Verdict: effector.Approve, By: fmt.Sprint("racer-", os.Getpid(), "-", i), At: a.clock()})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(4)
+			}
+			b, _ := res.MarshalBinary()
+			results <- b
+		}()
+	}
+	first := <-results
+	for range 7 {
+		if !bytes.Equal(<-results, first) {
+			fmt.Fprintln(os.Stderr, "deciders in one process got different results")
+			os.Exit(5)
+		}
+	}
+	fmt.Printf("%x\n", first)
+	os.Exit(0)
+}
+
+// TestTwoProcessesApprovingOneApprovalOnOneSQLiteFileRunItOnce: two real
+// processes, 8 goroutines each, approve one approval at once on one SQLite
+// file; the call runs once, and every decider in both gets its result.
+func TestTwoProcessesApprovingOneApprovalOnOneSQLiteFileRunItOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "dedup.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	in := newApprovals(t, s).stage(t, 31, `{"amount":720,"order_id":"o-31"}`)
+	if err := os.WriteFile(filepath.Join(dir, "approval"), []byte(in.ID), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outs := make([]strings.Builder, 2)
+	errs := make([]strings.Builder, 2)
+	cmds := make([]*exec.Cmd, 2)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^$")
+		cmds[i].Env = append(os.Environ(), "TOOLREG_APPROVAL_RACER="+dir)
+		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &errs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("racer %d: %v: %s", i, err, errs[i].String())
+		}
+	}
+	runs, err := os.ReadFile(filepath.Join(dir, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(runs), "\n"); n != 1 {
+		t.Fatalf("the approved call ran %d times across two processes, want 1", n)
+	}
+	if outs[0].String() != outs[1].String() || outs[0].Len() == 0 {
+		t.Fatalf("the two processes got different results: %q and %q", outs[0].String(), outs[1].String())
 	}
 }

@@ -46,9 +46,10 @@ type approvals struct {
 	store effector.DedupStore
 	now   atomic.Int64 // the clock, ms
 
-	runs atomic.Int32
-	mu   sync.Mutex
-	seen []string // the arguments of each run, as JSON
+	runs  atomic.Int32
+	mu    sync.Mutex
+	seen  []string // the arguments of each run, as JSON
+	onRun func()   // called on each run, when set
 }
 
 func newApprovals(t testing.TB, store effector.DedupStore, opts ...effector.Option) *approvals {
@@ -70,6 +71,9 @@ func buildApprovals(store effector.DedupStore, opts ...effector.Option) (*approv
 	b := bindings.New(specs)
 	bindings.Effect(b, "big_refund", func(ctx context.Context, args bigRefundArgs) (map[string]any, error) {
 		a.runs.Add(1)
+		if a.onRun != nil {
+			a.onRun()
+		}
 		j, _ := json.Marshal(args)
 		a.mu.Lock()
 		a.seen = append(a.seen, string(j))
