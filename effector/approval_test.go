@@ -471,3 +471,33 @@ func TestResumeDecidedCarriesOutWhatOthersDecided(t *testing.T) {
 		t.Fatalf("runs = %d, want 1", a.runs.Load())
 	}
 }
+
+// TestAnApprovedCallIsSignedWithTheApprovalsKey: with signatures required,
+// the execution of an approval staged with a signing key is signed with
+// that key, so it passes verification and runs; Decide never needs an
+// unsigned path.
+func TestAnApprovedCallIsSignedWithTheApprovalsKey(t *testing.T) {
+	t.Parallel()
+	key := bytes.Repeat([]byte{7}, 32)
+	a := newApprovals(t, effector.NewMemoryStore(), effector.WithVerify(effector.VerifyRequire, map[string][]byte{"k1": key}))
+	act := runner.NewActivation(a.bound.Pipeline, []byte("customer-7"), 41, runner.WithClock(a.clock), runner.WithSigningKey("k1", key))
+	in, err := act.Act("big_refund", json.RawMessage(`{"amount":800,"order_id":"o-41"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.eff.Process(context.Background(), in); err != nil || res.Status != intent.StatusOK {
+		t.Fatalf("Process(signed APPROVAL) = %s, %v", res.Status, err)
+	}
+	res, err := a.eff.Decide(context.Background(), in.ID, effector.Decision{Verdict: effector.Approve, By: "ana", At: a.clock()})
+	if err != nil || res.Status != intent.StatusOK || a.runs.Load() != 1 {
+		t.Fatalf("Decide under VerifyRequire = %s %q, %v, runs %d; want the signed execution to run once", res.Status, res.ErrorMessage, err, a.runs.Load())
+	}
+	// An unsigned approval is refused at the door, so it never gets a decision.
+	unsigned := *in
+	unsigned.ID = intent.IntentID(in.EntityKey, 42, 0)
+	unsigned.Seq, unsigned.SigningKeyID, unsigned.Signature, unsigned.SignatureScheme = 42, "", nil, intent.SchemeUnspecified
+	var refused *effector.RefusedError
+	if _, err := a.eff.Process(context.Background(), &unsigned); !errors.As(err, &refused) {
+		t.Fatalf("Process(unsigned APPROVAL) under VerifyRequire: %v, want a *RefusedError", err)
+	}
+}
