@@ -285,8 +285,9 @@ func requested(rec Record) (Approval, error) {
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
 	var p requestedPayload
-	if err := json.Unmarshal(res.Payload, &p); err != nil || p.ExecutionID != intent.ExecutionID(rec.ID) {
-		return Approval{}, fmt.Errorf("effector: approval %q: its record does not decode (%v): the store is corrupt or shared with something else", rec.ID, err)
+	if err := json.Unmarshal(res.Payload, &p); err != nil || p.ExecutionID != intent.ExecutionID(rec.ID) || res.IntentID != rec.ID {
+		// A tool's own result that happens to start the same way.
+		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
 	trace, _ := hex.DecodeString(p.TraceID)
 	return Approval{
