@@ -55,6 +55,8 @@ type Activation struct {
 	sign      bool
 	keyID     string
 	key       []byte
+	traceID   []byte // WithTraceID
+	traceErr  error
 
 	mu      sync.Mutex
 	step    uint32
@@ -118,6 +120,22 @@ func WithSigningKey(keyID string, key []byte) ActivationOption {
 		a.sign = true
 		a.keyID = keyID
 		a.key = append([]byte(nil), key...)
+	}
+}
+
+// WithTraceID stamps every staged intent with traceID, the 16-byte W3C
+// trace id of the trace the activation belongs to (its input event's, as
+// the pipeline received it), so the effector's execute_tool span joins that
+// trace across processes (the intent's trace_id field, as beam-agents v1
+// writes it). Take it from the activation's input, not from the current
+// span: a replay must stage the same bytes, and a retried bundle runs in a
+// new span. A trace id that is not 16 bytes, or all zero, makes Act fail.
+func WithTraceID(traceID []byte) ActivationOption {
+	return func(a *Activation) {
+		a.traceID, a.traceErr = bytes.Clone(traceID), nil
+		if len(traceID) != 16 || bytes.Equal(traceID, make([]byte, 16)) {
+			a.traceErr = fmt.Errorf("runner: WithTraceID(%x): a trace id is 16 bytes, not all zero (W3C trace context); pass the activation input's, such as trace.SpanContext.TraceID()", traceID)
+		}
 	}
 }
 
@@ -204,6 +222,8 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		return nil, ErrNoClock
 	case a.ttlErr != nil:
 		return nil, a.ttlErr
+	case a.traceErr != nil:
+		return nil, a.traceErr
 	case a.full:
 		return nil, fmt.Errorf("runner: activation %x/%d has used every step index (the last was %d): no more intents fit in it; stage the rest in the next activation (seq %d)", a.entityKey, a.seq, uint32(math.MaxUint32), a.seq+1)
 	}
@@ -235,6 +255,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		CreatedAtMs: created,
 		ExpiresAtMs: created + a.ttl.Milliseconds(),
 		Kind:        intent.KindTool,
+		TraceID:     bytes.Clone(a.traceID),
 	}
 	if ap := t.Spec().Approval; ap != nil {
 		// A person decides first: the intent asks for approval of exactly
