@@ -534,3 +534,32 @@ func TestAToolResultThatLooksLikeAnApprovalIsNotOne(t *testing.T) {
 		t.Fatalf("Decide on a look-alike: %v, want ErrUnknownApproval", err)
 	}
 }
+
+// TestAnApprovedCallCarriedOutTooLateIsRecordedExpired: a decision made in
+// time whose execution no one started within the approval's lifetime is not
+// run late; its EXPIRED is recorded once, so ResumeDecided stops returning
+// to it.
+func TestAnApprovedCallCarriedOutTooLateIsRecordedExpired(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t, effector.NewMemoryStore())
+	ctx := context.Background()
+	in := a.stage(t, 61, `{"amount":800,"order_id":"o-61"}`)
+	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Approve, By: "ana", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	a.now.Add(3 * time.Hour.Milliseconds()) // the effector was down past the approval's hour
+	var published []intent.Result
+	publish := func(_ context.Context, r intent.Result) error { published = append(published, r); return nil }
+	for range 2 {
+		if _, err := a.eff.ResumeDecided(ctx, publish); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(published) != 1 || published[0].Status != intent.StatusExpired || a.runs.Load() != 0 {
+		t.Fatalf("published %+v with %d runs, want one EXPIRED and no run", published, a.runs.Load())
+	}
+	ap, err := effector.LookupApproval(ctx, a.store, in.ID)
+	if err != nil || ap.Result == nil || ap.Result.Status != intent.StatusExpired {
+		t.Fatalf("LookupApproval = %+v, %v; want its execution recorded EXPIRED", ap, err)
+	}
+}
