@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -561,5 +562,88 @@ func TestAnApprovedCallCarriedOutTooLateIsRecordedExpired(t *testing.T) {
 	ap, err := effector.LookupApproval(ctx, a.store, in.ID)
 	if err != nil || ap.Result == nil || ap.Result.Status != intent.StatusExpired {
 		t.Fatalf("LookupApproval = %+v, %v; want its execution recorded EXPIRED", ap, err)
+	}
+}
+
+// idleSource delivers nothing until its context ends.
+type idleSource struct{}
+
+func (idleSource) Receive(ctx context.Context) (effector.Delivery, error) {
+	<-ctx.Done()
+	return effector.Delivery{}, ctx.Err()
+}
+
+// collectingSink keeps what it is given; the first fail publishes fail.
+type collectingSink struct {
+	mu   sync.Mutex
+	fail int
+	got  []intent.Result
+}
+
+func (s *collectingSink) Publish(_ context.Context, r intent.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail > 0 {
+		s.fail--
+		return errors.New("results stream unavailable")
+	}
+	s.got = append(s.got, r)
+	return nil
+}
+
+func (s *collectingSink) results() []intent.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// TestServeCarriesOutDecisionsRecordedElsewhere: with WithDecisions, Serve
+// runs an approval decided by another process (the CLI's RecordDecision)
+// once and publishes its outcome, even when the first publish fails, and
+// publishes each outcome once over many passes.
+func TestServeCarriesOutDecisionsRecordedElsewhere(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t, effector.NewMemoryStore())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	yes := a.stage(t, 71, `{"amount":800,"order_id":"o-71"}`)
+	no := a.stage(t, 72, `{"amount":800,"order_id":"o-72"}`)
+	sink := &collectingSink{fail: 1}
+	served := make(chan error, 1)
+	go func() {
+		served <- effector.Serve(ctx, idleSource{}, sink, a.eff, effector.WithDecisions(10*time.Millisecond), effector.WithServeLogger(quietLogger()))
+	}()
+	for _, d := range []struct {
+		id string
+		v  effector.Verdict
+	}{{yes.ID, effector.Approve}, {no.ID, effector.Deny}} {
+		if _, err := effector.RecordDecision(context.Background(), a.store, d.id, effector.Decision{Verdict: d.v, By: "cli", At: a.clock()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sink.results()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a few more passes, which must publish nothing
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	got := map[string]intent.Status{}
+	for _, r := range sink.results() {
+		if _, dup := got[r.IntentID]; dup {
+			t.Errorf("%s published twice", r.IntentID)
+		}
+		got[r.IntentID] = r.Status
+	}
+	if got[intent.ExecutionID(yes.ID)] != intent.StatusOK || got[intent.ExecutionID(no.ID)] != intent.StatusRejected || len(got) != 2 {
+		t.Fatalf("published %v, want the approved call OK and the denied one REJECTED", got)
+	}
+	if n := a.runs.Load(); n != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", n)
+	}
+	if err := effector.Serve(ctx, idleSource{}, sink, struct{ effector.Processor }{a.eff}, effector.WithDecisions(time.Second)); err == nil || !strings.Contains(err.Error(), "WithDecisions needs the *Effector") {
+		t.Errorf("WithDecisions with another processor: %v, want it refused", err)
 	}
 }

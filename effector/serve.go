@@ -77,6 +77,7 @@ type serveConfig struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	logger     *slog.Logger
+	decisions  time.Duration // WithDecisions
 }
 
 // WithWorkers sets how many intents Serve processes at once. With one, the
@@ -116,6 +117,52 @@ type EntryDeadLetterFunc func(ctx context.Context, d Delivery) error
 // that keeps the bytes where they must not be lost.
 func WithEntryDeadLetter(f EntryDeadLetterFunc) ServeOption {
 	return func(c *serveConfig) { c.deadEntry = f }
+}
+
+// WithDecisions makes Serve carry out the approval decisions recorded in
+// the effector's store (Effector.ResumeDecided) when it starts and then
+// every interval, such as those `toolreg approvals approve|deny` records
+// from another process, and publish each outcome to the sink like any
+// result: the approved call's, or the REJECTED or EXPIRED of a denied or
+// overdue one. A publish that fails is retried at the next pass while Serve
+// runs (the outcome stays in the store either way: `toolreg approvals show`).
+// The processor must be an *Effector. Default: off.
+func WithDecisions(interval time.Duration) ServeOption {
+	return func(c *serveConfig) { c.decisions = interval }
+}
+
+// decisionResumer is what WithDecisions needs of the processor.
+type decisionResumer interface {
+	ResumeDecided(ctx context.Context, publish func(context.Context, intent.Result) error) (int, error)
+}
+
+// resumeDecisions is WithDecisions' loop, until ctx ends.
+func (s *server) resumeDecisions(ctx context.Context, r decisionResumer, every time.Duration) {
+	var unpublished []intent.Result
+	publish := func(ctx context.Context, res intent.Result) error {
+		if err := s.sink.Publish(ctx, res); err != nil {
+			s.log.ErrorContext(ctx, "effector: publishing an approval's outcome failed; retrying at the next pass", "intent_id", res.IntentID, "error", err.Error())
+			unpublished = append(unpublished, res)
+		}
+		return nil
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		retry := unpublished
+		unpublished = nil
+		for _, res := range retry {
+			_ = publish(ctx, res)
+		}
+		if _, err := r.ResumeDecided(ctx, publish); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "effector: carrying out approval decisions", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // WithServeLogger sets Serve's logger. Default: slog.Default(). Serve logs
@@ -170,6 +217,12 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		return fmt.Errorf("effector: WithRetryBackoff(%v, %v): want 0 < min <= max", cfg.minBackoff, cfg.maxBackoff)
 	case cfg.logger == nil:
 		return errors.New("effector: WithServeLogger(nil): pass a logger, or slog.New(slog.DiscardHandler) for none")
+	case cfg.decisions < 0:
+		return fmt.Errorf("effector: WithDecisions(%v): want a positive interval, such as a minute", cfg.decisions)
+	}
+	resumer, ok := p.(decisionResumer)
+	if cfg.decisions > 0 && !ok {
+		return fmt.Errorf("effector: WithDecisions needs the *Effector as the processor, not a %T", p)
 	}
 	if cfg.deadEntry == nil {
 		cfg.deadEntry = func(ctx context.Context, d Delivery) error {
@@ -178,6 +231,15 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		}
 	}
 	s := &server{cfg: cfg, sink: sink, p: p, log: cfg.logger}
+	if cfg.decisions > 0 {
+		dctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.resumeDecisions(dctx, resumer, cfg.decisions)
+		}()
+		defer func() { stop(); <-done }()
+	}
 
 	// Work runs on a context that outlives ctx by the drain timeout, so an
 	// intent in flight at shutdown can finish and be answered.

@@ -35,9 +35,9 @@ staged by the pipeline and recorded by an effector.
       record a decision. The first decision wins: deciding the same way again
       changes nothing; approve after deny (or deny after approve) is refused,
       as is a decision after the approval's deadline. An approved call is
-      executed once by an effector holding the tool, when it runs
-      Effector.ResumeDecided (or Resume with the id); a denial records the
-      execution as REJECTED with the note.
+      executed once by an effector holding the tool: effector.Serve with
+      WithDecisions, or Effector.ResumeDecided or Resume; a denial records
+      the execution as REJECTED with the note.
       -by defaults to the user running the command.
 
 The exit status is 0 on success, 1 when the store cannot be read or a
