@@ -71,10 +71,14 @@ type telemetry struct {
 	im         *instruments
 }
 
-// metrics returns the instruments, or nil when they record nothing: the
-// global meter provider is not set, so attribute sets are not even built.
+// metrics returns the instruments, or nil when they record nothing (a
+// no-op provider, or the global one while no service has set one), so
+// attribute sets are not even built. The global provider is asked on every
+// call, at the cost of one comparison, so a provider a service sets after
+// the Effector was made gets its metrics: the instruments made from the
+// global provider delegate to it.
 func (t *telemetry) metrics() *instruments {
-	if t.global && genai.IsNoop(otel.GetMeterProvider()) {
+	if !genai.Compiled || t.im == nil || t.global && genai.GlobalMeterIsNoop() {
 		return nil
 	}
 	return t.im
@@ -123,7 +127,12 @@ func newTelemetry(cfg *config) (telemetry, error) {
 	return t, nil
 }
 
+// tracer is the Effector's tracer; nil when it records nothing (see
+// metrics), so Process skips its spans and their contexts.
 func (t *telemetry) tracer() trace.Tracer {
+	if !genai.Compiled {
+		return nil
+	}
 	if t.tp != nil {
 		return t.tr
 	}
@@ -288,6 +297,9 @@ const (
 
 // phase starts a phase span as a child of Process's span.
 func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
+	if !genai.Compiled || t.tp != nil && t.tr == nil {
+		return ctx, nil // nothing records: no root span to look up
+	}
 	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
 	if !ok || root == nil {
 		return ctx, nil
@@ -319,11 +331,11 @@ func (e *Effector) claim(ctx context.Context, in *intent.Intent, call Call) (Cla
 	sctx, span := e.tel.phase(ctx, phaseClaim)
 	c, err := e.store.Claim(sctx, in.ID, call, e.cfg.lease)
 	if err == nil {
-		if m := e.tel.metrics(); m != nil {
-			switch {
-			case c.State == InFlight:
+		// The common case, a fresh claim, counts nothing: not even asked.
+		if wait, reclaim := c.State == InFlight, c.State == Claimed && c.Reclaimed; wait || reclaim {
+			if m := e.tel.metrics(); m != nil && wait {
 				m.claimWaits.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
-			case c.State == Claimed && c.Reclaimed:
+			} else if m != nil {
 				m.reclaims.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
 			}
 		}
@@ -339,7 +351,7 @@ func (e *Effector) claim(ctx context.Context, in *intent.Intent, call Call) (Cla
 type executing struct {
 	span  trace.Span
 	m     *instruments // as at the start, so the in-flight count balances
-	start time.Time
+	start int64        // monoNow at the start, when m is set
 }
 
 // startExecute starts the execute phase of in: its span is in the context
@@ -349,7 +361,7 @@ func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context
 	x := executing{span: span, m: e.tel.metrics()}
 	if m := x.m; m != nil {
 		m.inFlight.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
-		x.start = time.Now()
+		x.start = monoNow()
 	}
 	return ctx, x
 }
@@ -363,7 +375,7 @@ func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Inten
 	if m := x.m; m != nil {
 		tool := genai.ToolName.String(in.ToolName)
 		m.inFlight.Add(ctx, -1, metric.WithAttributes(tool))
-		m.duration.Record(ctx, time.Since(x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
+		m.duration.Record(ctx, time.Duration(monoNow()-x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
 	}
 	endPhase(x.span, err)
 }
