@@ -216,7 +216,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 	}
 	ctx, span := e.tel.start(ctx, in)
 	defer func() { e.tel.end(ctx, span, in, res, err) }()
-	if err := e.verifyTraced(ctx, in); err != nil {
+	if err := e.verifyTraced(ctx, span, in); err != nil {
 		var ie *IntentIDError
 		if errors.As(err, &ie) {
 			// Its id names it, so it can be answered; it is never stored, since
@@ -232,7 +232,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 	call := CallOf(in)
 	for waited := false; ; waited = true {
 		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
-		c, err := e.claim(ctx, in, call)
+		c, err := e.claim(ctx, span, in, call)
 		if err != nil {
 			// A claim that failed because the caller's context ended says
 			// nothing about the store: a shutdown must leave the intent to

@@ -11,9 +11,9 @@ import (
 // work between them. Benchmarks time them alone.
 func TelemetryHooks(ctx context.Context, e *Effector, in *intent.Intent) {
 	ctx, span := e.tel.start(ctx, in)
-	_, s := e.tel.phase(ctx, phaseVerify)
+	_, s := phaseUnder(ctx, span, phaseVerify)
 	endPhase(s, nil)
-	_, s = e.tel.phase(ctx, phaseClaim)
+	_, s = phaseUnder(ctx, span, phaseClaim)
 	endPhase(s, nil)
 	xctx, x := e.startExecute(ctx, in)
 	e.endExecute(xctx, x, in, nil)

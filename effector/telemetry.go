@@ -295,22 +295,41 @@ const (
 	phaseComplete = "effector.complete"
 )
 
-// phase starts a phase span as a child of Process's span.
-func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
-	if !genai.Compiled || t.tp != nil && t.tr == nil {
-		return ctx, nil // nothing records: no root span to look up
+// phaseUnder starts a phase span as a child of root, Process's span; none
+// if root is nil (nothing records).
+func phaseUnder(ctx context.Context, root trace.Span, name string) (context.Context, trace.Span) {
+	if root == nil {
+		return ctx, nil // inlined: nothing records, nothing to call
 	}
-	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
-	if !ok || root == nil {
-		return ctx, nil
-	}
+	return startPhase(ctx, root, name)
+}
+
+func startPhase(ctx context.Context, root trace.Span, name string) (context.Context, trace.Span) {
 	return root.TracerProvider().Tracer(genai.Scope).Start(trace.ContextWithSpan(ctx, root), name)
 }
 
-func endPhase(span trace.Span, err error) {
-	if span == nil {
-		return
+// phase starts a phase span as a child of Process's span, which it finds in
+// ctx; phaseUnder is cheaper where the caller holds it.
+func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
+	if t.tracer() == nil {
+		// Nothing records: no root span to look up, and no walk down a
+		// context chain however deep the caller's is.
+		return ctx, nil
 	}
+	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
+	if !ok {
+		return ctx, nil
+	}
+	return phaseUnder(ctx, root, name)
+}
+
+func endPhase(span trace.Span, err error) {
+	if span != nil { // inlined: nothing records, nothing to call
+		finishPhase(span, err)
+	}
+}
+
+func finishPhase(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(genai.ErrorType.String(errorType(err)))
@@ -318,17 +337,17 @@ func endPhase(span trace.Span, err error) {
 	span.End()
 }
 
-// verifyTraced is verify in its phase span.
-func (e *Effector) verifyTraced(ctx context.Context, in *intent.Intent) error {
-	_, span := e.tel.phase(ctx, phaseVerify)
+// verifyTraced is verify in its phase span under root.
+func (e *Effector) verifyTraced(ctx context.Context, root trace.Span, in *intent.Intent) error {
+	_, span := phaseUnder(ctx, root, phaseVerify)
 	err := e.verify(in)
 	endPhase(span, err)
 	return err
 }
 
-// claim is the store's Claim in its phase span, counted.
-func (e *Effector) claim(ctx context.Context, in *intent.Intent, call Call) (Claim, error) {
-	sctx, span := e.tel.phase(ctx, phaseClaim)
+// claim is the store's Claim in its phase span under root, counted.
+func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent, call Call) (Claim, error) {
+	sctx, span := phaseUnder(ctx, root, phaseClaim)
 	c, err := e.store.Claim(sctx, in.ID, call, e.cfg.lease)
 	if err == nil {
 		// The common case, a fresh claim, counts nothing: not even asked.
@@ -368,6 +387,12 @@ func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context
 
 // endExecute ends the execute phase of in with the function's outcome.
 func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
+	if x.m != nil || x.span != nil { // inlined: nothing records, nothing to call
+		finishExecute(ctx, x, in, err)
+	}
+}
+
+func finishExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
 	st := intent.StatusOK
 	if err != nil {
 		st = intent.StatusError
