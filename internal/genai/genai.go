@@ -118,6 +118,8 @@ var (
 // comparison, while no service has set a provider, and cached while the
 // global provider stays the same. It is asked on every call, not once, so a
 // provider a service sets after a Runner or Effector was made is used.
+// (OpenTelemetry's eBPF auto-instrumentation, which takes over the global
+// delegate's spans without setting a provider, is not seen: set a provider.)
 func GlobalTracer() trace.Tracer {
 	tp := otel.GetTracerProvider()
 	if tp == globalDelegateTP {
