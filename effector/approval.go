@@ -539,7 +539,7 @@ func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error)
 // which is past its expiry, unless it has a result already.
 func (e *Effector) recordExpiredExecution(ctx context.Context, in *intent.Intent, now time.Time) (intent.Result, error) {
 	leaseEnd := monoNow() + int64(e.cfg.lease)
-	c, err := e.claim(ctx, in, CallOf(in))
+	c, err := e.claim(ctx, nil, in, CallOf(in))
 	if err != nil {
 		return intent.Result{}, fmt.Errorf("effector: recording the expiry of approval execution %q: %w", in.ID, err)
 	}

@@ -216,7 +216,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 	}
 	ctx, span := e.tel.start(ctx, in)
 	defer func() { e.tel.end(ctx, span, in, res, err) }()
-	execution, err := e.verifyTraced(ctx, in)
+	execution, err := e.verifyTraced(ctx, span, in)
 	if err != nil {
 		var ie *IntentIDError
 		if errors.As(err, &ie) {
@@ -233,7 +233,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 	call := CallOf(in)
 	for waited := false; ; waited = true {
 		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
-		c, err := e.claim(ctx, in, call)
+		c, err := e.claim(ctx, span, in, call)
 		if err != nil {
 			// A claim that failed because the caller's context ended says
 			// nothing about the store: a shutdown must leave the intent to

@@ -75,3 +75,12 @@ type Inspector interface {
 // ErrNotResolvable is Resolve's refusal of a record whose effect is not
 // unknown.
 var ErrNotResolvable = errors.New("effector: only an intent whose effect is unknown (a lapsed claim) can be resolved")
+
+// A ProgressPurger is an Inspector whose Purge can report as it goes, for a
+// purge of many records (`toolreg intents purge` shows it on a terminal).
+// The SQLite and Postgres stores implement it.
+type ProgressPurger interface {
+	// PurgeProgress is Purge, calling progress (if not nil) with the
+	// running total after each batch it deletes.
+	PurgeProgress(ctx context.Context, olderThan time.Duration, progress func(deleted int64)) (int64, error)
+}

@@ -71,10 +71,14 @@ type telemetry struct {
 	im         *instruments
 }
 
-// metrics returns the instruments, or nil when they record nothing: the
-// global meter provider is not set, so attribute sets are not even built.
+// metrics returns the instruments, or nil when they record nothing (a
+// no-op provider, or the global one while no service has set one), so
+// attribute sets are not even built. The global provider is asked on every
+// call, at the cost of one comparison, so a provider a service sets after
+// the Effector was made gets its metrics: the instruments made from the
+// global provider delegate to it.
 func (t *telemetry) metrics() *instruments {
-	if t.global && genai.IsNoop(otel.GetMeterProvider()) {
+	if !genai.Compiled || t.im == nil || t.global && genai.GlobalMeterIsNoop() {
 		return nil
 	}
 	return t.im
@@ -123,7 +127,12 @@ func newTelemetry(cfg *config) (telemetry, error) {
 	return t, nil
 }
 
+// tracer is the Effector's tracer; nil when it records nothing (see
+// metrics), so Process skips its spans and their contexts.
 func (t *telemetry) tracer() trace.Tracer {
+	if !genai.Compiled {
+		return nil
+	}
 	if t.tp != nil {
 		return t.tr
 	}
@@ -286,19 +295,41 @@ const (
 	phaseComplete = "effector.complete"
 )
 
-// phase starts a phase span as a child of Process's span.
-func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
-	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
-	if !ok || root == nil {
-		return ctx, nil
+// phaseUnder starts a phase span as a child of root, Process's span; none
+// if root is nil (nothing records).
+func phaseUnder(ctx context.Context, root trace.Span, name string) (context.Context, trace.Span) {
+	if root == nil {
+		return ctx, nil // inlined: nothing records, nothing to call
 	}
+	return startPhase(ctx, root, name)
+}
+
+func startPhase(ctx context.Context, root trace.Span, name string) (context.Context, trace.Span) {
 	return root.TracerProvider().Tracer(genai.Scope).Start(trace.ContextWithSpan(ctx, root), name)
 }
 
-func endPhase(span trace.Span, err error) {
-	if span == nil {
-		return
+// phase starts a phase span as a child of Process's span, which it finds in
+// ctx; phaseUnder is cheaper where the caller holds it.
+func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
+	if t.tracer() == nil {
+		// Nothing records: no root span to look up, and no walk down a
+		// context chain however deep the caller's is.
+		return ctx, nil
 	}
+	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
+	if !ok {
+		return ctx, nil
+	}
+	return phaseUnder(ctx, root, name)
+}
+
+func endPhase(span trace.Span, err error) {
+	if span != nil { // inlined: nothing records, nothing to call
+		finishPhase(span, err)
+	}
+}
+
+func finishPhase(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(genai.ErrorType.String(errorType(err)))
@@ -306,24 +337,24 @@ func endPhase(span trace.Span, err error) {
 	span.End()
 }
 
-// verifyTraced is verify in its phase span.
-func (e *Effector) verifyTraced(ctx context.Context, in *intent.Intent) (execution bool, err error) {
-	_, span := e.tel.phase(ctx, phaseVerify)
+// verifyTraced is verify in its phase span under root.
+func (e *Effector) verifyTraced(ctx context.Context, root trace.Span, in *intent.Intent) (execution bool, err error) {
+	_, span := phaseUnder(ctx, root, phaseVerify)
 	execution, err = e.verify(in)
 	endPhase(span, err)
 	return execution, err
 }
 
-// claim is the store's Claim in its phase span, counted.
-func (e *Effector) claim(ctx context.Context, in *intent.Intent, call Call) (Claim, error) {
-	sctx, span := e.tel.phase(ctx, phaseClaim)
+// claim is the store's Claim in its phase span under root, counted.
+func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent, call Call) (Claim, error) {
+	sctx, span := phaseUnder(ctx, root, phaseClaim)
 	c, err := e.store.Claim(sctx, in.ID, call, e.cfg.lease)
 	if err == nil {
-		if m := e.tel.metrics(); m != nil {
-			switch {
-			case c.State == InFlight:
+		// The common case, a fresh claim, counts nothing: not even asked.
+		if wait, reclaim := c.State == InFlight, c.State == Claimed && c.Reclaimed; wait || reclaim {
+			if m := e.tel.metrics(); m != nil && wait {
 				m.claimWaits.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
-			case c.State == Claimed && c.Reclaimed:
+			} else if m != nil {
 				m.reclaims.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
 			}
 		}
@@ -339,7 +370,7 @@ func (e *Effector) claim(ctx context.Context, in *intent.Intent, call Call) (Cla
 type executing struct {
 	span  trace.Span
 	m     *instruments // as at the start, so the in-flight count balances
-	start time.Time
+	start int64        // monoNow at the start, when m is set
 }
 
 // startExecute starts the execute phase of in: its span is in the context
@@ -349,13 +380,19 @@ func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context
 	x := executing{span: span, m: e.tel.metrics()}
 	if m := x.m; m != nil {
 		m.inFlight.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
-		x.start = time.Now()
+		x.start = monoNow()
 	}
 	return ctx, x
 }
 
 // endExecute ends the execute phase of in with the function's outcome.
 func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
+	if x.m != nil || x.span != nil { // inlined: nothing records, nothing to call
+		finishExecute(ctx, x, in, err)
+	}
+}
+
+func finishExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
 	st := intent.StatusOK
 	if err != nil {
 		st = intent.StatusError
@@ -363,7 +400,7 @@ func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Inten
 	if m := x.m; m != nil {
 		tool := genai.ToolName.String(in.ToolName)
 		m.inFlight.Add(ctx, -1, metric.WithAttributes(tool))
-		m.duration.Record(ctx, time.Since(x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
+		m.duration.Record(ctx, time.Duration(monoNow()-x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
 	}
 	endPhase(x.span, err)
 }

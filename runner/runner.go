@@ -84,10 +84,10 @@ func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage)
 	if t == nil {
 		return nil, errNilTool
 	}
-	ctx, span := r.startSpan(ctx, t, args)
-	res, err := r.run(ctx, t, args)
-	endSpan(span, err)
-	return res, err
+	if tr := r.tracer(); tr != nil {
+		return r.runTraced(ctx, tr, t, args)
+	}
+	return r.run(ctx, t, args)
 }
 
 // run is Run inside its span.

@@ -31,22 +31,24 @@ func WithRecordArguments(on bool) Option {
 }
 
 // tracer is the Runner's tracer, from its provider or the global one; nil
-// when it records nothing.
+// when it records nothing, so Run skips the span, its context and its
+// attributes: with no provider set (or a no-op one) telemetry costs Run one
+// comparison. The global provider is asked on every call, so one a service
+// sets after New is used from then on.
 func (r *Runner) tracer() trace.Tracer {
+	if !genai.Compiled {
+		return nil
+	}
 	if r.tp != nil {
 		return r.tr
 	}
 	return genai.GlobalTracer()
 }
 
-// startSpan starts the execute_tool span of a run of t. The span starts
-// under a fixed name and gets its attributes only if it records, so a no-op
-// provider costs next to nothing; samplers see the name "execute_tool".
-func (r *Runner) startSpan(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (context.Context, trace.Span) {
-	tr := r.tracer()
-	if tr == nil {
-		return ctx, nil
-	}
+// runTraced is run in an execute_tool span of tr. The span starts under a
+// fixed name and gets its attributes only if it records, so a sampler that
+// drops it costs little; samplers see the name "execute_tool".
+func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage) (any, error) {
 	ctx, span := tr.Start(ctx, genai.ExecuteTool)
 	if span.IsRecording() {
 		span.SetName(genai.SpanName(t.Name()))
@@ -58,19 +60,13 @@ func (r *Runner) startSpan(ctx context.Context, t *toolreg.Tool, args json.RawMe
 			span.SetAttributes(genai.ToolArguments.String(string(args)))
 		}
 	}
-	return ctx, span
-}
-
-// endSpan ends span with the outcome of the run.
-func endSpan(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
+	res, err := r.run(ctx, t, args)
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(genai.ErrorType.String(errorType(err)))
 	}
 	span.End()
+	return res, err
 }
 
 // errorType is the error.type of err: the toolreg error kind it is, or its

@@ -1,3 +1,5 @@
+//go:build !toolreg_notelemetry
+
 package runner_test
 
 import (

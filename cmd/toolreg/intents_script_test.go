@@ -38,7 +38,7 @@ func TestIntentsScript(t *testing.T) {
 			e.Setenv("PG_URL", pgURL)
 			return nil
 		},
-		Cmds: map[string]func(*testscript.TestScript, bool, []string){"seedstore": seedStore},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){"seedstore": seedStore, "waitfile": waitFile},
 	})
 }
 

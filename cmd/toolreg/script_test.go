@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 // exec the real command (cli.Main) with no separate build.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"toolreg": func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"toolreg":   func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"effwriter": effWriter, // intents_writer_test.go
 	})
 }
 

@@ -118,8 +118,15 @@ func (s *Store) Resolve(ctx context.Context, id string, result []byte, ttl time.
 	return fmt.Errorf("%w: intent %q is still leased", effector.ErrNotResolvable, id)
 }
 
+var _ effector.ProgressPurger = (*Store)(nil)
+
 // Purge implements effector.Inspector: Sweep.
 func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, error) {
+	return s.PurgeProgress(ctx, olderThan, nil)
+}
+
+// PurgeProgress implements effector.ProgressPurger.
+func (s *Store) PurgeProgress(ctx context.Context, olderThan time.Duration, progress func(deleted int64)) (int64, error) {
 	if olderThan < 0 {
 		return 0, fmt.Errorf("pgstore: Purge: olderThan %v is negative: give 0 or more", olderThan)
 	}
@@ -130,6 +137,9 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, erro
 			return total, fmt.Errorf("pgstore: purging expired rows: %w", err)
 		}
 		total += tag.RowsAffected()
+		if progress != nil {
+			progress(total)
+		}
 		if tag.RowsAffected() < int64(s.sweepBatch) {
 			return total, nil
 		}

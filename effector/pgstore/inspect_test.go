@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,5 +95,32 @@ func TestPurgeOlderThanKeepsWhatExpiredRecently(t *testing.T) {
 		if _, ok, err := s.Record(ctx, id); err != nil || !ok {
 			t.Errorf("Purge deleted %s (%v)", id, err)
 		}
+	}
+}
+
+// TestPurgeProgressReportsEachBatch: PurgeProgress hands the running total
+// to its progress function after every batch, for a terminal to show.
+func TestPurgeProgressReportsEachBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openForTest(t, migrated(t, pgtest.Start(t)), WithSweepBatch(2), WithSweepInterval(0))
+	call := effector.NewCall("refund", []byte(`{}`))
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		c, err := s.Claim(ctx, id, call, time.Minute)
+		if err != nil || c.State != effector.Claimed {
+			t.Fatalf("Claim(%s) = %+v, %v", id, c, err)
+		}
+		if err := s.Complete(ctx, id, c.Token, []byte("r"), time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the results expire
+	var totals []int64
+	n, err := s.PurgeProgress(ctx, 0, func(deleted int64) { totals = append(totals, deleted) })
+	if err != nil || n != 5 {
+		t.Fatalf("PurgeProgress = %d, %v; want the 5 expired results", n, err)
+	}
+	if want := []int64{2, 4, 5}; !slices.Equal(totals, want) {
+		t.Errorf("progress got %v, want %v: the running total after each batch of 2", totals, want)
 	}
 }

@@ -125,8 +125,15 @@ func (s *Store) Resolve(ctx context.Context, id string, result []byte, ttl time.
 	})
 }
 
+var _ effector.ProgressPurger = (*Store)(nil)
+
 // Purge implements effector.Inspector: Sweep, a batch per transaction.
 func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, error) {
+	return s.PurgeProgress(ctx, olderThan, nil)
+}
+
+// PurgeProgress implements effector.ProgressPurger.
+func (s *Store) PurgeProgress(ctx context.Context, olderThan time.Duration, progress func(deleted int64)) (int64, error) {
 	if olderThan < 0 {
 		return 0, fmt.Errorf("sqlitestore: Purge: olderThan %v is negative: give 0 or more", olderThan)
 	}
@@ -146,6 +153,9 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, erro
 			return total, fmt.Errorf("sqlitestore: purging: %w", err)
 		}
 		total += n
+		if progress != nil {
+			progress(total)
+		}
 		if n < inspectPage {
 			return total, nil
 		}

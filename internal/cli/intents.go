@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,6 +49,9 @@ effectors use it: each step is one short transaction.
       default), and claims lapsed past both D and the store's memory. A
       result is never purged before its time-to-live ends: a redelivery must
       still find it. (Redis expires results itself: purge deletes nothing.)
+
+On a terminal, list, stats and purge show a running count on stderr as they
+go; piped or redirected, stderr gets none.
 
 The exit status is 0 on success, 1 when the store cannot be read or a resolve
 is refused, and 2 on a usage error.
@@ -108,13 +113,14 @@ func runIntents(e *env, sub string, args []string) int {
 		return exitFindings
 	}
 	defer closeStore()
+	term := isTerminal(e.stderr) // progress lines go there, only on a terminal
 	switch sub {
 	case "list":
-		err = listIntents(ctx, e, store, state, tool, asJSON)
+		err = listIntents(ctx, e, store, state, tool, asJSON, term)
 	case "show":
 		err = showIntent(ctx, e, store, fs.Arg(1))
 	case "stats":
-		err = intentStats(ctx, e, store)
+		err = intentStats(ctx, e, store, term)
 	case "resolve":
 		if (okPayload == "") == (errMsg == "") {
 			fmt.Fprintln(e.stderr, "toolreg intents resolve: give exactly one of -ok PAYLOAD or -error MESSAGE")
@@ -122,11 +128,7 @@ func runIntents(e *env, sub string, args []string) int {
 		}
 		err = resolveIntent(ctx, e, store, fs.Arg(1), okPayload, errMsg, ttl)
 	case "purge":
-		var n int64
-		n, err = store.Purge(ctx, olderThan)
-		if err == nil {
-			fmt.Fprintf(e.stdout, "purged %d records\n", n)
-		}
+		err = purgeIntents(ctx, e, store, olderThan, term)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolreg intents %s: %v\n", sub, err)
@@ -196,60 +198,117 @@ func toJSON(r effector.Record) recordJSON {
 	return j
 }
 
-// progress returns a function that counts records read and, only when
-// stderr is a terminal, shows the count there as it grows; done clears it.
-func progress(e *env, what string) (tick func(), done func()) {
-	f, ok := e.stderr.(*os.File)
+// isTerminal reports whether w is a terminal (a character device), where a
+// progress line belongs; piped or redirected output gets none.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
 	if !ok {
-		return func() {}, func() {}
+		return false
 	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return func() {}, func() {}
-	}
-	n := 0
-	return func() {
-			if n++; n%1000 == 0 {
-				fmt.Fprintf(f, "\r%s: %d records read", what, n)
-			}
-		}, func() {
-			if n >= 1000 {
-				fmt.Fprint(f, "\r\033[K")
-			}
-		}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool string, asJSON bool) error {
+// meter shows a long operation's running count on one line of w, redrawn
+// in place, when on (w is a terminal) and the count has grown by every
+// since it was last shown; done clears the line. Off, it shows nothing.
+type meter struct {
+	w          io.Writer
+	on         bool
+	what, unit string
+	every      int64
+	n, shown   int64
+}
+
+func (m *meter) set(n int64) {
+	m.n = n
+	if m.on && n-m.shown >= m.every {
+		fmt.Fprintf(m.w, "\r%s: %d %s", m.what, n, m.unit)
+		m.shown = n
+	}
+}
+
+func (m *meter) done() {
+	if m.on && m.shown > 0 {
+		fmt.Fprint(m.w, "\r\033[K")
+	}
+}
+
+func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool string, asJSON, term bool) error {
 	if state != "" && !slices.Contains([]string{"in_flight", "unknown", "done", "expired"}, state) {
 		return fmt.Errorf("-state %q: want in_flight, unknown, done or expired", state)
 	}
-	var tw *tabwriter.Writer
+	// Each row is written as the store hands it over, a page per read
+	// transaction, never collected: a large store's first rows show at once
+	// and memory holds no more than a page. So the table cannot be aligned
+	// in advance: a column widens when a longer value first comes by.
 	enc := json.NewEncoder(e.stdout)
+	tbl := &streamTable{w: e.stdout}
 	if !asJSON {
-		tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "INTENT\tTOOL\tSTATE\tATTEMPTS\tDEADLINE")
+		if err := tbl.row("INTENT", "TOOL", "STATE", "ATTEMPTS", "DEADLINE"); err != nil {
+			return err
+		}
 	}
-	n := 0
-	tick, done := progress(e, "list")
-	defer done()
-	err := s.Records(ctx, func(r effector.Record) error {
-		tick()
+	prog := &meter{w: e.stderr, on: term, what: "list", unit: "records read", every: 1000}
+	defer prog.done()
+	var read int64
+	return s.Records(ctx, func(r effector.Record) error {
+		read++
+		prog.set(read)
 		if state != "" && r.State.String() != state || tool != "" && r.Tool != tool {
 			return nil
 		}
 		if asJSON {
 			return enc.Encode(toJSON(r))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, r.Tool, r.State, r.Attempts, r.Deadline.UTC().Format(time.RFC3339))
-		if n++; n%500 == 0 {
-			return tw.Flush() // stream: a page at a time
-		}
-		return nil
+		return tbl.row(r.ID, r.Tool, r.State.String(), strconv.Itoa(r.Attempts), r.Deadline.UTC().Format(time.RFC3339))
 	})
-	if tw != nil {
-		if ferr := tw.Flush(); err == nil {
-			err = ferr
+}
+
+// streamTable writes rows at once, each column padded to the widest value
+// it has seen so far and two spaces.
+type streamTable struct {
+	w      io.Writer
+	widths []int
+	buf    []byte
+}
+
+func (t *streamTable) row(cells ...string) error {
+	t.buf = t.buf[:0]
+	for i, c := range cells {
+		if i == len(t.widths) {
+			t.widths = append(t.widths, 0)
+		}
+		t.widths[i] = max(t.widths[i], len(c))
+		t.buf = append(t.buf, c...)
+		if i < len(cells)-1 {
+			for range t.widths[i] - len(c) + 2 {
+				t.buf = append(t.buf, ' ')
+			}
 		}
 	}
+	t.buf = append(t.buf, '\n')
+	_, err := t.w.Write(t.buf)
+	return err
+}
+
+// purgeIntents purges s, showing the running count on stderr when term.
+func purgeIntents(ctx context.Context, e *env, s effector.Inspector, olderThan time.Duration, term bool) error {
+	var (
+		n   int64
+		err error
+	)
+	if pp, ok := s.(effector.ProgressPurger); ok {
+		prog := &meter{w: e.stderr, on: term, what: "purge", unit: "records deleted", every: 1}
+		n, err = pp.PurgeProgress(ctx, olderThan, prog.set)
+		prog.done()
+	} else {
+		n, err = s.Purge(ctx, olderThan)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "purged %d records\n", n)
 	return err
 }
 
@@ -269,13 +328,15 @@ func showIntent(ctx context.Context, e *env, s effector.Inspector, id string) er
 	return err
 }
 
-func intentStats(ctx context.Context, e *env, s effector.Inspector) error {
+func intentStats(ctx context.Context, e *env, s effector.Inspector, term bool) error {
 	byState := map[string]int{}
 	byTool := map[string]map[string]int{}
 	var oldest *effector.Record
-	tick, done := progress(e, "stats")
+	prog := &meter{w: e.stderr, on: term, what: "stats", unit: "records read", every: 1000}
+	var read int64
 	err := s.Records(ctx, func(r effector.Record) error {
-		tick()
+		read++
+		prog.set(read)
 		st := r.State.String()
 		byState[st]++
 		if byTool[r.Tool] == nil {
@@ -288,7 +349,7 @@ func intentStats(ctx context.Context, e *env, s effector.Inspector) error {
 		}
 		return nil
 	})
-	done()
+	prog.done()
 	if err != nil {
 		return err
 	}

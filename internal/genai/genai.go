@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -56,31 +57,84 @@ func IsNoop(tp any) bool {
 	case tracenoop.TracerProvider, *tracenoop.TracerProvider, metricnoop.MeterProvider, *metricnoop.MeterProvider:
 		return true
 	}
-	t := reflect.TypeOf(tp)
+	return isGlobalDelegate(tp)
+}
+
+// The global providers' delegates: what otel.GetTracerProvider and
+// otel.GetMeterProvider return until a service sets a provider (from then on
+// they return the set one). Comparing with them is the cheap per-call test
+// for "nothing is collected"; nil if a provider was set before this package
+// was initialised, when the cache below answers instead.
+var (
+	globalDelegateTP = delegate[trace.TracerProvider](otel.GetTracerProvider())
+	globalDelegateMP = delegate[metric.MeterProvider](otel.GetMeterProvider())
+)
+
+func delegate[P any](p P) (d P) {
+	if isGlobalDelegate(p) {
+		return p
+	}
+	return d
+}
+
+func isGlobalDelegate(p any) bool {
+	t := reflect.TypeOf(p)
+	if t == nil {
+		return false
+	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	return t.PkgPath() == "go.opentelemetry.io/otel/internal/global"
 }
 
-type tracerCache struct {
-	tp trace.TracerProvider
-	tr trace.Tracer
+// cached is what was worked out for the provider a global getter last
+// returned; it is replaced when the getter returns another one.
+type cached[P comparable, V any] struct {
+	p P
+	v V
 }
 
-var globalTracer atomic.Pointer[tracerCache]
+// lookup returns c's value for p, computing it with f when p is not the
+// provider c holds. An uncomparable provider is never cached.
+func lookup[P comparable, V any](c *atomic.Pointer[cached[P, V]], p P, f func(P) V) V {
+	comparable := reflect.TypeOf(p).Comparable()
+	if e := c.Load(); e != nil && comparable && e.p == p {
+		return e.v
+	}
+	v := f(p)
+	if comparable {
+		c.Store(&cached[P, V]{p: p, v: v})
+	}
+	return v
+}
 
-// GlobalTracer is Tracer(otel.GetTracerProvider()), cached while the global
-// provider stays the same.
+var (
+	globalTracer    atomic.Pointer[cached[trace.TracerProvider, trace.Tracer]]
+	globalMeterNoop atomic.Pointer[cached[metric.MeterProvider, bool]]
+)
+
+// GlobalTracer is Tracer(otel.GetTracerProvider()): nil, at the cost of one
+// comparison, while no service has set a provider, and cached while the
+// global provider stays the same. It is asked on every call, not once, so a
+// provider a service sets after a Runner or Effector was made is used.
+// (OpenTelemetry's eBPF auto-instrumentation, which takes over the global
+// delegate's spans without setting a provider, is not seen: set a provider.)
 func GlobalTracer() trace.Tracer {
 	tp := otel.GetTracerProvider()
-	comparable := reflect.TypeOf(tp).Comparable()
-	if c := globalTracer.Load(); c != nil && comparable && c.tp == tp {
-		return c.tr
+	if tp == globalDelegateTP {
+		return nil
 	}
-	c := &tracerCache{tp: tp, tr: Tracer(tp)}
-	if comparable {
-		globalTracer.Store(c)
+	return lookup(&globalTracer, tp, Tracer)
+}
+
+// GlobalMeterIsNoop reports whether the global meter provider records
+// nothing: no service has set one, or it set a no-op one. Like GlobalTracer
+// it is cheap and asked on every call.
+func GlobalMeterIsNoop() bool {
+	mp := otel.GetMeterProvider()
+	if mp == globalDelegateMP {
+		return true
 	}
-	return c.tr
+	return lookup(&globalMeterNoop, mp, func(mp metric.MeterProvider) bool { return IsNoop(mp) })
 }
