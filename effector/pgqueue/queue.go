@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Channel is the LISTEN/NOTIFY channel Enqueue notifies, with the queue's
@@ -113,14 +115,26 @@ func hint(err error) string {
 }
 
 // Sink is an effector.Sink writing results to the queue's results table.
-type Sink struct{ q *Queue }
+// Results published at once share one statement and one commit.
+type Sink struct {
+	q     *Queue
+	group *groupcommit.Group[intent.Result]
+}
 
 var _ effector.Sink = (*Sink)(nil)
 
-// Sink returns the queue's results sink.
-func (q *Queue) Sink() *Sink { return &Sink{q: q} }
+// publishBatch is the most results one statement writes.
+const publishBatch = 256
 
-const publishSQL = `INSERT INTO toolreg_queue_results (queue, intent_id, status, result) VALUES ($1, $2, $3, $4)
+// Sink returns a results sink of the queue.
+func (q *Queue) Sink() *Sink {
+	s := &Sink{q: q}
+	s.group = groupcommit.New(publishBatch, s.commit)
+	return s
+}
+
+const publishSQL = `INSERT INTO toolreg_queue_results (queue, intent_id, status, result)
+	SELECT $1, i, s, r FROM unnest($2::bytea[], $3::smallint[], $4::bytea[]) AS u(i, s, r)
 	ON CONFLICT (queue, intent_id) DO NOTHING`
 
 // Publish writes res as its intent's result, unless one is there already:
@@ -128,14 +142,34 @@ const publishSQL = `INSERT INTO toolreg_queue_results (queue, intent_id, status,
 // gets the same result from the dedup store). It returns nil once the row is
 // committed.
 func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
-	b, err := res.AppendBinary(nil)
-	if err != nil {
-		return fmt.Errorf("pgqueue: encoding the result of intent %q: %w", res.IntentID, err)
-	}
-	if _, err := s.q.pool.Exec(ctx, publishSQL, s.q.name, []byte(res.IntentID), int16(res.Status), b); err != nil {
+	if err := s.group.Do(ctx, res).Err; err != nil {
 		return fmt.Errorf("pgqueue: publishing the result of intent %q on queue %q: %w", res.IntentID, s.q.name, err)
 	}
 	return nil
+}
+
+func (s *Sink) commit(batch []*groupcommit.Op[intent.Result]) {
+	// In one order, so that batches writing the same ids at once (duplicate
+	// deliveries on two hosts) take their index locks alike.
+	slices.SortFunc(batch, func(a, b *groupcommit.Op[intent.Result]) int { return strings.Compare(a.In.IntentID, b.In.IntentID) })
+	ids, statuses, rows := make([][]byte, 0, len(batch)), make([]int16, 0, len(batch)), make([][]byte, 0, len(batch))
+	var todo []*groupcommit.Op[intent.Result]
+	for _, o := range batch {
+		b, err := o.In.AppendBinary(nil)
+		if err != nil {
+			o.Err = fmt.Errorf("encoding it: %w", err)
+			continue
+		}
+		ids, statuses, rows = append(ids, []byte(o.In.IntentID)), append(statuses, int16(o.In.Status)), append(rows, b)
+		todo = append(todo, o)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	_, err := s.q.pool.Exec(todo[0].Ctx, publishSQL, s.q.name, ids, statuses, rows)
+	for _, o := range todo {
+		o.Err = err
+	}
 }
 
 // Result returns the result published for intentID, and whether there is one.

@@ -173,7 +173,7 @@ func TestServeOverPostgres(t *testing.T) {
 // is delivered only once that transaction commits.
 func TestANotificationWakesAnIdleSource(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, q := setup(t, pgtest.Start(t))
 	src := newSource(t, q, pgqueue.WithPollInterval(time.Hour))
 	got := make(chan effector.Delivery, 1)
@@ -217,7 +217,7 @@ func TestANotificationWakesAnIdleSource(t *testing.T) {
 // if it commits.
 func TestOutbox(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, q := setup(t, pgtest.Start(t))
 	if _, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func TestAConsumerKilledAfterClaimingHasItsIntentsRedelivered(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
+			ctx := testContext(t)
 			pool, url, q := setup(t, srv)
 			ins, ids := intents("killed", 5)
 			enqueue(t, pool, ins...)
@@ -401,7 +401,7 @@ func (s *recordingSource) deliveries() []int {
 // queue's dead-letter table keeps it, while the intents behind it run.
 func TestAPoisonIntentIsDeadLetteredPastTheAttemptLimitAndTheQueueFlows(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, q := setup(t, pgtest.Start(t))
 	ins, ids := intents("poison", 6)
 	poison := ids[0]
@@ -454,7 +454,7 @@ func TestAPoisonIntentIsDeadLetteredPastTheAttemptLimitAndTheQueueFlows(t *testi
 // the row, and the intents around them run.
 func TestRowsThatAreNoIntentGoToTheDeadLetters(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, q := setup(t, pgtest.Start(t))
 	good, ids := intents("garbage", 2)
 	whole, err := good[1].AppendBinary(nil)
@@ -523,7 +523,7 @@ func TestRowsThatAreNoIntentGoToTheDeadLetters(t *testing.T) {
 // ran once per intent id, and the queue is empty.
 func TestTwoServeLoopsOnOneQueue(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, url, _ := setup(t, pgtest.Start(t))
 	const entries, unique = 1000, 700
 	ins, ids := intents("contention", unique)
@@ -586,7 +586,7 @@ func TestTwoServeLoopsOnOneQueue(t *testing.T) {
 // row to the consumer that holds it now.
 func TestAnAcknowledgementAfterTheLeaseWasTakenOverDeletesNothing(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, q := setup(t, pgtest.Start(t))
 	enqueue(t, pool, effectortest.Intent("fence", 1, 0))
 	slow := newSource(t, q, pgqueue.WithLease(100*time.Millisecond))
@@ -620,7 +620,7 @@ func TestAnAcknowledgementAfterTheLeaseWasTakenOverDeletesNothing(t *testing.T) 
 // are visible again at once, their delivery uncounted.
 func TestCloseGivesBackWhatWasClaimedAndNotHandedOut(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, q := setup(t, pgtest.Start(t))
 	ins, ids := intents("close", 4)
 	enqueue(t, pool, ins...)
@@ -635,8 +635,10 @@ func TestCloseGivesBackWhatWasClaimedAndNotHandedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := newSource(t, q, pgqueue.WithBatch(4))
+	soon, cancel := context.WithTimeout(ctx, 5*time.Second) // well inside the hour-long lease
+	defer cancel()
 	for _, id := range ids[1:] {
-		d, err := next.Receive(ctx)
+		d, err := next.Receive(soon)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -648,7 +650,7 @@ func TestCloseGivesBackWhatWasClaimedAndNotHandedOut(t *testing.T) {
 
 func TestBadConfigurationIsRefusedSayingWhat(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	srv := pgtest.Start(t)
 	unmigrated, _ := srv.NewDatabase(t)
 	var se *pgstore.SchemaError
@@ -684,7 +686,7 @@ func TestBadConfigurationIsRefusedSayingWhat(t *testing.T) {
 // Migrate adds the queue's tables.
 func TestAVersionOneDatabaseIsRefusedUntilMigrated(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testContext(t)
 	pool, _, _ := setup(t, pgtest.Start(t))
 	if _, err := pool.Exec(ctx, `DROP TABLE toolreg_queue_intents, toolreg_queue_results, toolreg_queue_dead;
 		DROP SEQUENCE toolreg_queue_fence; DELETE FROM toolreg_effector_schema WHERE version = 2`); err != nil {
@@ -702,4 +704,12 @@ func TestAVersionOneDatabaseIsRefusedUntilMigrated(t *testing.T) {
 	if d, err := newSource(t, q).Receive(ctx); err != nil || d.Intent == nil {
 		t.Fatalf("Receive after the upgrade: %+v, %v", d, err)
 	}
+}
+
+// testContext ends after a minute, so a receive that waits for what never
+// comes fails the test rather than hanging it.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Defaults of the options below.
@@ -64,7 +65,8 @@ type Source struct {
 	poll  time.Duration
 	batch int
 
-	buf []row // claimed, not yet handed out
+	buf  []row // claimed, not yet handed out
+	acks *groupcommit.Group[ackIn]
 
 	wake      chan struct{} // a notification (or a lost connection) since the last claim
 	startOnce sync.Once
@@ -99,6 +101,7 @@ func (q *Queue) NewSource(opts ...Option) (*Source, error) {
 	if len(ps) > 0 {
 		return nil, fmt.Errorf("pgqueue: NewSource: %s", strings.Join(ps, "; "))
 	}
+	s.acks = groupcommit.New(ackBatch, s.commitAcks)
 	return s, nil
 }
 
@@ -187,7 +190,30 @@ func transient(err error) bool {
 // micros is d in whole microseconds, Postgres's resolution, rounded up.
 func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
 
-const ackSQL = `DELETE FROM toolreg_queue_intents WHERE id = $1 AND token = $2`
+// ackSQL deletes a batch of acknowledged rows, each only where its claim's
+// token still holds. Concurrent acknowledgements share one statement and one
+// commit (a group commit): with Serve's workers finishing at once, most of a
+// row's cost is its commit.
+const ackSQL = `DELETE FROM toolreg_queue_intents q
+	USING unnest($1::bigint[], $2::bigint[]) AS r(id, token)
+	WHERE q.id = r.id AND q.token = r.token`
+
+// ackBatch is the most acknowledgements one statement takes.
+const ackBatch = 256
+
+type ackIn struct{ id, token int64 }
+
+func (s *Source) commitAcks(batch []*groupcommit.Op[ackIn]) {
+	slices.SortFunc(batch, func(a, b *groupcommit.Op[ackIn]) int { return cmp.Compare(a.In.id, b.In.id) })
+	ids, tokens := make([]int64, len(batch)), make([]int64, len(batch))
+	for i, o := range batch {
+		ids[i], tokens[i] = o.In.id, o.In.token
+	}
+	_, err := s.q.pool.Exec(batch[0].Ctx, ackSQL, ids, tokens)
+	for _, o := range batch {
+		o.Err = err
+	}
+}
 
 // ackDeadSQL moves a row that is no intent to the dead-letter table.
 const ackDeadSQL = `WITH d AS (DELETE FROM toolreg_queue_intents WHERE id = $1 AND token = $2
@@ -220,7 +246,7 @@ func (s *Source) delivery(r row) effector.Delivery {
 	// A row whose token changed was taken over after this lease ran out: its
 	// new owner acknowledges it, so deleting nothing is no error.
 	d.Ack = func(ctx context.Context) error {
-		if _, err := s.q.pool.Exec(ctx, ackSQL, r.id, r.token); err != nil {
+		if err := s.acks.Do(ctx, ackIn{r.id, r.token}).Err; err != nil {
 			return fmt.Errorf("pgqueue: acknowledging row %s (intent %q): %w", pos, in.ID, err)
 		}
 		return nil
