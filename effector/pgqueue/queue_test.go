@@ -713,3 +713,92 @@ func testContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestClaimedRowsWorkersWereSlowToTakeAreClaimedAfresh: rows a batch claimed
+// and that waited half their lease in the source are given back and claimed
+// again before they are handed out, so their lease does not run out under
+// the worker that takes them and another consumer is not handed them too.
+func TestClaimedRowsWorkersWereSlowToTakeAreClaimedAfresh(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, _, q := setup(t, pgtest.Start(t))
+	ins, ids := intents("stale", 4)
+	enqueue(t, pool, ins...)
+	const lease = 2 * time.Second
+	a := newSource(t, q, pgqueue.WithBatch(4), pgqueue.WithLease(lease))
+	d, err := a.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(lease * 6 / 10)
+	d, err = a.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Intent.ID != ids[1] || d.Deliveries != 1 {
+		t.Fatalf("after the wait: %s delivered %d times, want %s delivered once", d.Intent.ID, d.Deliveries, ids[1])
+	}
+	time.Sleep(lease * 6 / 10) // past the first claim's lease, inside the fresh one
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if d, err := newSource(t, q).Receive(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("another consumer got %s (delivered %d times): the rows were not claimed afresh", d.Pos, d.Deliveries)
+	}
+}
+
+// TestServeRidesOutItsConnectionsBeingKilled: the server terminates every
+// connection of the consumer again and again while it serves (the listener's
+// too); the source retries its claims rather than stopping Serve, and every
+// intent is answered, once.
+func TestServeRidesOutItsConnectionsBeingKilled(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, url, _ := setup(t, pgtest.Start(t))
+	ins, ids := intents("terminated", 200)
+	enqueue(t, pool, ins...)
+	const app = "terminated_consumer"
+	p := newPool(t, url, app)
+	q := openQueue(t, p)
+	e, calls := effectortest.Effector(t, openStore(t, p), effector.WithTimeout(time.Second), effector.WithLease(2*time.Second))
+	stopKilling := make(chan struct{})
+	var killed int
+	var stopOnce sync.Once
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stopKilling:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			var n int
+			if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+				t.Error(err)
+				return
+			}
+			killed += n
+		}
+	})
+	err := serveUntil(t, newSource(t, q, pgqueue.WithBatch(2)), q.Sink(), e, func() bool {
+		if waiting(t, pool) <= 150 {
+			stopOnce.Do(func() { close(stopKilling) }) // the rest with no connection killed, so the run ends
+		}
+		return waiting(t, pool) == 0
+	})
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Serve stopped with %v, want it to ride out lost connections", err)
+	}
+	if killed == 0 {
+		t.Fatal("no connection of the consumer was terminated")
+	}
+	t.Logf("%d backends terminated", killed)
+	for _, id := range ids {
+		if r := resultOf(t, q, id); r.Status != intent.StatusOK || calls.Of(id) != 1 {
+			t.Errorf("intent %s: %v %q after %d executions; want OK after 1", id, r.Status, r.ErrorMessage, calls.Of(id))
+		}
+	}
+}

@@ -53,7 +53,9 @@ func WithPollInterval(d time.Duration) Option { return func(s *Source) { s.poll 
 
 // WithBatch sets how many intents one claim takes. Claimed intents not yet
 // handed out count a delivery and wait out their lease if the process dies;
-// Close gives them back. Default: DefaultBatch.
+// Close gives them back, and so does Receive, claiming afresh, when half
+// their lease passed before a worker was free to take them. Default:
+// DefaultBatch.
 func WithBatch(n int) Option { return func(s *Source) { s.batch = n } }
 
 // Source is an effector.Source claiming intents from a Queue. It is not safe
@@ -65,8 +67,9 @@ type Source struct {
 	poll  time.Duration
 	batch int
 
-	buf  []row // claimed, not yet handed out
-	acks *groupcommit.Group[ackIn]
+	buf       []row     // claimed, not yet handed out
+	claimedAt time.Time // when buf was claimed, by this host's clock
+	acks      *groupcommit.Group[ackIn]
 
 	wake      chan struct{} // a notification (or a lost connection) since the last claim
 	startOnce sync.Once
@@ -125,6 +128,14 @@ const claimSQL = `WITH c AS (SELECT id FROM toolreg_queue_intents
 func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 	s.startOnce.Do(s.startListener)
 	for {
+		if len(s.buf) > 0 && time.Since(s.claimedAt) > s.lease/2 {
+			// The workers were slow to take these: half their lease is gone,
+			// and another consumer may soon be handed them too. Give them
+			// back, uncounted, and claim afresh.
+			if err := s.release(ctx); err != nil && ctx.Err() == nil && !transient(err) {
+				return effector.Delivery{}, err
+			}
+		}
 		if len(s.buf) > 0 {
 			r := s.buf[0]
 			s.buf = s.buf[1:]
@@ -155,6 +166,7 @@ func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 }
 
 func (s *Source) claim(ctx context.Context) error {
+	start := time.Now()
 	rows, err := s.q.pool.Query(ctx, claimSQL, s.q.name, s.batch, micros(s.lease))
 	if err != nil {
 		return err
@@ -168,7 +180,7 @@ func (s *Source) claim(ctx context.Context) error {
 		return err
 	}
 	slices.SortFunc(buf, func(a, b row) int { return cmp.Compare(a.id, b.id) })
-	s.buf = buf
+	s.buf, s.claimedAt = buf, start
 	return nil
 }
 
@@ -268,6 +280,11 @@ func (s *Source) Close(ctx context.Context) error {
 		s.cancel()
 		<-s.done
 	}
+	return s.release(ctx)
+}
+
+// release gives back the claimed rows not handed out.
+func (s *Source) release(ctx context.Context) error {
 	if len(s.buf) == 0 {
 		return nil
 	}
