@@ -33,7 +33,8 @@
 //
 // The Sink writes each result to the results table, keyed by queue and intent
 // id: the first result published for an id stays, and a duplicate (a
-// redelivery, a duplicate enqueue) adds nothing. Read one with Queue.Result.
+// redelivery, a duplicate enqueue) adds nothing. Read one with Queue.Result;
+// delete old ones with Queue.PurgeResults.
 //
 // Rows hold the wire bytes of the intent package (intent.Intent.AppendBinary,
 // intent.Result.AppendBinary). The tables are made by effector/pgstore's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -241,4 +242,40 @@ func (q *Queue) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 		return nil, fmt.Errorf("pgqueue: reading the dead letters of queue %q: %w", q.name, err)
 	}
 	return out, nil
+}
+
+// purgeSQL deletes one batch of the queue's results published before the
+// cutoff, skipping rows another purge has locked.
+const purgeSQL = `DELETE FROM toolreg_queue_results r USING (
+		SELECT queue, intent_id FROM toolreg_queue_results
+		WHERE queue = $1 AND published_at < clock_timestamp() - $2 * interval '1 microsecond'
+		LIMIT $3 FOR UPDATE SKIP LOCKED) old
+	WHERE r.queue = old.queue AND r.intent_id = old.intent_id`
+
+// purgeBatch is the most results one purge statement deletes, which bounds
+// how long it holds their locks.
+const purgeBatch = 1000
+
+// PurgeResults deletes the queue's results published more than olderThan ago
+// (by the server's clock), in batches of at most 1000 rows, and returns how
+// many it deleted. Results are kept until purged: a pipeline must have read
+// a result before it goes, and an intent delivered again after its result
+// was purged gets it published again from the dedup store while the store
+// keeps it. Several processes may purge at once. Dead letters are never
+// purged: delete them by hand once handled.
+func (q *Queue) PurgeResults(ctx context.Context, olderThan time.Duration) (int64, error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("pgqueue: PurgeResults(%v): want zero or more", olderThan)
+	}
+	var total int64
+	for {
+		tag, err := q.pool.Exec(ctx, purgeSQL, q.name, micros(olderThan), purgeBatch)
+		if err != nil {
+			return total, fmt.Errorf("pgqueue: purging the results of queue %q: %w", q.name, err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < purgeBatch {
+			return total, nil
+		}
+	}
 }

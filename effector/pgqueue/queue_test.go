@@ -802,3 +802,46 @@ func TestServeRidesOutItsConnectionsBeingKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeResultsDeletesOnlyTheQueuesOldResults: only results published
+// before the cutoff, of this queue, go, however many batches they take.
+func TestPurgeResultsDeletesOnlyTheQueuesOldResults(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool, _, q := setup(t, pgtest.Start(t))
+	other, err := pgqueue.Open(ctx, pool, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*pgqueue.Sink{q.Sink(), other.Sink()} {
+		for _, id := range []string{"old", "new"} {
+			if err := s.Publish(ctx, intent.Result{IntentID: id, Status: intent.StatusOK}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE toolreg_queue_results SET published_at = published_at - interval '2 hours' WHERE intent_id = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	// 2,500 more old ones: three batches.
+	if _, err := pool.Exec(ctx, `INSERT INTO toolreg_queue_results (queue, intent_id, status, result, published_at)
+		SELECT $1, convert_to('bulk-' || i, 'UTF8'), 1, '', clock_timestamp() - interval '2 hours' FROM generate_series(1, 2500) i`, queueName); err != nil {
+		t.Fatal(err)
+	}
+	n, err := q.PurgeResults(ctx, time.Hour)
+	if err != nil || n != 2501 {
+		t.Fatalf("PurgeResults(1h) = %d, %v; want 2501 deleted", n, err)
+	}
+	for _, tt := range []struct {
+		q    *pgqueue.Queue
+		id   string
+		want bool
+	}{{q, "old", false}, {q, "new", true}, {other, "old", true}, {other, "new", true}} {
+		if _, ok, err := tt.q.Result(ctx, tt.id); err != nil || ok != tt.want {
+			t.Errorf("queue %s, result %q: present %v (%v), want %v", tt.q.Name(), tt.id, ok, err, tt.want)
+		}
+	}
+	if _, err := q.PurgeResults(ctx, -time.Second); err == nil {
+		t.Error("PurgeResults(-1s) succeeded, want it refused")
+	}
+}

@@ -57,6 +57,7 @@ var migrations = []string{
 		published_at timestamptz NOT NULL DEFAULT clock_timestamp(),
 		PRIMARY KEY (queue, intent_id)
 	);
+	CREATE INDEX toolreg_queue_results_published_at ON toolreg_queue_results (published_at);
 	CREATE TABLE toolreg_queue_dead (
 		id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		queue       text NOT NULL,
