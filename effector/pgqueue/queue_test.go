@@ -64,7 +64,7 @@ func openStore(t *testing.T, pool *pgxpool.Pool) *pgstore.Store {
 
 func newSource(t *testing.T, q *pgqueue.Queue, opts ...pgqueue.Option) *pgqueue.Source {
 	t.Helper()
-	opts = append([]pgqueue.Option{pgqueue.WithPollInterval(50 * time.Millisecond)}, opts...)
+	opts = append([]pgqueue.Option{pgqueue.WithPollInterval(50 * time.Millisecond), pgqueue.WithLogger(quiet)}, opts...)
 	s, err := q.NewSource(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -674,6 +674,7 @@ func TestBadConfigurationIsRefusedSayingWhat(t *testing.T) {
 		{pgqueue.WithLease(0), "WithLease(0s)"},
 		{pgqueue.WithPollInterval(-time.Second), "WithPollInterval(-1s)"},
 		{pgqueue.WithBatch(0), "WithBatch(0)"},
+		{pgqueue.WithLogger(nil), "WithLogger(nil)"},
 	} {
 		if _, err := q.NewSource(tt.opt); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("NewSource: %v, want an error naming %q", err, tt.want)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -58,6 +59,10 @@ func WithPollInterval(d time.Duration) Option { return func(s *Source) { s.poll 
 // DefaultBatch.
 func WithBatch(n int) Option { return func(s *Source) { s.batch = n } }
 
+// WithLogger sets where the Source reports claims it retries after a lost
+// connection (level Warn). Default: slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(s *Source) { s.log = l } }
+
 // Source is an effector.Source claiming intents from a Queue. It is not safe
 // for concurrent Receive calls (Serve makes one at a time); acknowledgements
 // may come from any goroutine. Close it after Serve returns.
@@ -66,6 +71,7 @@ type Source struct {
 	lease time.Duration
 	poll  time.Duration
 	batch int
+	log   *slog.Logger
 
 	buf       []row     // claimed, not yet handed out
 	claimedAt time.Time // when buf was claimed, by this host's clock
@@ -87,7 +93,7 @@ type row struct {
 
 // NewSource returns a Source claiming the queue's intents.
 func (q *Queue) NewSource(opts ...Option) (*Source, error) {
-	s := &Source{q: q, lease: DefaultLease, poll: DefaultPollInterval, batch: DefaultBatch, wake: make(chan struct{}, 1)}
+	s := &Source{q: q, lease: DefaultLease, poll: DefaultPollInterval, batch: DefaultBatch, log: slog.Default(), wake: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -100,6 +106,9 @@ func (q *Queue) NewSource(opts ...Option) (*Source, error) {
 	}
 	if s.batch <= 0 {
 		ps = append(ps, fmt.Sprintf("WithBatch(%d): want at least 1", s.batch))
+	}
+	if s.log == nil {
+		ps = append(ps, "WithLogger(nil): pass a logger, or slog.New(slog.DiscardHandler) for none")
 	}
 	if len(ps) > 0 {
 		return nil, fmt.Errorf("pgqueue: NewSource: %s", strings.Join(ps, "; "))
@@ -149,8 +158,11 @@ func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 		default:
 		}
 		err := s.claim(ctx)
-		if err != nil && ctx.Err() == nil && !transient(err) {
-			return effector.Delivery{}, fmt.Errorf("pgqueue: claiming intents of queue %q: %w%s", s.q.name, err, hint(err))
+		if err != nil && ctx.Err() == nil {
+			if !transient(err) {
+				return effector.Delivery{}, fmt.Errorf("pgqueue: claiming intents of queue %q: %w%s", s.q.name, err, hint(err))
+			}
+			s.log.WarnContext(ctx, "pgqueue: claiming intents failed; retrying", "queue", s.q.name, "error", err.Error(), "retry_in", s.poll)
 		}
 		if len(s.buf) > 0 {
 			continue
