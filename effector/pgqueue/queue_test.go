@@ -664,6 +664,19 @@ func TestBadConfigurationIsRefusedSayingWhat(t *testing.T) {
 		t.Fatalf("Open(nil): %v", err)
 	}
 	pool, _, q := setup(t, srv)
+	bad := effectortest.Intent("bad", 1, 1)
+	bad.ToolName = "\xff"
+	for _, ins := range [][]*intent.Intent{{effectortest.Intent("good", 1, 0), bad}, {effectortest.Intent("good", 1, 0), nil}} {
+		if err := pgqueue.Enqueue(ctx, pool, queueName, ins...); err == nil {
+			t.Fatal("Enqueue of an intent that cannot be encoded succeeded")
+		}
+	}
+	if n := waiting(t, pool); n != 0 {
+		t.Fatalf("a refused Enqueue wrote %d intents, want none", n)
+	}
+	if err := pgqueue.Enqueue(ctx, pool, "", effectortest.Intent("x", 1, 0)); err == nil || !strings.Contains(err.Error(), `queue name ""`) {
+		t.Fatalf("Enqueue on an unnamed queue: %v", err)
+	}
 	if _, err := pgqueue.Open(ctx, pool, ""); err == nil || !strings.Contains(err.Error(), `queue name ""`) {
 		t.Fatalf("Open with no name: %v", err)
 	}

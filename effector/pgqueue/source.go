@@ -285,7 +285,8 @@ const releaseSQL = `UPDATE toolreg_queue_intents q
 
 // Close stops the Source's listening connection and gives back the intents
 // it claimed and never handed out, visible at once and with their delivery
-// uncounted. Call it after Serve returns; the Source receives nothing after.
+// uncounted. Call it after Serve returns, with a context that has not ended
+// (Serve's has, at shutdown: use context.WithoutCancel).
 func (s *Source) Close(ctx context.Context) error {
 	s.startOnce.Do(func() {}) // a Source never received from starts nothing
 	if s.cancel != nil {
