@@ -538,6 +538,7 @@ func TestTwoServeLoopsOnOneQueue(t *testing.T) {
 	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 2)
+	var srcs [2]*recordingSource
 	for i := range 2 {
 		p := newPool(t, url, "serve")
 		e, err := effector.New(table, openStore(t, p), effector.WithLogger(quiet))
@@ -545,8 +546,8 @@ func TestTwoServeLoopsOnOneQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := openQueue(t, p)
-		src := newSource(t, q)
-		_ = i
+		src := &recordingSource{Source: newSource(t, q)}
+		srcs[i] = src
 		go func() {
 			errs <- effector.Serve(stop, src, q.Sink(), e, effector.WithWorkers(4), effector.WithServeLogger(quiet))
 		}()
@@ -578,6 +579,22 @@ func TestTwoServeLoopsOnOneQueue(t *testing.T) {
 	}
 	if n := count(t, pool, `SELECT count(*) FROM toolreg_queue_dead`); n != 0 {
 		t.Errorf("dead letters: %d, want 0", n)
+	}
+	// The store would hide two consumers claiming one row: count the
+	// deliveries themselves. Each row went to one consumer, once.
+	var delivered int
+	for i, src := range srcs {
+		d := src.deliveries()
+		delivered += len(d)
+		for _, n := range d {
+			if n != 1 {
+				t.Errorf("consumer %d was handed a row delivered %d times, want every row delivered once", i, n)
+				break
+			}
+		}
+	}
+	if delivered != entries {
+		t.Errorf("deliveries: %d, want one per row, %d", delivered, entries)
 	}
 }
 
