@@ -12,7 +12,7 @@ import (
 
 // SchemaVersion is the version of the store's tables this package reads and
 // writes. Migrate brings a database to it; Open refuses any other.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations[i] takes the schema from version i to i+1. Append only: a
 // released migration never changes, so every database at version n has the
@@ -35,6 +35,40 @@ var migrations = []string{
 	);
 	CREATE INDEX toolreg_effector_dedup_expires_at ON toolreg_effector_dedup (expires_at);
 	CREATE SEQUENCE toolreg_effector_fence;`,
+	// 2: the intent queue of effector/pgqueue: intents waiting or leased
+	// (a token and the end of the lease in visible_at), their results, and
+	// the dead letters.
+	`CREATE TABLE toolreg_queue_intents (
+		id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		queue       text NOT NULL,
+		intent      bytea NOT NULL,                 -- intent.Intent wire bytes (AppendBinary), as enqueued
+		enqueued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+		visible_at  timestamptz NOT NULL DEFAULT clock_timestamp(), -- claimable from; a lease's end while claimed
+		deliveries  integer NOT NULL DEFAULT 0,     -- claims so far (effector.Delivery.Deliveries)
+		token       bigint                          -- the latest claim's fence; Ack deletes only with it
+	);
+	CREATE INDEX toolreg_queue_intents_queue_id ON toolreg_queue_intents (queue, id);
+	CREATE SEQUENCE toolreg_queue_fence;
+	CREATE TABLE toolreg_queue_results (
+		queue        text NOT NULL,
+		intent_id    bytea NOT NULL,
+		status       smallint NOT NULL,             -- intent.Status
+		result       bytea NOT NULL,                -- intent.Result wire bytes (AppendBinary)
+		published_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+		PRIMARY KEY (queue, intent_id)
+	);
+	CREATE INDEX toolreg_queue_results_published_at ON toolreg_queue_results (published_at);
+	CREATE TABLE toolreg_queue_dead (
+		id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		queue       text NOT NULL,
+		intent_id   bytea,                          -- NULL when the bytes are no intent
+		intent      bytea NOT NULL,                 -- the bytes as enqueued (or as the effector had them)
+		reason      text NOT NULL,
+		deliveries  integer,                        -- NULL when unknown
+		enqueued_at timestamptz,
+		dead_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+	);
+	CREATE INDEX toolreg_queue_dead_queue_id ON toolreg_queue_dead (queue, id);`,
 }
 
 // migrateLock is the key of the advisory lock Migrate holds, so that
@@ -111,4 +145,18 @@ func schemaVersion(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 		return 0, nil
 	}
 	return v, err
+}
+
+// CheckSchema returns nil if the database pool connects to is at
+// SchemaVersion, and a *SchemaError saying what to run otherwise. Open
+// checks it; so does effector/pgqueue, whose tables the same migrations make.
+func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	v, err := schemaVersion(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading the schema version: %w", err)
+	}
+	if v != SchemaVersion {
+		return &SchemaError{Have: v, Want: SchemaVersion}
+	}
+	return nil
 }

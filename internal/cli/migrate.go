@@ -15,9 +15,9 @@ import (
 var migrateCommand = &command{
 	name:  "migrate",
 	args:  "postgres://URL",
-	short: "create or upgrade the Postgres dedup store's tables",
-	long: `Migrate brings the tables of the Postgres dedup store (effector/pgstore) in
-the database at URL up to the schema version this toolreg knows, creating
+	short: "create or upgrade the Postgres dedup store's and queue's tables",
+	long: `Migrate brings the tables of the Postgres dedup store (effector/pgstore) and
+intent queue (effector/pgqueue) in the database at URL up to the schema version this toolreg knows, creating
 them in a new database, in one transaction: the database is at one version or
 the next, never between. It is what pgstore.Migrate does; run it before
 starting effectors whose pgstore.Open refuses the database, or let a service

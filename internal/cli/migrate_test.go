@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestMigrateMakesADatabaseThatPgstoreOpens(t *testing.T) {
 		if code := Main([]string{"migrate", url}, &out, &errOut); code != 0 {
 			t.Fatalf("toolreg migrate exited %d: %s", code, errOut.String())
 		}
-		if want := "toolreg migrate: the database is at schema version 1\n"; out.String() != want {
+		if want := fmt.Sprintf("toolreg migrate: the database is at schema version %d\n", pgstore.SchemaVersion); out.String() != want {
 			t.Fatalf("stdout = %q, want %q", out.String(), want)
 		}
 	}
@@ -33,7 +34,7 @@ func TestMigrateMakesADatabaseThatPgstoreOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut strings.Builder
-	if code := Main([]string{"migrate", url}, &out, &errOut); code != exitFindings || !strings.Contains(errOut.String(), "version 99, newer than version 1") {
+	if code := Main([]string{"migrate", url}, &out, &errOut); code != exitFindings || !strings.Contains(errOut.String(), fmt.Sprintf("version 99, newer than version %d", pgstore.SchemaVersion)) {
 		t.Fatalf("toolreg migrate on a newer schema: exit %d, stderr %q; want 1 and the versions named", code, errOut.String())
 	}
 }
