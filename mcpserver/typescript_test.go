@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/mcpjstest"
 	"github.com/beam-agents/toolreg/mcpserver"
 )
 
@@ -53,32 +54,7 @@ func serveApprovalsOverStdio(dir string) int {
 	return 0
 }
 
-// mcpjs is the directory of the TypeScript MCP SDK client (test/mcpjs).
-var mcpjs = filepath.Join("..", "test", "mcpjs")
-
-// typescriptClient returns node, after installing the pinned SDK of
-// test/mcpjs/package-lock.json with npm ci when it is not there yet.
-func typescriptClient(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("this test runs the TypeScript MCP SDK client in node (Debian package nodejs, which .ci/run installs): %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(mcpjs, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("npm installs the TypeScript MCP SDK for this test (Debian package npm): %v", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		cmd.Dir = mcpjs
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", mcpjs, err, out)
-		}
-	}
-	return node
-}
+var mcpjs = mcpjstest.Dir
 
 // TestTheTypeScriptSDKClientApprovesAndDeclinesOverElicitation: the
 // TypeScript MCP SDK's client, declaring the elicitation capability, calls
@@ -87,7 +63,7 @@ func typescriptClient(t *testing.T) string {
 // runs the refund once and the retry gets the same result without asking
 // again; decline runs nothing.
 func TestTheTypeScriptSDKClientApprovesAndDeclinesOverElicitation(t *testing.T) {
-	node := typescriptClient(t)
+	node := mcpjstest.Node(t)
 	call := `{"name": "big_refund", "arguments": {"order_id": "ord_ts", "amount": 700}, "_meta": {"toolreg/idempotency-key": "ts-1"}}`
 	for _, c := range []struct {
 		action string

@@ -3,40 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/beam-agents/toolreg/internal/mcpjstest"
 )
 
-// mcpjs is the directory of the TypeScript MCP SDK client (test/mcpjs).
-var mcpjs = filepath.Join("..", "..", "test", "mcpjs")
-
-// typescriptClient returns node, after installing the pinned SDK of
-// test/mcpjs/package-lock.json with npm ci when it is not there yet.
-func typescriptClient(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("this test runs the TypeScript MCP SDK client in node (Debian package nodejs, which .ci/run installs): %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(mcpjs, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("npm installs the TypeScript MCP SDK for this test (Debian package npm): %v", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		cmd.Dir = mcpjs
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", mcpjs, err, out)
-		}
-	}
-	return node
-}
+var mcpjs = mcpjstest.Dir
 
 // TestTheTypeScriptSDKClientAcceptsEveryStructuredContent: the TypeScript
 // MCP SDK's client, whose callTool validates structuredContent against the
@@ -44,7 +20,7 @@ func typescriptClient(t *testing.T) string {
 // missing), lists every tool of the example manifests with its outputSchema
 // and calls each read-only tool and both effects over stdio.
 func TestTheTypeScriptSDKClientAcceptsEveryStructuredContent(t *testing.T) {
-	node := typescriptClient(t)
+	node := mcpjstest.Node(t)
 	bin := build(t)
 	calls := `[
 		{"name": "lookup_customer", "arguments": {"customer_id": "cus_8f3k2p", "include_history": true}},
