@@ -3,18 +3,13 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/pgstore"
-	"github.com/beam-agents/toolreg/effector/redisstore"
-	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/internal/pgtest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
@@ -49,27 +44,8 @@ func seedStore(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: seedstore PATH")
 	}
 	ctx := context.Background()
-	var s effector.DedupStore
-	if strings.HasPrefix(args[0], "redis://") {
-		opts, err := redis.ParseURL(args[0])
-		ts.Check(err)
-		rdb := redis.NewClient(opts)
-		defer rdb.Close()
-		s = redisstore.New(rdb)
-	} else if strings.HasPrefix(args[0], "postgres") {
-		pool, err := pgxpool.New(ctx, args[0])
-		ts.Check(err)
-		defer pool.Close()
-		ps, err := pgstore.Open(ctx, pool)
-		ts.Check(err)
-		defer ps.Close()
-		s = ps
-	} else {
-		ss, err := sqlitestore.Open(ctx, ts.MkAbs(args[0]))
-		ts.Check(err)
-		defer ss.Close()
-		s = ss
-	}
+	s, closeStore := openStore(ts, args[0]) // approvals_script_test.go
+	defer closeStore()
 	claim := func(id, tool string, lease time.Duration) effector.Claim {
 		c, err := s.Claim(ctx, id, effector.NewCall(tool, []byte(`{}`)), lease)
 		ts.Check(err)
