@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -14,12 +15,20 @@ import (
 // registry's "mcp" provider form (the one `toolreg schema --provider mcp`
 // prints), decoded into the SDK's type, in registration order. It is called
 // once, in New; the SDK keeps the result and answers every tools/list from
-// it.
+// it. The form is rendered as reg.ProviderSchema renders it, but not through
+// the registry's cache: the server holds the decoded entries, and the cache
+// would hold the rendering twice more (each entry, and the list of them) for
+// as long as the registry lives.
 func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
-	entries, err := reg.ProviderSchema(provider.MCP)
+	specs := make([]*toolreg.Spec, 0, reg.Len())
+	for _, t := range reg.Tools() {
+		specs = append(specs, t.Spec())
+	}
+	set, err := provider.RenderAll(provider.MCP, specs)
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: rendering tools/list: %w", err)
 	}
+	entries := set.Tools
 	tools := make([]*mcp.Tool, len(entries))
 	for i, e := range entries {
 		if tools[i], err = decodeTool(e); err != nil {
