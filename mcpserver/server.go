@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/beam-agents/toolreg"
@@ -172,7 +173,7 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
 		}
-		if err := addTool(s.mcp, mt, s.handler(t)); err != nil {
+		if err := addRendered(s.mcp, mt, s.handler(t)); err != nil {
 			return nil, err
 		}
 	}
@@ -183,6 +184,28 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 	}
 	return s, nil
+}
+
+// addRendered adds a tool New rendered, before any session exists to list it.
+// The SDK's AddTool re-encodes and decodes an input schema given as JSON
+// twice, to check that it is an object and that its x-mcp-header annotations
+// are valid, and an output schema once: at 10,000 tools that is a third of
+// New's time, and 600 MiB of decode buffers to collect. The mcp form writes
+// every input schema as an object, with no x-mcp-header
+// (TestRenderedToolsPassTheSDKChecks holds every manifest in the repository
+// to that), so the SDK checks stand-ins of its own schema type, which it
+// does not decode, and the tool gets its rendered schemas back as soon as
+// AddTool returns. Tools that a search offers a live session are added with
+// addTool, checked in full.
+func addRendered(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
+	in, out := t.InputSchema, t.OutputSchema
+	t.InputSchema = &jsonschema.Schema{Type: "object"}
+	if out != nil {
+		t.OutputSchema = &jsonschema.Schema{}
+	}
+	err := addTool(srv, t, h)
+	t.InputSchema, t.OutputSchema = in, out
+	return err
 }
 
 // addTool adds one tool, turning the SDK's panics on a tool it refuses into
