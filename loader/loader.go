@@ -36,7 +36,7 @@ const MaxFileSize = 1 << 20
 // declared twice gives a *toolreg.DuplicateToolError naming both places; when
 // there are both kinds, the error joins them (find each with errors.As).
 func Load(paths ...string) ([]*toolreg.Spec, error) {
-	return load(osSource{}, paths)
+	return load(osSource{realRoots: new(sync.Map)}, paths)
 }
 
 // LoadFS is Load reading from fsys; paths are fs.FS paths ("manifests",
@@ -62,7 +62,9 @@ type source interface {
 // errNotRegular refuses a file that is not a regular file.
 var errNotRegular = errors.New("not a regular file")
 
-type osSource struct{}
+// osSource reads the operating system's files. realRoots holds each root
+// with its links followed, found once per Load rather than once per file.
+type osSource struct{ realRoots *sync.Map }
 
 func (osSource) stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 func (osSource) readDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
@@ -86,17 +88,28 @@ func (osSource) open(name string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-func (osSource) within(name, root string) bool {
+func (s osSource) within(name, root string) bool {
 	real, err := filepath.EvalSymlinks(name)
 	if err != nil {
 		return true // open reports it
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	realRoot, err := s.realRoot(root)
 	if err != nil {
 		return false
 	}
 	rel, err := filepath.Rel(realRoot, real)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func (s osSource) realRoot(root string) (string, error) {
+	if r, ok := s.realRoots.Load(root); ok {
+		return r.(string), nil
+	}
+	r, err := filepath.EvalSymlinks(root)
+	if err == nil {
+		s.realRoots.Store(root, r)
+	}
+	return r, err
 }
 
 // fileKind names the kind of a file that is not regular.
@@ -283,6 +296,9 @@ func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 // firstNonText returns the offset of the first byte of b that is not part of
 // UTF-8 text: an invalid sequence or a NUL.
 func firstNonText(b []byte) (int, bool) {
+	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		return 0, false // the common case, without decoding rune by rune
+	}
 	for off := 0; off < len(b); {
 		r, n := utf8.DecodeRune(b[off:])
 		if r == utf8.RuneError && n <= 1 || r == 0 {
