@@ -168,14 +168,20 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	if err != nil {
 		return nil, err
 	}
-	for _, mt := range tools {
+	// The SDK's AddTool is safe for concurrent use, and the registry is
+	// only read.
+	errs := make([]error, len(tools))
+	parallel(len(tools), func(i int) {
+		mt := tools[i]
 		t, err := bound.Pipeline.Get(mt.Name)
 		if err != nil {
-			return nil, fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+			errs[i] = fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+			return
 		}
-		if err := addRendered(s.mcp, mt, s.handler(t)); err != nil {
-			return nil, err
-		}
+		errs[i] = addRendered(s.mcp, mt, s.handler(t))
+	})
+	if err := first(errs); err != nil {
+		return nil, err
 	}
 	s.tools = tools
 	if cfg.search != nil {

@@ -3,6 +3,9 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,12 +33,50 @@ func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
 	}
 	entries := set.Tools
 	tools := make([]*mcp.Tool, len(entries))
-	for i, e := range entries {
-		if tools[i], err = decodeTool(e); err != nil {
-			return nil, err
-		}
+	errs := make([]error, len(entries))
+	parallel(len(entries), func(i int) { tools[i], errs[i] = decodeTool(entries[i]) })
+	if err := first(errs); err != nil {
+		return nil, err
 	}
 	return tools, nil
+}
+
+// parallel calls fn(0) to fn(n-1), spread over GOMAXPROCS goroutines, and
+// returns when all have returned: the per-tool work of New, which at 10,000
+// tools is most of its time, uses every core as the loader does.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// first returns the first non-nil error, so that work done in parallel
+// fails as the same work done in order would.
+func first(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decodeTool decodes one rendered entry. The input schema stays the
