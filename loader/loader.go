@@ -89,6 +89,13 @@ func (osSource) open(name string) (io.ReadCloser, error) {
 }
 
 func (s osSource) within(name, root string) bool {
+	// A file directly in root that is not itself a link is in root, with
+	// one lstat rather than one for each directory of its path.
+	if dir, base := filepath.Split(name); base != "." && base != ".." && filepath.Clean(dir) == filepath.Clean(root) {
+		if fi, err := os.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+			return true
+		}
+	}
 	real, err := filepath.EvalSymlinks(name)
 	if err != nil {
 		return true // open reports it
