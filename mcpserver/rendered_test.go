@@ -92,3 +92,12 @@ func TestAddRenderedKeepsTheRenderedSchemas(t *testing.T) {
 		t.Errorf("a tool without an output schema got one: %#v", bare.OutputSchema)
 	}
 }
+
+// The input stand-in spares the SDK a decode only while it does not encode;
+// should it encode, the SDK would decode it for every tool again.
+func TestTheInputStandInDoesNotEncode(t *testing.T) {
+	t.Parallel()
+	if b, err := json.Marshal(inputStandIn); err == nil {
+		t.Errorf("the input stand-in encodes, as %s", b)
+	}
+}
