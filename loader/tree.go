@@ -252,7 +252,7 @@ func (n *node) toolShape() string {
 		v := n.vals[i]
 		plain := v.kind == kindString && !v.bad
 		switch {
-		case k == "name" && plain && toolNameRE.MatchString(v.text):
+		case k == "name" && plain && validName(v.text, false):
 			b.WriteString(describedMarker)
 		case k == "description" && plain && v.text != "":
 			b.WriteString(describedMarker)
