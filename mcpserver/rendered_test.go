@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -99,5 +100,44 @@ func TestTheInputStandInDoesNotEncode(t *testing.T) {
 	t.Parallel()
 	if b, err := json.Marshal(inputStandIn); err == nil {
 		t.Errorf("the input stand-in encodes, as %s", b)
+	}
+}
+
+// Tools are rendered and decoded in parallel, and fail as in order: with
+// the error of the first tool, in registration order, that fails.
+func TestTheFirstToolThatFailsIsTheError(t *testing.T) {
+	t.Parallel()
+	reg := registry.New()
+	for i := range 40 {
+		s := &toolreg.Spec{Name: fmt.Sprintf("t%02d", i), Description: "A tool.",
+			Params: []*toolreg.Param{{Name: "n", Schema: toolreg.Schema{Type: toolreg.TypeInteger}}}}
+		switch i {
+		case 17:
+			s.Params[0].Minimum = json.Number("one") // renders as JSON that does not parse
+		case 31:
+			s.Params[0].Minimum = json.Number("two")
+		}
+		if err := reg.Register(toolreg.NewTool(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := reg.ProviderSchema("mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want error
+	for _, e := range entries {
+		if _, want = decodeTool(e); want != nil {
+			break
+		}
+	}
+	if want == nil {
+		t.Fatal("no entry fails to decode: the test does not test")
+	}
+	for range 20 {
+		_, err := mcpTools(reg)
+		if err == nil || err.Error() != want.Error() {
+			t.Fatalf("mcpTools failed with %v, want the first tool's error, %v", err, want)
+		}
 	}
 }
