@@ -17,6 +17,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/par"
 	"github.com/beam-agents/toolreg/runner"
 )
 
@@ -171,7 +172,7 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	// The SDK's AddTool is safe for concurrent use, and the registry is
 	// only read.
 	errs := make([]error, len(tools))
-	parallel(len(tools), func(i int) {
+	par.Do(len(tools), func(i int) {
 		mt := tools[i]
 		t, err := bound.Pipeline.Get(mt.Name)
 		if err != nil {
@@ -180,7 +181,7 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		}
 		errs[i] = addRendered(s.mcp, mt, s.handler(t))
 	})
-	if err := first(errs); err != nil {
+	if err := par.First(errs); err != nil {
 		return nil, err
 	}
 	s.tools = tools

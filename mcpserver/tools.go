@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/par"
 	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -31,7 +30,7 @@ func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
 	tools := make([]*mcp.Tool, len(specs))
 	errs := make([]error, len(specs))
 	var failed atomic.Bool
-	parallel(len(specs), func(i int) {
+	par.Do(len(specs), func(i int) {
 		r, err := provider.Render(provider.MCP, specs[i])
 		if err != nil {
 			failed.Store(true)
@@ -46,48 +45,10 @@ func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
 		}
 		return nil, errors.New("mcpserver: rendering tools/list: a tool rendered alone failed, and in the list did not")
 	}
-	if err := first(errs); err != nil {
+	if err := par.First(errs); err != nil {
 		return nil, err
 	}
 	return tools, nil
-}
-
-// parallel calls fn(0) to fn(n-1), spread over GOMAXPROCS goroutines, and
-// returns when all have returned: the per-tool work of New, which at 10,000
-// tools is most of its time, uses every core as the loader does.
-func parallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// first returns the first non-nil error, so that work done in parallel
-// fails as the same work done in order would.
-func first(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // decodeTool decodes one rendered entry. The input schema stays the
