@@ -85,8 +85,17 @@ func (osSource) open(name string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return f, nil
+	return sizedFile{f, fi.Size()}, nil
 }
+
+// sizedFile is an open file with the size it had when opened, so that read
+// allocates its buffer once, as os.ReadFile does.
+type sizedFile struct {
+	*os.File
+	n int64
+}
+
+func (f sizedFile) size() int64 { return f.n }
 
 func (s osSource) within(name, root string) bool {
 	// A file directly in root that is not itself a link is in root, with
@@ -285,7 +294,7 @@ func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 		return fail("cannot read: %v", unwrapPathError(err))
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	b, err := readAll(f)
 	if err != nil {
 		return fail("cannot read: %v", unwrapPathError(err))
 	}
@@ -298,6 +307,31 @@ func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 			Message: fmt.Sprintf("file is not UTF-8 text (byte 0x%02x at offset %d): a manifest is YAML or CUE text; save it as UTF-8", b[off], off)}
 	}
 	return b, nil
+}
+
+// readAll reads f to its end, or to one byte past MaxFileSize.
+func readAll(f io.Reader) ([]byte, error) {
+	r := io.LimitReader(f, MaxFileSize+1)
+	sf, ok := f.(interface{ size() int64 })
+	if !ok || sf.size() <= 0 || sf.size() > MaxFileSize {
+		return io.ReadAll(r)
+	}
+	// One byte more than the size, so that the read that finds the end
+	// needs no larger buffer; a file that grew meanwhile is read on.
+	b := make([]byte, 0, sf.size()+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow, as io.ReadAll does
+		}
+	}
 }
 
 // firstNonText returns the offset of the first byte of b that is not part of
