@@ -2,6 +2,7 @@ package loader
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,17 @@ func TestValidNameIsSchemaCUEsPatterns(t *testing.T) {
 		}
 		if got, want := validName(n, false), tool.MatchString(n); got != want {
 			t.Errorf("validName(%q, tool) = %v, the tool name pattern says %v", n, got, want)
+		}
+	}
+}
+
+func TestWriteQuotedIsStrconvQuote(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "a", "customer_id", `a"b`, `a\b`, "a\nb", "é", "\x7f", "\x1f", "tab\t", "ℹ x", "~s", "\xff"} {
+		var b strings.Builder
+		writeQuoted(&b, s)
+		if got, want := b.String(), strconv.Quote(s); got != want {
+			t.Errorf("writeQuoted(%q) = %s, want %s", s, got, want)
 		}
 	}
 }
