@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 
 	"github.com/beam-agents/toolreg/canonjson"
 	"github.com/beam-agents/toolreg/internal/toolbind"
@@ -16,19 +17,28 @@ import (
 // schema, and calling it reports that nothing is bound.
 type Tool struct {
 	spec    *Spec
-	schema  json.RawMessage
 	binding *toolbind.Binding
 
 	args   argChecker    // compiled on first use; see args.go
 	result resultChecker // compiled on first use; see result.go
+
+	// The provider-facing schemas, rendered on first use: a server of
+	// 10,000 tools that serves another form (MCP's) never holds them.
+	render sync.Once
+	schema json.RawMessage
 	output json.RawMessage
 }
 
-// NewTool returns the contract-only Tool of spec. Its schema is computed here,
-// once. NewTool does not validate spec: loaded Specs are valid; call
-// Spec.Validate on one built by hand.
+// NewTool returns the contract-only Tool of spec. Its schemas are computed on
+// first use, once. NewTool does not validate spec: loaded Specs are valid;
+// call Spec.Validate on one built by hand.
 func NewTool(spec *Spec) *Tool {
-	return &Tool{spec: spec, schema: toolSchema(spec), output: spec.ResultSchema()}
+	return &Tool{spec: spec}
+}
+
+func (t *Tool) rendered() *Tool {
+	t.render.Do(func() { t.schema, t.output = toolSchema(t.spec), t.spec.ResultSchema() })
+	return t
 }
 
 // newBoundTool returns spec's Tool with b bound to it. It is not exported:
@@ -76,12 +86,12 @@ func (t *Tool) Bound() bool { return t.binding != nil }
 // Schema returns the provider-facing schema
 // {"name":..,"description":..,"parameters":{JSON Schema}}. It is computed once;
 // callers must not modify the returned bytes.
-func (t *Tool) Schema() json.RawMessage { return t.schema }
+func (t *Tool) Schema() json.RawMessage { return t.rendered().schema }
 
 // OutputSchema returns the JSON Schema of the tool's result (its manifest's
 // returns), or nil when the manifest declares none. It is computed once;
 // callers must not modify the returned bytes.
-func (t *Tool) OutputSchema() json.RawMessage { return t.output }
+func (t *Tool) OutputSchema() json.RawMessage { return t.rendered().output }
 
 // ErrNotBound is returned by Tool.Call for a tool whose table holds its
 // contract but not its function.

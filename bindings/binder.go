@@ -9,6 +9,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/modpath"
+	"github.com/beam-agents/toolreg/internal/par"
 	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -181,30 +182,50 @@ func (b *Binder) Bind() (*Bound, error) {
 		byName[s.Name] = s
 	}
 
+	// Each binding's name first, in order; then each binding matched to its
+	// manifest is checked and built on every core (compiling its decoder
+	// is most of Bind's time at 10,000 tools), its problems kept apart and
+	// then added in binding order, as one pass in order adds them.
+	type job struct {
+		spec *toolreg.Spec // nil: the binding is refused by name
+		ps   problems
+		tb   *toolbind.Binding
+	}
+	jobs := make([]job, len(b.bindings))
 	bound := make(map[string]*binding, len(b.bindings))
-	built := make(map[string]*toolbind.Binding, len(b.bindings))
-	for _, bd := range b.bindings {
+	for i, bd := range b.bindings {
 		spec, ok := byName[bd.name]
 		if !ok {
-			ps.add(bd.at, bd.name, "", "%s names no manifest: no tool %q is declared%s; add its manifest or fix the name",
+			jobs[i].ps.add(bd.at, bd.name, "", "%s names no manifest: no tool %q is declared%s; add its manifest or fix the name",
 				bd.kind(), bd.name, didYouMean(bd.name, b.specs))
 			continue
 		}
 		if first, ok := bound[bd.name]; ok {
-			ps.add(bd.at, bd.name, "", "tool %q is bound twice; first by %s at %s: keep one binding",
+			jobs[i].ps.add(bd.at, bd.name, "", "tool %q is bound twice; first by %s at %s: keep one binding",
 				bd.name, first.kind(), first.at)
 			continue
 		}
 		bound[bd.name] = bd
-		if !b.checkBinding(&ps, bd, spec) {
-			continue
+		jobs[i].spec = spec
+	}
+	par.Do(len(jobs), func(i int) {
+		j, bd := &jobs[i], b.bindings[i]
+		if j.spec == nil || !b.checkBinding(&j.ps, bd, j.spec) {
+			return
 		}
-		tb, err := bd.build(spec)
+		tb, err := bd.build(j.spec)
 		if err != nil {
-			ps.addErrAt(err, spec)
-			continue
+			j.ps.addErrAt(err, j.spec)
+			return
 		}
-		built[bd.name] = tb
+		j.tb = tb
+	})
+	built := make(map[string]*toolbind.Binding, len(b.bindings))
+	for i := range jobs {
+		ps = append(ps, jobs[i].ps...)
+		if jobs[i].tb != nil {
+			built[b.bindings[i].name] = jobs[i].tb
+		}
 	}
 
 	for _, s := range b.specs {

@@ -42,7 +42,7 @@ type argDecoder[A any] struct {
 }
 
 func compileDecoder[A any](spec *toolreg.Spec) (*argDecoder[A], error) {
-	c, err := argcheck.Compile(spec.ParametersSchema(), spec.Strict)
+	c, err := argcheck.Compile(argsSchema(spec), spec.Strict)
 	if err != nil {
 		return nil, &toolreg.ToolDefinitionError{Problems: []toolreg.Problem{{
 			Pos: spec.Pos, Tool: spec.Name, Path: "params",

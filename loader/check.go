@@ -104,6 +104,9 @@ func at(path []string, elems ...string) []string {
 type checker struct {
 	schemas sync.Map // JSON Schema text (without default) -> *jsonschema.Schema or error
 	clean   sync.Map // paramShape of a param #Param accepts, "tool:"+toolShape of a tool #Tool accepts -> true
+	// fits holds schema text + NUL + canonical default of each default
+	// found to satisfy its schema: a registry repeats its defaults.
+	fits sync.Map
 }
 
 func (c *checker) checkSchema(s *toolreg.Schema, pos toolreg.Pos, path []string, t taint, add func(toolreg.Pos, []string, string, ...any)) {
@@ -172,10 +175,19 @@ func compileSchema(raw []byte) any {
 // says what is wrong, or returns "".
 func (c *checker) defaultProblem(s *toolreg.Schema) string {
 	bare := *s
-	bare.Default, bare.HasDefault = nil, false
+	// The description validates nothing: without it, params that differ
+	// only in words share one compiled schema.
+	bare.Default, bare.HasDefault, bare.Description = nil, false, ""
 	raw, err := bare.MarshalJSON()
 	if err != nil {
 		return fmt.Sprintf("param schema cannot be encoded as JSON: %v", err)
+	}
+	fit := ""
+	if def, err := canonjson.Marshal(s.Default); err == nil {
+		fit = string(raw) + "\x00" + string(def)
+		if _, ok := c.fits.Load(fit); ok {
+			return ""
+		}
 	}
 	cached, ok := c.schemas.Load(string(raw))
 	if !ok {
@@ -187,6 +199,9 @@ func (c *checker) defaultProblem(s *toolreg.Schema) string {
 	}
 	err = sch.Validate(s.Default)
 	if err == nil {
+		if fit != "" {
+			c.fits.Store(fit, true)
+		}
 		return ""
 	}
 	var reasons []string

@@ -36,7 +36,7 @@ const MaxFileSize = 1 << 20
 // declared twice gives a *toolreg.DuplicateToolError naming both places; when
 // there are both kinds, the error joins them (find each with errors.As).
 func Load(paths ...string) ([]*toolreg.Spec, error) {
-	return load(osSource{}, paths)
+	return load(osSource{realRoots: new(sync.Map)}, paths)
 }
 
 // LoadFS is Load reading from fsys; paths are fs.FS paths ("manifests",
@@ -62,7 +62,9 @@ type source interface {
 // errNotRegular refuses a file that is not a regular file.
 var errNotRegular = errors.New("not a regular file")
 
-type osSource struct{}
+// osSource reads the operating system's files. realRoots holds each root
+// with its links followed, found once per Load rather than once per file.
+type osSource struct{ realRoots *sync.Map }
 
 func (osSource) stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 func (osSource) readDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
@@ -83,20 +85,47 @@ func (osSource) open(name string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return f, nil
+	return sizedFile{f, fi.Size()}, nil
 }
 
-func (osSource) within(name, root string) bool {
+// sizedFile is an open file with the size it had when opened, so that read
+// allocates its buffer once, as os.ReadFile does.
+type sizedFile struct {
+	*os.File
+	n int64
+}
+
+func (f sizedFile) size() int64 { return f.n }
+
+func (s osSource) within(name, root string) bool {
+	// A file directly in root that is not itself a link is in root, with
+	// one lstat rather than one for each directory of its path.
+	if dir, base := filepath.Split(name); base != "." && base != ".." && filepath.Clean(dir) == filepath.Clean(root) {
+		if fi, err := os.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+			return true
+		}
+	}
 	real, err := filepath.EvalSymlinks(name)
 	if err != nil {
 		return true // open reports it
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	realRoot, err := s.realRoot(root)
 	if err != nil {
 		return false
 	}
 	rel, err := filepath.Rel(realRoot, real)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func (s osSource) realRoot(root string) (string, error) {
+	if r, ok := s.realRoots.Load(root); ok {
+		return r.(string), nil
+	}
+	r, err := filepath.EvalSymlinks(root)
+	if err == nil {
+		s.realRoots.Store(root, r)
+	}
+	return r, err
 }
 
 // fileKind names the kind of a file that is not regular.
@@ -265,7 +294,7 @@ func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 		return fail("cannot read: %v", unwrapPathError(err))
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	b, err := readAll(f)
 	if err != nil {
 		return fail("cannot read: %v", unwrapPathError(err))
 	}
@@ -280,9 +309,37 @@ func read(src source, name, root string) ([]byte, *toolreg.Problem) {
 	return b, nil
 }
 
+// readAll reads f to its end, or to one byte past MaxFileSize.
+func readAll(f io.Reader) ([]byte, error) {
+	r := io.LimitReader(f, MaxFileSize+1)
+	sf, ok := f.(interface{ size() int64 })
+	if !ok || sf.size() <= 0 || sf.size() > MaxFileSize {
+		return io.ReadAll(r)
+	}
+	// One byte more than the size, so that the read that finds the end
+	// needs no larger buffer; a file that grew meanwhile is read on.
+	b := make([]byte, 0, sf.size()+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow, as io.ReadAll does
+		}
+	}
+}
+
 // firstNonText returns the offset of the first byte of b that is not part of
 // UTF-8 text: an invalid sequence or a NUL.
 func firstNonText(b []byte) (int, bool) {
+	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		return 0, false // the common case, without decoding rune by rune
+	}
 	for off := 0; off < len(b); {
 		r, n := utf8.DecodeRune(b[off:])
 		if r == utf8.RuneError && n <= 1 || r == 0 {

@@ -52,7 +52,7 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 	for i := range bad {
 		bad[i].Tool = tool
 	}
-	ctx := cuecontext.New()
+	var ctx *cue.Context // made when a shape is first checked: most are known
 	where := func(_ cueerrors.Error, path []string) toolreg.Pos {
 		_, pos := root.lookup(path)
 		return pos
@@ -61,6 +61,9 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 	check := func(n *node, def cue.Value, base []string) bool {
 		// Encode, rather than building a syntax tree, skips the compiler:
 		// the document is data, with no references to resolve.
+		if ctx == nil {
+			ctx = cuecontext.New()
+		}
 		if err := ctx.Encode(n.goValue()).Unify(def).Validate(cue.Concrete(true)); err != nil {
 			ps = append(ps, translate(cueerrors.Errors(err), 0, base, tool, root, where)...)
 			return false
@@ -108,7 +111,7 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 			continue
 		}
 		sh := v.paramShape()
-		if _, ok := c.clean.Load(sh); ok && paramNameRE.MatchString(name) {
+		if _, ok := c.clean.Load(sh); ok && validName(name, true) {
 			continue
 		}
 		chunk.keys = append(chunk.keys, name)
@@ -123,13 +126,25 @@ func checkYAMLTool(c *checker, root *node, bad []toolreg.Problem) []toolreg.Prob
 	return finish(ps, tool, root)
 }
 
-// paramNameRE is #ParamName of schema.cue: a param skipped for its shape
-// must still have a name the schema takes.
-var paramNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
-
-// toolNameRE is #Tool's name pattern: a tool skipped for its shape must
-// still have a name the schema takes.
-var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// validName reports whether name matches #ParamName of schema.cue,
+// ^[a-zA-Z0-9_.-]{1,64}$ (param true), or #Tool's name pattern,
+// ^[a-zA-Z0-9_-]{1,64}$: a tool or param skipped for its shape must still
+// have a name the schema takes. A loop, not a regexp: it runs for every
+// param of every tool.
+func validName(name string, param bool) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		case c == '.' && param:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // paramChunk is how many params are unified with the schema at a time: CUE
 // finds a struct's field by a linear search, so a chunk of k costs k², and n

@@ -177,12 +177,12 @@ func (n *node) writeShape(b *strings.Builder) {
 		b.WriteString(strconv.Itoa(len(n.keys)))
 		b.WriteByte('{')
 		for i, k := range n.keys {
-			b.WriteString(strconv.Quote(k))
+			writeQuoted(b, k)
 			n.vals[i].writeShape(b)
 		}
 		b.WriteByte('}')
 	default:
-		b.WriteString(strconv.Quote(n.text))
+		writeQuoted(b, n.text)
 	}
 }
 
@@ -210,7 +210,7 @@ func (n *node) writeSchemaShape(b *strings.Builder) {
 	b.WriteString(strconv.Itoa(len(n.keys)))
 	b.WriteByte('{')
 	for i, k := range n.keys {
-		b.WriteString(strconv.Quote(k))
+		writeQuoted(b, k)
 		v := n.vals[i]
 		switch {
 		case k == "description" && v.kind == kindString && !v.bad:
@@ -222,7 +222,7 @@ func (n *node) writeSchemaShape(b *strings.Builder) {
 			b.WriteString(strconv.Itoa(len(v.keys)))
 			b.WriteByte('{')
 			for j, pk := range v.keys {
-				b.WriteString(strconv.Quote(pk))
+				writeQuoted(b, pk)
 				v.vals[j].writeSchemaShape(b)
 			}
 			b.WriteByte('}')
@@ -248,11 +248,11 @@ func (n *node) toolShape() string {
 	b.WriteString(strconv.Itoa(len(n.keys)))
 	b.WriteByte('{')
 	for i, k := range n.keys {
-		b.WriteString(strconv.Quote(k))
+		writeQuoted(&b, k)
 		v := n.vals[i]
 		plain := v.kind == kindString && !v.bad
 		switch {
-		case k == "name" && plain && toolNameRE.MatchString(v.text):
+		case k == "name" && plain && validName(v.text, false):
 			b.WriteString(describedMarker)
 		case k == "description" && plain && v.text != "":
 			b.WriteString(describedMarker)
@@ -261,7 +261,7 @@ func (n *node) toolShape() string {
 			b.WriteString(strconv.Itoa(len(v.keys)))
 			b.WriteByte('{')
 			for j, ak := range v.keys {
-				b.WriteString(strconv.Quote(ak))
+				writeQuoted(&b, ak)
 				if av := v.vals[j]; ak == "title" && av.kind == kindString && !av.bad {
 					b.WriteString(describedMarker)
 				} else {
@@ -275,4 +275,18 @@ func (n *node) toolShape() string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// writeQuoted writes strconv.Quote(s) without making the string: plain
+// printable ASCII, which keys and most values are, is quoted as it is.
+func writeQuoted(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b.WriteString(strconv.Quote(s))
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }

@@ -301,12 +301,20 @@ func (c *converter) scalar(n *yaml.Node) *node {
 	case "!!null":
 		out.kind = kindNull
 	case "!!bool":
+		if n.Value == "true" || n.Value == "false" {
+			out.kind, out.text = kindBool, n.Value // as Decode gives them
+			return out
+		}
 		var b bool
 		if err := n.Decode(&b); err != nil {
 			return c.fail(n, "invalid boolean %s", quoteShort(n.Value))
 		}
 		out.kind, out.text = kindBool, strconv.FormatBool(b)
 	case "!!int":
+		if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil && strconv.FormatInt(v, 10) == n.Value {
+			out.kind, out.text = kindInt, n.Value // plain decimal: as Decode gives it
+			return out
+		}
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return c.fail(n, "invalid integer %s", quoteShort(n.Value))
@@ -357,6 +365,9 @@ func (c *converter) number(n *yaml.Node, out *node) *node {
 // jsonNumber returns s as a JSON number text, and whether it is an integer,
 // when s is written as JSON writes numbers (a leading + is dropped).
 func jsonNumber(s string) (string, kind, bool) {
+	if s == "" || s[0] != '+' && s[0] != '-' && (s[0] < '0' || s[0] > '9') {
+		return "", 0, false // most strings are words: no JSON validation for them
+	}
 	t := strings.TrimPrefix(s, "+")
 	if t == "" || !json.Valid([]byte(t)) || !(t[0] == '-' || (t[0] >= '0' && t[0] <= '9')) {
 		return "", 0, false

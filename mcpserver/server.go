@@ -10,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/par"
 	"github.com/beam-agents/toolreg/runner"
 )
 
@@ -170,14 +172,20 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	if err != nil {
 		return nil, err
 	}
-	for _, mt := range tools {
+	// The SDK's AddTool is safe for concurrent use, and the registry is
+	// only read.
+	errs := make([]error, len(tools))
+	par.Do(len(tools), func(i int) {
+		mt := tools[i]
 		t, err := bound.Pipeline.Get(mt.Name)
 		if err != nil {
-			return nil, fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+			errs[i] = fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+			return
 		}
-		if err := addTool(s.mcp, mt, s.handler(t)); err != nil {
-			return nil, err
-		}
+		errs[i] = addRendered(s.mcp, mt, s.handler(t))
+	})
+	if err := par.First(errs); err != nil {
+		return nil, err
 	}
 	s.tools = tools
 	if cfg.search != nil {
@@ -187,6 +195,38 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 	}
 	return s, nil
 }
+
+// addRendered adds a tool New rendered, before any session exists to list it.
+// The SDK's AddTool re-encodes and decodes an input schema given as JSON
+// twice, to check that it is an object and that its x-mcp-header annotations
+// are valid, and an output schema once, each decode with a 32 KiB buffer of
+// its own: at 10,000 tools that was a third of New's time, and 600 MiB of
+// buffers to collect. The mcp form writes every input schema as an object, with no
+// x-mcp-header (TestRenderedToolsPassTheSDKChecks holds every manifest in the
+// repository to that), so the SDK is given stand-ins to check, and the tool
+// gets its rendered schemas back as soon as AddTool returns. Tools that a
+// search offers a live session are added with addTool, checked in full.
+func addRendered(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
+	in, out := t.InputSchema, t.OutputSchema
+	t.InputSchema = inputStandIn
+	if out != nil {
+		t.OutputSchema = outputStandIn
+	}
+	err := addTool(srv, t, h)
+	t.InputSchema, t.OutputSchema = in, out
+	return err
+}
+
+// The stand-ins are of the SDK's own schema type, which it checks without
+// encoding it (an object, non-nil). The input one does not encode at all
+// (its extra keyword is a func), so the SDK's search for x-mcp-header
+// annotations, which encodes the schema and decodes it again, finds no
+// properties and has nothing to decode. Should an SDK refuse a schema that
+// does not encode, AddTool panics, New fails, and the tests say so.
+var (
+	inputStandIn  = &jsonschema.Schema{Type: "object", Extra: map[string]any{"toolreg-stand-in": func() {}}}
+	outputStandIn = &jsonschema.Schema{}
+)
 
 // addTool adds one tool, turning the SDK's panics on a tool it refuses into
 // an error that names the tool.

@@ -2,10 +2,14 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/par"
 	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -14,17 +18,35 @@ import (
 // registry's "mcp" provider form (the one `toolreg schema --provider mcp`
 // prints), decoded into the SDK's type, in registration order. It is called
 // once, in New; the SDK keeps the result and answers every tools/list from
-// it.
+// it. Each tool is rendered as reg.ProviderSchema renders it, on every core,
+// and not through the registry's cache: the server holds the decoded
+// entries, and the cache would hold the rendering twice more (each entry,
+// and the list of them) for as long as the registry lives.
 func mcpTools(reg *registry.Registry) ([]*mcp.Tool, error) {
-	entries, err := reg.ProviderSchema(provider.MCP)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: rendering tools/list: %w", err)
+	specs := make([]*toolreg.Spec, 0, reg.Len())
+	for _, t := range reg.Tools() {
+		specs = append(specs, t.Spec())
 	}
-	tools := make([]*mcp.Tool, len(entries))
-	for i, e := range entries {
-		if tools[i], err = decodeTool(e); err != nil {
-			return nil, err
+	tools := make([]*mcp.Tool, len(specs))
+	errs := make([]error, len(specs))
+	var failed atomic.Bool
+	par.Do(len(specs), func(i int) {
+		r, err := provider.Render(provider.MCP, specs[i])
+		if err != nil {
+			failed.Store(true)
+			return
 		}
+		tools[i], errs[i] = decodeTool(r.JSON)
+	})
+	if failed.Load() {
+		// RenderAll says which tools the form cannot express, all of them.
+		if _, err := provider.RenderAll(provider.MCP, specs); err != nil {
+			return nil, fmt.Errorf("mcpserver: rendering tools/list: %w", err)
+		}
+		return nil, errors.New("mcpserver: rendering tools/list: a tool rendered alone failed, and in the list did not")
+	}
+	if err := par.First(errs); err != nil {
+		return nil, err
 	}
 	return tools, nil
 }

@@ -100,8 +100,7 @@ type walker struct {
 }
 
 func (w *walker) str(s string) {
-	q, _ := canonjson.Marshal(s) // a string always encodes
-	w.b = append(w.b, q...)
+	w.b = canonjson.AppendString(w.b, s) // as canonjson.Marshal(s) writes it, in place
 }
 
 func (w *walker) key(k string) {

@@ -17,8 +17,13 @@
 # (scripts/benchstartup: load, bind every tool, effector and MCP server
 # built) against a bare YAML parse of the same files into maps, each in a
 # process of its own, alternately: median wall time, peak memory (max RSS,
-# from /usr/bin/time) and heap held after a GC, and each ratio to the parse.
+# from /usr/bin/time) and heap held after a GC, and each ratio to the parse;
+# and the CPU time (user + system) of each process, since the loader and the
+# MCP server use every core and the parse one: on a loaded machine the wall
+# time ratio moves with the load, the CPU ratio less.
 # The goals at 10,000 tools: time <= 2x, peak <= 4x, held <= 2x.
+# BENCHSTARTUP_CPUPROFILE=file (or _MEMPROFILE) profiles one startup:
+#	go run ./scripts/benchstartup startup DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,28 +34,31 @@ if [[ ${1:-} == startup ]]; then
 	go build -o "$dir/benchstartup" ./scripts/benchstartup
 	median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 	echo "runs: $runs per cell (medians; machine: $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-	printf '%-7s %-8s %9s %10s %10s   %s\n' tools mode wall-ms peak-MiB held-MiB "ratio to parse (time, peak, held)"
+	printf '%-7s %-8s %9s %10s %10s %7s   %s\n' tools mode wall-ms peak-MiB held-MiB cpu-s "ratio to parse (time, peak, held; cpu)"
 	for n in 100 1000 10000; do
 		mkdir "$dir/m$n"
 		"$dir/benchstartup" write "$dir/m$n" "$n"
-		for mode in parse startup; do : >"$dir/$mode.ns"; : >"$dir/$mode.rss"; : >"$dir/$mode.held"; done
+		for mode in parse startup; do : >"$dir/$mode.ns"; : >"$dir/$mode.rss"; : >"$dir/$mode.held"; : >"$dir/$mode.cpu"; done
 		for ((r = 1; r <= runs; r++)); do
 			for mode in parse startup; do
-				/usr/bin/time -f '%M' -o "$dir/rss" "$dir/benchstartup" "$mode" "$dir/m$n" >"$dir/out"
+				/usr/bin/time -f '%M %U %S' -o "$dir/rss" "$dir/benchstartup" "$mode" "$dir/m$n" >"$dir/out"
 				awk '{print $3}' "$dir/out" >>"$dir/$mode.ns"
 				awk '{print $4}' "$dir/out" >>"$dir/$mode.held"
-				cat "$dir/rss" >>"$dir/$mode.rss"
+				awk '{print $1}' "$dir/rss" >>"$dir/$mode.rss"
+				awk '{print $2 + $3}' "$dir/rss" >>"$dir/$mode.cpu"
 			done
 		done
 		for mode in parse startup; do
-			eval "${mode}_ns=$(median <"$dir/$mode.ns") ${mode}_rss=$(median <"$dir/$mode.rss") ${mode}_held=$(median <"$dir/$mode.held")"
+			eval "${mode}_ns=$(median <"$dir/$mode.ns") ${mode}_rss=$(median <"$dir/$mode.rss") ${mode}_held=$(median <"$dir/$mode.held") ${mode}_cpu=$(median <"$dir/$mode.cpu")"
 		done
 		awk -v n="$n" -v pn="$parse_ns" -v pr="$parse_rss" -v ph="$parse_held" \
-			-v sn="$startup_ns" -v sr="$startup_rss" -v sh="$startup_held" 'BEGIN {
-			printf "%-7d %-8s %9.1f %10.1f %10.1f\n", n, "parse", pn / 1e6, pr / 1024, ph / 1048576
-			printf "%-7d %-8s %9.1f %10.1f %10.1f   %.2fx %.2fx %.2fx\n", n, "startup", sn / 1e6, sr / 1024, sh / 1048576, sn / pn, sr / pr, sh / ph
+			-v sn="$startup_ns" -v sr="$startup_rss" -v sh="$startup_held" \
+			-v pc="$parse_cpu" -v sc="$startup_cpu" 'BEGIN {
+			printf "%-7d %-8s %9.1f %10.1f %10.1f %7.2f\n", n, "parse", pn / 1e6, pr / 1024, ph / 1048576, pc
+			printf "%-7d %-8s %9.1f %10.1f %10.1f %7.2f   %.2fx %.2fx %.2fx; %s\n", n, "startup", sn / 1e6, sr / 1024, sh / 1048576, sc, sn / pn, sr / pr, sh / ph, (pc > 0 ? sprintf("%.2fx", sc / pc) : "-")
 		}'
 	done
+	echo "load at the end: $(cut -d' ' -f1 /proc/loadavg)"
 	exit 0
 fi
 

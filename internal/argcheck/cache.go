@@ -19,8 +19,14 @@ import (
 // use. Sharing is safe because a Checker and a *regexp.Regexp never change
 // once built (a Checker's plans are built on first use, each once, under
 // sync.Map's rules) and both are safe for concurrent use.
+//
+// texts finds a Checker by the hash of the schema's exact bytes, before
+// checkers parses the schema to find it by behaviour: callers that render
+// like schemas alike (package bindings leaves descriptions out) pay one hash
+// per tool, not a JSON decode and encode. Both map to the same Checkers.
 var (
 	checkers weakCache[checkerKey, Checker]
+	texts    weakCache[checkerKey, Checker]
 	patterns weakCache[string, regexp.Regexp]
 )
 

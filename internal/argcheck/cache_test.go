@@ -85,10 +85,10 @@ func TestPatternsCompileOncePerProcess(t *testing.T) {
 
 func TestCompileCacheDropsWhatNoOneHolds(t *testing.T) {
 	const schema = `{"type":"object","properties":{"p":{"type":"string","pattern":"^dropped_%d$"}}}`
-	n := func() int {
+	n, nt := func() (int, int) {
 		c := mustCompile(t, fmt.Sprintf(schema, 1), false)
 		defer runtime.KeepAlive(c)
-		return checkers.size()
+		return checkers.size(), texts.size()
 	}() // c is dropped
 	deadline := time.Now().Add(5 * time.Second)
 	for checkers.size() >= n && time.Now().Before(deadline) {
@@ -97,6 +97,13 @@ func TestCompileCacheDropsWhatNoOneHolds(t *testing.T) {
 	}
 	if got := checkers.size(); got >= n {
 		t.Errorf("the cache holds %d checkers after the only user dropped its own; want fewer than %d", got, n)
+	}
+	for texts.size() >= nt && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := texts.size(); got >= nt {
+		t.Errorf("the exact-bytes cache holds %d entries after the only user dropped its checker; want fewer than %d", got, nt)
 	}
 }
 
@@ -121,4 +128,42 @@ func TestCompileConcurrentCallsShareOneChecker(t *testing.T) {
 			t.Fatalf("call %d got checker %p, call 0 %p", i, c, got[0])
 		}
 	}
+}
+
+// The exact-bytes layer answers a schema seen before without parsing it, and
+// answers with the Checker the behaviour key gives: never one of a schema
+// that differs, nor one of the other strictness.
+func TestCompileByExactBytesKeepsBehaviourApart(t *testing.T) {
+	t.Parallel()
+	const described = `{"type":"object","properties":{"n":{"type":"integer","maximum":%d,"description":"tool %d"}},"required":["n"],"additionalProperties":false}`
+	const bare = `{"type":"object","properties":{"n":{"type":"integer","maximum":%d}},"required":["n"],"additionalProperties":false}`
+	first := mustCompile(t, fmt.Sprintf(described, 7, 1), false)
+	again := mustCompile(t, fmt.Sprintf(bare, 7), false)
+	if again != first {
+		t.Fatal("the same schema without its description got a Checker of its own")
+	}
+	if got := mustCompile(t, fmt.Sprintf(bare, 7), false); got != first {
+		t.Fatal("the same bytes compiled twice gave two Checkers")
+	}
+	other := mustCompile(t, fmt.Sprintf(bare, 8), false)
+	if other == first {
+		t.Fatal("schemas with different maximums shared one Checker")
+	}
+	if _, err := other.Check([]byte(`{"n":8}`)); err != nil {
+		t.Errorf("maximum 8 refused 8: %v", err)
+	}
+	if _, err := first.Check([]byte(`{"n":8}`)); err == nil {
+		t.Error("maximum 7 accepted 8")
+	}
+	strict := mustCompile(t, fmt.Sprintf(bare, 7), true)
+	if strict == first {
+		t.Fatal("the same bytes compiled strict and lax shared one Checker")
+	}
+	if _, err := strict.Check([]byte(`{"n":"5"}`)); err == nil {
+		t.Error("the strict Checker coerced \"5\"")
+	}
+	if _, err := first.Check([]byte(`{"n":"5"}`)); err != nil {
+		t.Errorf("the lax Checker refused \"5\": %v", err)
+	}
+	runtime.KeepAlive(again)
 }

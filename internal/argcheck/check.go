@@ -2,6 +2,7 @@ package argcheck
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,11 +34,19 @@ type Checker struct {
 // behave alike, and Compile returns the same *Checker for all of them while
 // one is in use anywhere in the process: tools with like params share one.
 func Compile(schema []byte, strict bool) (*Checker, error) {
+	exact := checkerKey{sum: sha256.Sum256(schema), strict: strict}
+	if c := texts.lookup(exact); c != nil {
+		return c, nil // these very bytes were compiled: no parse
+	}
 	k, ok := behaviourKey(schema, strict)
 	if !ok {
 		return compile(schema, strict)
 	}
-	return checkers.get(k, func() (*Checker, error) { return compile(schema, strict) })
+	c, err := checkers.get(k, func() (*Checker, error) { return compile(schema, strict) })
+	if err != nil {
+		return nil, err
+	}
+	return texts.get(exact, func() (*Checker, error) { return c, nil })
 }
 
 func compile(schema []byte, strict bool) (*Checker, error) {

@@ -26,3 +26,21 @@ func TestRelNamesAFileFromItsModuleRoot(t *testing.T) {
 		t.Errorf("Rel = %q, want cmd/a/main.go", got)
 	}
 }
+
+// Each file's name is found once: a second Rel does not look for go.mod again.
+func TestRelFindsEachFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "once.go")
+	if got := Rel(file); got != "once.go" {
+		t.Fatalf("Rel = %q, want once.go", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	if got := Rel(file); got != "once.go" {
+		t.Errorf("the second Rel = %q: it searched again", got)
+	}
+}

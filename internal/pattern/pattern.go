@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp/syntax"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -38,7 +40,33 @@ func quoteConstruct(s string) string {
 // Check returns nil when p is a valid RE2 pattern that means the same in
 // ECMA-262 with the u flag, and an *Error naming the first construct that
 // does not otherwise.
+//
+// A valid pattern is remembered (up to maxValid of them), so that the
+// thousands of tools that share one pattern parse it once.
 func Check(p string) error {
+	if _, ok := valid.Load(p); ok {
+		return nil
+	}
+	err := check(p)
+	if err == nil && nvalid.Load() < maxValid {
+		if _, loaded := valid.LoadOrStore(p, struct{}{}); !loaded {
+			nvalid.Add(1)
+		}
+	}
+	return err
+}
+
+// maxValid bounds the patterns Check remembers: a process that checks
+// patterns without end (a fuzzer, a service taking manifests from users)
+// parses the ones past it every time, as before.
+const maxValid = 4096
+
+var (
+	valid  sync.Map // pattern string -> struct{}: checked, and valid
+	nvalid atomic.Int64
+)
+
+func check(p string) error {
 	if _, err := syntax.Parse(p, syntax.Perl); err != nil {
 		return &Error{Pattern: p, Construct: p, Why: "is not a valid regular expression (" + strings.TrimPrefix(err.Error(), "error parsing regexp: ") + ")",
 			Portable: "fix the regular expression"}

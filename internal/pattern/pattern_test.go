@@ -251,3 +251,26 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// Check remembers valid patterns only: an invalid one is refused every time,
+// and a valid one checked before is still valid.
+func TestCheckRemembersValidPatternsOnly(t *testing.T) {
+	t.Parallel()
+	for range 3 {
+		if err := Check(`^remembered_[a-z]{2,9}$`); err != nil {
+			t.Fatalf("a valid pattern: %v", err)
+		}
+		if err := Check(`^(?<name>x)$`); err == nil {
+			t.Fatal("a pattern that means another thing in ECMA-262 was accepted after being checked before")
+		}
+		if err := Check(`^(unclosed$`); err == nil {
+			t.Fatal("an invalid pattern was accepted after being checked before")
+		}
+	}
+	if _, ok := valid.Load(`^(unclosed$`); ok {
+		t.Error("an invalid pattern is remembered as valid")
+	}
+	if _, ok := valid.Load(`^remembered_[a-z]{2,9}$`); !ok {
+		t.Error("a valid pattern is not remembered")
+	}
+}
