@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // Group commit. Every claim statement and every completion of a Store is an
-// op queued on the store's group (package internal/groupcommit). The first
+// op queued on one of the store's groups (package internal/groupcommit), its
+// lane, the one its intent id hashes to. The first
 // caller to find no batch in progress leads: it takes every op queued (up to
 // the batch size) and sends their statements in one pipeline, one round trip,
 // which Postgres runs as one implicit transaction and commits once, so one
@@ -30,9 +32,40 @@ import (
 // transaction it shares: then every op of the batch is run again on its own,
 // so the failure is its op's alone, with its own error, and the others are
 // committed. A batch's statements take their row locks in intent id order, so
-// the batches of many processes never wait on each other in a cycle.
+// the batches of many processes never wait on each other in a cycle; the
+// lanes of one store hold disjoint ids. Each lane has at most one batch in
+// flight, so a store keeps at most WithLanes connections busy with them.
 //
 // Releases, sweeps and the effect transactions of TxFrom are not batched.
+
+// DefaultLanes is how many batches a store may have in flight at once, on
+// as many connections; WithLanes sets another.
+const DefaultLanes = 4
+
+// WithLanes sets how many batches a store may have in flight at once, each
+// on a connection of its own: an intent's claims and completions always take
+// the lane its id hashes to, so batches in flight never touch the same row.
+// More lanes keep more connections and server cores busy; fewer make bigger
+// batches. Default: DefaultLanes.
+func WithLanes(n int) Option {
+	return func(c *config) { c.lanes = n }
+}
+
+// batches and ops are how many transactions the store's lanes committed and
+// how many ops they held, for benchmarks and tests.
+func (s *Store) batches() (n int64) {
+	for _, g := range s.groups {
+		n += g.Batches.Load()
+	}
+	return n
+}
+
+func (s *Store) ops() (n int64) {
+	for _, g := range s.groups {
+		n += g.Ops.Load()
+	}
+	return n
+}
 
 // DefaultBatchSize is the most ops (claims, completions) one transaction
 // commits; WithBatch sets another.
@@ -87,7 +120,13 @@ func (o *op) sql() (string, []any) {
 // do runs in through the store's group and returns it done, or the error of
 // its transaction or its own.
 func (s *Store) do(ctx context.Context, in op) (op, error) {
-	o := s.group.Do(ctx, in)
+	g := s.groups[0]
+	if len(s.groups) > 1 {
+		h := fnv.New32a()
+		h.Write(in.id)
+		g = s.groups[h.Sum32()%uint32(len(s.groups))]
+	}
+	o := g.Do(ctx, in)
 	return o.In, o.Err
 }
 

@@ -42,8 +42,8 @@ func TestConformanceBatched(t *testing.T) {
 	})
 	var batches, ops int64
 	for _, s := range stores {
-		batches += s.group.Batches.Load()
-		ops += s.group.Ops.Load()
+		batches += s.batches()
+		ops += s.ops()
 	}
 	if ops <= batches {
 		t.Fatalf("%d ops in %d transactions: no two ever shared one, so the suite did not test batching", ops, batches)
@@ -67,8 +67,8 @@ func TestTwoPoolsOnOneDatabaseBatched(t *testing.T) {
 	t.Cleanup(b.Close)
 	sa, sb := lingering(openForTest(t, a)), lingering(openForTest(t, b))
 	storetest.ClaimContended(t, 200, 8, sa, sb)
-	if sa.group.Ops.Load() <= sa.group.Batches.Load() {
-		t.Fatalf("store a: %d ops in %d transactions: nothing was batched", sa.group.Ops.Load(), sa.group.Batches.Load())
+	if sa.ops() <= sa.batches() {
+		t.Fatalf("store a: %d ops in %d transactions: nothing was batched", sa.ops(), sa.batches())
 	}
 }
 
@@ -91,9 +91,9 @@ func lockTable(t *testing.T, pool *pgxpool.Pool) func() {
 // queued waits until n ops wait in s's queue behind a leader.
 func queued(t *testing.T, s *Store, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.group.Queued() < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); s.groups[0].Queued() < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d ops queued, want %d", s.group.Queued(), n)
+			t.Fatalf("%d ops queued, want %d", s.groups[0].Queued(), n)
 		}
 	}
 }
@@ -101,7 +101,7 @@ func queued(t *testing.T, s *Store, n int) {
 // leaderBlocked waits until a leader has taken its batch and is sending it.
 func leaderBlocked(t *testing.T, s *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !s.group.Leading() || s.group.Queued() > 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !s.groups[0].Leading() || s.groups[0].Queued() > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no leader took its batch")
 		}
@@ -134,7 +134,7 @@ func TestBatchOneFailingClaimFailsAlone(t *testing.T) {
 	t.Parallel()
 	pool := migrated(t, pgtest.Start(t))
 	poison(t, pool)
-	s := openForTest(t, pool)
+	s := openForTest(t, pool, WithLanes(1))
 	other := openForTest(t, pool, WithBatch(1))
 	unlock := lockTable(t, pool)
 
@@ -161,7 +161,7 @@ func TestBatchOneFailingClaimFailsAlone(t *testing.T) {
 	queued(t, s, n) // all wait behind the leader, blocked on the lock
 	unlock()
 	wg.Wait()
-	if got := s.group.Batches.Load(); got != 2 {
+	if got := s.batches(); got != 2 {
 		t.Errorf("%d claims took %d batches, want 2 (the leader's, then one of %d)", n, got, n)
 	}
 	for i, id := range ids {
@@ -184,7 +184,7 @@ func TestBatchOneFailingCompleteFailsAlone(t *testing.T) {
 	ctx := context.Background()
 	pool := migrated(t, pgtest.Start(t))
 	poison(t, pool)
-	s := openForTest(t, pool)
+	s := openForTest(t, pool, WithLanes(1))
 	other := openForTest(t, pool, WithBatch(1))
 
 	const n = 24
@@ -195,7 +195,7 @@ func TestBatchOneFailingCompleteFailsAlone(t *testing.T) {
 		tokens[i] = storetest.MustClaim(t, s, ids[i], time.Minute)
 	}
 	leader := storetest.MustClaim(t, s, "leader", time.Minute)
-	before := s.group.Batches.Load()
+	before := s.batches()
 	unlock := lockTable(t, pool)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -222,7 +222,7 @@ func TestBatchOneFailingCompleteFailsAlone(t *testing.T) {
 	queued(t, s, n)
 	unlock()
 	wg.Wait()
-	if got := s.group.Batches.Load() - before; got != 2 {
+	if got := s.batches() - before; got != 2 {
 		t.Errorf("%d completions took %d batches, want 2", n, got)
 	}
 	for i, id := range ids {
@@ -248,11 +248,11 @@ func TestBatchStaleCompleteIsRefusedAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := migrated(t, pgtest.Start(t))
-	s := openForTest(t, pool)
+	s := openForTest(t, pool, WithLanes(1))
 	a := storetest.MustClaim(t, s, "a", time.Minute)
 	b := storetest.MustClaim(t, s, "b", time.Minute)
 	leader := storetest.MustClaim(t, s, "leader", time.Minute)
-	before := s.group.Batches.Load()
+	before := s.batches()
 	unlock := lockTable(t, pool)
 	var wg sync.WaitGroup
 	var errA, errB error
@@ -263,7 +263,7 @@ func TestBatchStaleCompleteIsRefusedAlone(t *testing.T) {
 	queued(t, s, 2)
 	unlock()
 	wg.Wait()
-	if got := s.group.Batches.Load() - before; got != 2 {
+	if got := s.batches() - before; got != 2 {
 		t.Errorf("took %d batches, want 2", got)
 	}
 	if !errors.Is(errA, effector.ErrNotOwner) {
@@ -321,8 +321,8 @@ func TestServerCrashMidBatch(t *testing.T) {
 	}
 	srv.Restart(t)
 	wg.Wait()
-	if s.group.Ops.Load() <= s.group.Batches.Load() {
-		t.Fatalf("%d ops in %d transactions: nothing was batched", s.group.Ops.Load(), s.group.Batches.Load())
+	if s.ops() <= s.batches() {
+		t.Fatalf("%d ops in %d transactions: nothing was batched", s.ops(), s.batches())
 	}
 	if len(completed) == workers*perWorker {
 		t.Fatal("no call failed: the crash landed after the run")
@@ -357,5 +357,5 @@ func TestServerCrashMidBatch(t *testing.T) {
 			t.Errorf("intent %s: its Complete returned nil, but the server holds done=%v %q", id, done[id], rows[id])
 		}
 	}
-	t.Logf("%d claimed, %d completed, %d ops in %d transactions", len(claimed), len(completed), s.group.Ops.Load(), s.group.Batches.Load())
+	t.Logf("%d claimed, %d completed, %d ops in %d transactions", len(claimed), len(completed), s.ops(), s.batches())
 }

@@ -32,8 +32,8 @@ type Store struct {
 
 	listener listener // WaitInFlight's LISTEN connection
 
-	group       *groupcommit.Group[op] // claims and completions (group.go)
-	beforeBatch func()                 // for tests: runs before a batch of two or more is sent
+	groups      []*groupcommit.Group[op] // claims and completions, by lane (group.go)
+	beforeBatch func()                   // for tests: runs before a batch of two or more is sent
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -46,6 +46,7 @@ type config struct {
 	sweepInterval time.Duration
 	sweepBatch    int
 	batchSize     int
+	lanes         int
 }
 
 // WithTokens sets how claim tokens are made. Tokens must be unique across
@@ -82,7 +83,7 @@ func randomToken() (string, error) {
 // at SchemaVersion: Open returns a *SchemaError saying what to run otherwise
 // (Migrate creates or upgrades them).
 func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
-	cfg := config{newToken: randomToken, sweepInterval: time.Minute, sweepBatch: 1000, batchSize: DefaultBatchSize}
+	cfg := config{newToken: randomToken, sweepInterval: time.Minute, sweepBatch: 1000, batchSize: DefaultBatchSize, lanes: DefaultLanes}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -94,6 +95,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 	}
 	if cfg.batchSize <= 0 {
 		return nil, fmt.Errorf("pgstore: batch size %d: want a positive number of ops (1: no group commit)", cfg.batchSize)
+	}
+	if cfg.lanes <= 0 {
+		return nil, fmt.Errorf("pgstore: %d lanes: want a positive number of batches in flight", cfg.lanes)
 	}
 	v, err := schemaVersion(ctx, pool)
 	if err != nil {
@@ -109,7 +113,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     time.Now(),
 	}
-	s.group = groupcommit.New(cfg.batchSize, s.runBatch)
+	for range cfg.lanes {
+		s.groups = append(s.groups, groupcommit.New(cfg.batchSize, s.runBatch))
+	}
 	return s, nil
 }
 
