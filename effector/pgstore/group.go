@@ -73,7 +73,8 @@ const DefaultBatchSize = 128
 
 // WithBatch sets the most ops (claim statements, completions) one
 // transaction commits. A size of 1 commits every op in a transaction of its
-// own, as a store without group commit does. Default: DefaultBatchSize.
+// own, sent at once by its caller, as a store without group commit does.
+// Default: DefaultBatchSize.
 func WithBatch(size int) Option {
 	return func(c *config) { c.batchSize = size }
 }
@@ -120,6 +121,10 @@ func (o *op) sql() (string, []any) {
 // do runs in through the store's group and returns it done, or the error of
 // its transaction or its own.
 func (s *Store) do(ctx context.Context, in op) (op, error) {
+	if s.unbatched {
+		err := s.runOne(ctx, &in)
+		return in, err
+	}
 	g := s.groups[0]
 	if len(s.groups) > 1 {
 		h := fnv.New32a()

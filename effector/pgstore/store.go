@@ -33,6 +33,7 @@ type Store struct {
 	listener listener // WaitInFlight's LISTEN connection
 
 	groups      []*groupcommit.Group[op] // claims and completions, by lane (group.go)
+	unbatched   bool                     // WithBatch(1): every op on its own, no group
 	beforeBatch func()                   // for tests: runs before a batch of two or more is sent
 }
 
@@ -113,6 +114,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     time.Now(),
 	}
+	s.unbatched = cfg.batchSize == 1
 	for range cfg.lanes {
 		s.groups = append(s.groups, groupcommit.New(cfg.batchSize, s.runBatch))
 	}
