@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 
 // Group commit. Every claim statement and every completion of a Store is an
 // op queued on one of the store's groups (package internal/groupcommit), its
-// lane, the one its intent id hashes to. The first
+// lanes: the first free one, else the one with the shortest queue. The first
 // caller to find no batch in progress leads: it takes every op queued (up to
 // the batch size) and sends their statements in one pipeline, one round trip,
 // which Postgres runs as one implicit transaction and commits once, so one
@@ -32,21 +31,21 @@ import (
 // transaction it shares: then every op of the batch is run again on its own,
 // so the failure is its op's alone, with its own error, and the others are
 // committed. A batch's statements take their row locks in intent id order, so
-// the batches of many processes never wait on each other in a cycle; the
-// lanes of one store hold disjoint ids. Each lane has at most one batch in
-// flight, so a store keeps at most WithLanes connections busy with them.
+// batches in flight at once, of one store's lanes or of many processes, never
+// wait on each other in a cycle. Each lane has at most one batch in flight,
+// so a store keeps at most WithLanes connections busy with them.
 //
 // Releases, sweeps and the effect transactions of TxFrom are not batched.
 
-// DefaultLanes is how many batches a store may have in flight at once, on
-// as many connections; WithLanes sets another.
-const DefaultLanes = 4
-
 // WithLanes sets how many batches a store may have in flight at once, each
-// on a connection of its own: an intent's claims and completions always take
-// the lane its id hashes to, so batches in flight never touch the same row.
-// More lanes keep more connections and server cores busy; fewer make bigger
-// batches. Default: DefaultLanes.
+// on a connection of its own. An op is sent at once, alone, while a lane is
+// free, and joins the shortest queue when none is: batches form only when
+// every lane is busy, which is when sharing a commit pays. Fewer lanes make
+// bigger batches and hold fewer connections; more lanes send more at once
+// (Postgres shares one write-ahead-log flush among the commits that wait at
+// the same moment, whichever connections they come from). Default (0): the
+// pool's MaxConns, so the store batches when it would otherwise wait for a
+// connection.
 func WithLanes(n int) Option {
 	return func(c *config) { c.lanes = n }
 }
@@ -125,14 +124,32 @@ func (s *Store) do(ctx context.Context, in op) (op, error) {
 		err := s.runOne(ctx, &in)
 		return in, err
 	}
-	g := s.groups[0]
-	if len(s.groups) > 1 {
-		h := fnv.New32a()
-		h.Write(in.id)
-		g = s.groups[h.Sum32()%uint32(len(s.groups))]
-	}
-	o := g.Do(ctx, in)
+	o := s.lane().Do(ctx, in)
 	return o.In, o.Err
+}
+
+// lane picks the group an op joins: the first with no batch in flight, from
+// a rotating start, so the op is sent at once while a lane is free; else the
+// one with the fewest ops queued, so batches grow only when every lane is
+// busy.
+func (s *Store) lane() *groupcommit.Group[op] {
+	n := len(s.groups)
+	if n == 1 {
+		return s.groups[0]
+	}
+	start := int(s.nextLane.Add(1) % uint32(n))
+	var best *groupcommit.Group[op]
+	fewest := 0
+	for i := range n {
+		g := s.groups[(start+i)%n]
+		if !g.Leading() {
+			return g
+		}
+		if q := g.Queued(); best == nil || q < fewest {
+			best, fewest = g, q
+		}
+	}
+	return best
 }
 
 // runOne runs o's statement alone, in a transaction of its own.

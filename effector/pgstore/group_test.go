@@ -359,3 +359,21 @@ func TestServerCrashMidBatch(t *testing.T) {
 	}
 	t.Logf("%d claimed, %d completed, %d ops in %d transactions", len(claimed), len(completed), s.ops(), s.batches())
 }
+
+// The store's lanes default to the pool's size; a negative count or batch
+// size is refused, saying what to give.
+func TestLanesDefaultToThePoolsSize(t *testing.T) {
+	t.Parallel()
+	pool := migrated(t, pgtest.Start(t))
+	if s := openForTest(t, pool); len(s.groups) != int(pool.Config().MaxConns) {
+		t.Fatalf("%d lanes, want the pool's MaxConns %d", len(s.groups), pool.Config().MaxConns)
+	}
+	if s := openForTest(t, pool, WithLanes(3)); len(s.groups) != 3 {
+		t.Fatalf("WithLanes(3): %d lanes", len(s.groups))
+	}
+	for _, o := range []Option{WithLanes(-1), WithBatch(0)} {
+		if _, err := Open(context.Background(), pool, o); err == nil || !strings.Contains(err.Error(), "want a positive number") {
+			t.Errorf("Open with a bad option: %v, want it refused saying what to give", err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -34,6 +35,7 @@ type Store struct {
 
 	groups      []*groupcommit.Group[op] // claims and completions, by lane (group.go)
 	unbatched   bool                     // WithBatch(1): every op on its own, no group
+	nextLane    atomic.Uint32            // where lane starts looking
 	beforeBatch func()                   // for tests: runs before a batch of two or more is sent
 }
 
@@ -84,7 +86,7 @@ func randomToken() (string, error) {
 // at SchemaVersion: Open returns a *SchemaError saying what to run otherwise
 // (Migrate creates or upgrades them).
 func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
-	cfg := config{newToken: randomToken, sweepInterval: time.Minute, sweepBatch: 1000, batchSize: DefaultBatchSize, lanes: DefaultLanes}
+	cfg := config{newToken: randomToken, sweepInterval: time.Minute, sweepBatch: 1000, batchSize: DefaultBatchSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -97,8 +99,11 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 	if cfg.batchSize <= 0 {
 		return nil, fmt.Errorf("pgstore: batch size %d: want a positive number of ops (1: no group commit)", cfg.batchSize)
 	}
-	if cfg.lanes <= 0 {
-		return nil, fmt.Errorf("pgstore: %d lanes: want a positive number of batches in flight", cfg.lanes)
+	if cfg.lanes < 0 {
+		return nil, fmt.Errorf("pgstore: %d lanes: want a positive number of batches in flight (0: the pool's MaxConns)", cfg.lanes)
+	}
+	if cfg.lanes == 0 {
+		cfg.lanes = max(1, int(pool.Config().MaxConns))
 	}
 	v, err := schemaVersion(ctx, pool)
 	if err != nil {
