@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,15 +54,15 @@ func WithLanes(n int) Option {
 // batches and ops are how many transactions the store's lanes committed and
 // how many ops they held, for benchmarks and tests.
 func (s *Store) batches() (n int64) {
-	for _, g := range s.groups {
-		n += g.Batches.Load()
+	for _, l := range s.lanes {
+		n += l.group.Batches.Load()
 	}
 	return n
 }
 
 func (s *Store) ops() (n int64) {
-	for _, g := range s.groups {
-		n += g.Ops.Load()
+	for _, l := range s.lanes {
+		n += l.group.Ops.Load()
 	}
 	return n
 }
@@ -124,31 +125,37 @@ func (s *Store) do(ctx context.Context, in op) (op, error) {
 		err := s.runOne(ctx, &in)
 		return in, err
 	}
-	o := s.lane().Do(ctx, in)
+	l := s.lane()
+	o := l.group.Do(ctx, in)
+	l.ops.Add(-1)
 	return o.In, o.Err
 }
 
-// lane picks the group an op joins: the first with no batch in flight, from
-// a rotating start, so the op is sent at once while a lane is free; else the
-// one with the fewest ops queued, so batches grow only when every lane is
-// busy.
-func (s *Store) lane() *groupcommit.Group[op] {
-	n := len(s.groups)
-	if n == 1 {
-		return s.groups[0]
-	}
+// lane is one group of a store, with the ops in it (queued or in flight).
+type lane struct {
+	group *groupcommit.Group[op]
+	ops   atomic.Int32
+}
+
+// lane picks the lane an op joins and counts the op in it: the first with no
+// op, from a rotating start, taken atomically so that two ops never pick one
+// free lane at once and the op is sent at once while a lane is free; else the
+// one with the fewest ops, so batches grow only when every lane is busy.
+func (s *Store) lane() *lane {
+	n := len(s.lanes)
 	start := int(s.nextLane.Add(1) % uint32(n))
-	var best *groupcommit.Group[op]
-	fewest := 0
+	var best *lane
+	fewest := int32(0)
 	for i := range n {
-		g := s.groups[(start+i)%n]
-		if !g.Leading() {
-			return g
+		l := s.lanes[(start+i)%n]
+		if l.ops.CompareAndSwap(0, 1) {
+			return l
 		}
-		if q := g.Queued(); best == nil || q < fewest {
-			best, fewest = g, q
+		if c := l.ops.Load(); best == nil || c < fewest {
+			best, fewest = l, c
 		}
 	}
+	best.ops.Add(1)
 	return best
 }
 

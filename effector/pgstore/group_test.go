@@ -91,9 +91,9 @@ func lockTable(t *testing.T, pool *pgxpool.Pool) func() {
 // queued waits until n ops wait in s's queue behind a leader.
 func queued(t *testing.T, s *Store, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.groups[0].Queued() < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); s.lanes[0].group.Queued() < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d ops queued, want %d", s.groups[0].Queued(), n)
+			t.Fatalf("%d ops queued, want %d", s.lanes[0].group.Queued(), n)
 		}
 	}
 }
@@ -101,7 +101,7 @@ func queued(t *testing.T, s *Store, n int) {
 // leaderBlocked waits until a leader has taken its batch and is sending it.
 func leaderBlocked(t *testing.T, s *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !s.groups[0].Leading() || s.groups[0].Queued() > 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !s.lanes[0].group.Leading() || s.lanes[0].group.Queued() > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no leader took its batch")
 		}
@@ -365,11 +365,11 @@ func TestServerCrashMidBatch(t *testing.T) {
 func TestLanesDefaultToThePoolsSize(t *testing.T) {
 	t.Parallel()
 	pool := migrated(t, pgtest.Start(t))
-	if s := openForTest(t, pool); len(s.groups) != int(pool.Config().MaxConns) {
-		t.Fatalf("%d lanes, want the pool's MaxConns %d", len(s.groups), pool.Config().MaxConns)
+	if s := openForTest(t, pool); len(s.lanes) != int(pool.Config().MaxConns) {
+		t.Fatalf("%d lanes, want the pool's MaxConns %d", len(s.lanes), pool.Config().MaxConns)
 	}
-	if s := openForTest(t, pool, WithLanes(3)); len(s.groups) != 3 {
-		t.Fatalf("WithLanes(3): %d lanes", len(s.groups))
+	if s := openForTest(t, pool, WithLanes(3)); len(s.lanes) != 3 {
+		t.Fatalf("WithLanes(3): %d lanes", len(s.lanes))
 	}
 	for _, o := range []Option{WithLanes(-1), WithBatch(0)} {
 		if _, err := Open(context.Background(), pool, o); err == nil || !strings.Contains(err.Error(), "want a positive number") {

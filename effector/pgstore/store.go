@@ -33,10 +33,10 @@ type Store struct {
 
 	listener listener // WaitInFlight's LISTEN connection
 
-	groups      []*groupcommit.Group[op] // claims and completions, by lane (group.go)
-	unbatched   bool                     // WithBatch(1): every op on its own, no group
-	nextLane    atomic.Uint32            // where lane starts looking
-	beforeBatch func()                   // for tests: runs before a batch of two or more is sent
+	lanes       []*lane       // claims and completions (group.go)
+	unbatched   bool          // WithBatch(1): every op on its own, no group
+	nextLane    atomic.Uint32 // where lane starts looking
+	beforeBatch func()        // for tests: runs before a batch of two or more is sent
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -121,7 +121,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 	}
 	s.unbatched = cfg.batchSize == 1
 	for range cfg.lanes {
-		s.groups = append(s.groups, groupcommit.New(cfg.batchSize, s.runBatch))
+		s.lanes = append(s.lanes, &lane{group: groupcommit.New(cfg.batchSize, s.runBatch)})
 	}
 	return s, nil
 }
