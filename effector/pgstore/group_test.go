@@ -66,7 +66,7 @@ func TestTwoPoolsOnOneDatabaseBatched(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 	sa, sb := lingering(openForTest(t, a)), lingering(openForTest(t, b))
-	storetest.ClaimContended(t, 200, 8, sa, sb)
+	storetest.ClaimContended(t, 100, 8, sa, sb)
 	if sa.ops() <= sa.batches() {
 		t.Fatalf("store a: %d ops in %d transactions: nothing was batched", sa.ops(), sa.batches())
 	}
@@ -287,7 +287,7 @@ func TestServerCrashMidBatch(t *testing.T) {
 	srv := pgtest.Start(t)
 	pool := migrated(t, srv)
 	s := lingering(openForTest(t, pool))
-	const workers, perWorker = 16, 400
+	const workers, perWorker = 16, 150
 	var (
 		mu        sync.Mutex
 		claimed   = map[string]int{}
