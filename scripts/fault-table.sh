@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fault-table.sh: run internal/faulttest and write its summary table into
-# README.md, between the "fault table" markers. Needs redis-server.
+# README.md, between the "fault table" markers. Needs redis-server and the
+# PostgreSQL server (Debian package postgresql).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 table=$(mktemp)

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -133,4 +134,147 @@ func parallel(b *testing.B, workers int, round func(id string) error) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+}
+
+// BenchmarkProcessWorkers runs intents through effector.Process from 1, 4,
+// 16 and 64 concurrent workers on one store, and reports intents/s beside two
+// floors written here, on the same server (fsync on) through the same pool
+// in the same run, each from as many goroutines as there are workers:
+// floor=tx-per-intent writes each intent's claim and completion (an INSERT,
+// then an UPDATE) in one transaction of its own, sent in one round trip;
+// floor=batch100 writes 100 intents' claims in one transaction, then their
+// completions in another, each in one round trip, as a perfect group commit
+// of 100 would. impl=process-unbatched is the store with WithBatch(1), every
+// claim and completion a transaction of its own: the store before group
+// commit. Issue 20's goal: at 16 workers and more, at least half of
+// batch100; at 1 worker, no slower than unbatched.
+//
+// All share one pool of pgxpool's default size (max(4, GOMAXPROCS)
+// connections: 4 on a 2-core machine), as a service that does not size its
+// pool runs; $PGSTORE_BENCH_CONNS sets another. The store's lanes default to
+// the pool's size, so it batches once every connection is busy.
+func BenchmarkProcessWorkers(b *testing.B) {
+	ctx := context.Background()
+	srv := pgtest.Start(b, pgtest.WithFsync())
+	_, url := srv.NewDatabase(b)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n, err := strconv.Atoi(os.Getenv("PGSTORE_BENCH_CONNS")); err == nil {
+		cfg.MaxConns = int32(n)
+	}
+	b.Logf("pool of %d connections", cfg.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if err := Migrate(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE floor (id text PRIMARY KEY, v bytea)`); err != nil {
+		b.Fatal(err)
+	}
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	const (
+		insertSQL = `INSERT INTO floor (id, v) VALUES ($1, $2)`
+		updateSQL = `UPDATE floor SET v = $2 WHERE id = $1`
+	)
+	// send runs batch's statements in one round trip, one implicit
+	// transaction, and reads through its commit.
+	send := func(batch *pgx.Batch) error {
+		br := pool.SendBatch(ctx, batch)
+		for range batch.Len() {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return err
+			}
+		}
+		return br.Close()
+	}
+	// Every run starts on empty tables after a checkpoint, so that no
+	// implementation pays for the rows, the vacuuming or the dirty pages of
+	// those run before it. (go test -count repeats each sub-benchmark in a
+	// row, so the unbatched store always runs before the batched one.)
+	empty := func(b *testing.B) {
+		if _, err := pool.Exec(ctx, `TRUNCATE toolreg_effector_dedup, floor`); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	impls := []string{"process-unbatched", "process"}
+	for _, workers := range []int{1, 4, 16, 64} {
+		b.Run(fmt.Sprintf("workers=%d/impl=floor-tx-per-intent", workers), func(b *testing.B) {
+			empty(b)
+			parallel(b, workers, func(id string) error {
+				batch := &pgx.Batch{}
+				batch.Queue(insertSQL, id, []byte("token"))
+				batch.Queue(updateSQL, id, result)
+				return send(batch)
+			})
+		})
+		b.Run(fmt.Sprintf("workers=%d/impl=floor-batch100", workers), func(b *testing.B) {
+			// Each goroutine takes 100 ids at a time; parallel hands them out
+			// one by one, so count rounds of 100 here.
+			empty(b)
+			prefix := "batch-" + strconv.FormatInt(rounds.Add(1), 10) + "-"
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range workers {
+				wg.Go(func() {
+					for {
+						hi := next.Add(100)
+						lo := hi - 100
+						if lo >= int64(b.N) {
+							return
+						}
+						hi = min(hi, int64(b.N))
+						claims, completions := &pgx.Batch{}, &pgx.Batch{}
+						for i := lo; i < hi; i++ {
+							id := prefix + strconv.FormatInt(i, 10)
+							claims.Queue(insertSQL, id, []byte("token"))
+							completions.Queue(updateSQL, id, result)
+						}
+						if err := send(claims); err != nil {
+							errs <- err
+							return
+						}
+						if err := send(completions); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+		})
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("workers=%d/impl=%s", workers, impl), func(b *testing.B) {
+				var opts []Option
+				if impl == "process-unbatched" {
+					opts = append(opts, WithBatch(1))
+				}
+				empty(b)
+				s, err := Open(ctx, pool, opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				effectortest.BenchmarkProcessWorkers(b, s, workers)
+				b.ReportMetric(float64(s.ops())/float64(max(1, s.batches())), "ops/commit")
+			})
+		}
+	}
 }

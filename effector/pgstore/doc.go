@@ -19,6 +19,14 @@
 // only when it takes nothing does a second statement read why (in flight,
 // done, or another call). Complete is one UPDATE.
 //
+// Concurrent claims and completions share transactions (group commit, see
+// WithBatch): the statements queued while one batch is in flight go to the
+// server in one pipeline, run as one transaction and are committed by one
+// write-ahead-log flush; each caller returns only once its own statement has
+// committed, and a statement that fails fails only its own call. A caller
+// alone sends its statement at once. The transactions of TxFrom are never
+// batched.
+//
 // Waiters are woken by LISTEN/NOTIFY. The store is an
 // effector.InFlightWaiter: a worker that finds an intent in flight marks the
 // claim as waited on and sleeps until the owner's Complete or Release,

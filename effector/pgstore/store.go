@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/groupcommit"
 )
 
 // Store is an effector.DedupStore in a Postgres database. It is safe for
@@ -30,6 +32,11 @@ type Store struct {
 	lastSweep time.Time
 
 	listener listener // WaitInFlight's LISTEN connection
+
+	lanes       []*lane       // claims and completions (group.go)
+	unbatched   bool          // WithBatch(1): every op on its own, no group
+	nextLane    atomic.Uint32 // where lane starts looking
+	beforeBatch func()        // for tests: runs before a batch of two or more is sent
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -41,6 +48,8 @@ type config struct {
 	newToken      func() (string, error)
 	sweepInterval time.Duration
 	sweepBatch    int
+	batchSize     int
+	lanes         int
 }
 
 // WithTokens sets how claim tokens are made. Tokens must be unique across
@@ -77,7 +86,7 @@ func randomToken() (string, error) {
 // at SchemaVersion: Open returns a *SchemaError saying what to run otherwise
 // (Migrate creates or upgrades them).
 func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
-	cfg := config{newToken: randomToken, sweepInterval: time.Minute, sweepBatch: 1000}
+	cfg := config{newToken: randomToken, sweepInterval: time.Minute, sweepBatch: 1000, batchSize: DefaultBatchSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -87,6 +96,15 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 	if cfg.sweepBatch <= 0 {
 		return nil, fmt.Errorf("pgstore: sweep batch %d: want a positive number of rows", cfg.sweepBatch)
 	}
+	if cfg.batchSize <= 0 {
+		return nil, fmt.Errorf("pgstore: batch size %d: want a positive number of ops (1: no group commit)", cfg.batchSize)
+	}
+	if cfg.lanes < 0 {
+		return nil, fmt.Errorf("pgstore: %d lanes: want a positive number of batches in flight (0: the pool's MaxConns)", cfg.lanes)
+	}
+	if cfg.lanes == 0 {
+		cfg.lanes = max(1, int(pool.Config().MaxConns))
+	}
 	v, err := schemaVersion(ctx, pool)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: reading the schema version: %w", err)
@@ -94,13 +112,18 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 	if v != SchemaVersion {
 		return nil, &SchemaError{Have: v, Want: SchemaVersion}
 	}
-	return &Store{
+	s := &Store{
 		pool:          pool,
 		newToken:      cfg.newToken,
 		sweepInterval: cfg.sweepInterval,
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     time.Now(),
-	}, nil
+	}
+	s.unbatched = cfg.batchSize == 1
+	for range cfg.lanes {
+		s.lanes = append(s.lanes, &lane{group: groupcommit.New(cfg.batchSize, s.runBatch)})
+	}
+	return s, nil
 }
 
 func checkDuration(what string, d time.Duration) error {
@@ -161,15 +184,12 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	// A row changes between the two statements only by expiring or being
 	// deleted (a Release, a sweep): then the claim is tried again.
 	for range 100 {
-		var token string
-		var attempts int
-		var reclaimed bool
-		err := s.pool.QueryRow(ctx, claimSQL, []byte(intentID), random, micros(lease), call.Digest[:], []byte(call.Tool)).Scan(&token, &attempts, &reclaimed)
-		if err == nil {
-			return effector.Claim{State: effector.Claimed, Token: token, Attempts: attempts, Reclaimed: reclaimed}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		o, err := s.do(ctx, op{kind: claimOp, id: []byte(intentID), random: random, lease: micros(lease), digest: call.Digest[:], tool: []byte(call.Tool)})
+		if err != nil {
 			return effector.Claim{}, fmt.Errorf("pgstore: claiming intent %q: %w", intentID, err)
+		}
+		if o.claimed {
+			return effector.Claim{State: effector.Claimed, Token: o.got, Attempts: o.attempts, Reclaimed: o.reclaimed}, nil
 		}
 		var done, live, matches bool
 		var result, digest, tool []byte
@@ -230,7 +250,11 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if !validToken(token) {
 		return fmt.Errorf("pgstore: completing intent %q: %w", intentID, effector.ErrNotOwner)
 	}
-	if err := expectOne(s.pool.Exec(ctx, completeSQL, []byte(intentID), token, result, micros(ttl))); err != nil {
+	o, err := s.do(ctx, op{kind: completeOp, id: []byte(intentID), token: token, result: result, ttl: micros(ttl)})
+	if err == nil && o.affected != 1 {
+		err = effector.ErrNotOwner
+	}
+	if err != nil {
 		return fmt.Errorf("pgstore: completing intent %q: %w", intentID, err)
 	}
 	return nil

@@ -11,13 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/pgtest"
 	"github.com/beam-agents/toolreg/internal/redistest"
 )
 
@@ -34,6 +37,18 @@ const (
 // tool timeout plus the store timeout (effectord's default: what the lease
 // leaves, 1.4s, room for a slow fsync) stays below it, as effector.New demands.
 var leaseArgs = []string{"-lease", "2s", "-timeout", "500ms"}
+
+// storeFor names the store of a scenario for effectord's -store flag: for
+// "postgres" a fresh database of its own on pg (a postgres:// URL; effectord
+// migrates it), else storeArg's.
+func storeFor(t *testing.T, kind, dir string, srv *redistest.Server, pg *pgtest.Server) string {
+	t.Helper()
+	if kind == "postgres" {
+		_, url := pg.NewDatabase(t)
+		return url
+	}
+	return storeArg(kind, dir, srv)
+}
 
 // storeArg names the store of a scenario for effectord's -store flag.
 func storeArg(kind, dir string, srv *redistest.Server) string {
@@ -56,12 +71,13 @@ func storeArg(kind, dir string, srv *redistest.Server) string {
 func TestKillPoints(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	pg := pgtest.Start(t)
 	const (
 		entries  = 60 // with some redeliveries among them
 		unique   = 50
 		maxKills = 4
 	)
-	for _, kind := range []string{"sqlite", "redis"} {
+	for _, kind := range []string{"sqlite", "redis", "postgres"} {
 		for i, point := range []string{afterClaim, inTool, afterToolBeforeComplete, afterComplete} {
 			scenario := fmt.Sprintf("kill %s (%s)", point, kind)
 			t.Run(fmt.Sprintf("a SIGKILL %s on %s loses no intent", point, kind), func(t *testing.T) {
@@ -71,7 +87,7 @@ func TestKillPoints(t *testing.T) {
 				fs := newFiles(dir, "e")
 				ins, ids := stream(kind+"/"+point, entries, unique, rng)
 				writeIntents(t, fs.in, ins)
-				store := storeArg(kind, dir, srv)
+				store := storeFor(t, kind, dir, srv, pg)
 
 				kills := 0
 				for {
@@ -177,7 +193,8 @@ func TestKillPoints(t *testing.T) {
 func TestPausedOwner(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	for _, kind := range []string{"sqlite", "redis"} {
+	pg := pgtest.Start(t)
+	for _, kind := range []string{"sqlite", "redis", "postgres"} {
 		t.Run("on "+kind+" the woken owner's late Complete is refused", func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -186,7 +203,7 @@ func TestPausedOwner(t *testing.T) {
 			a, b := newFiles(dir, "a"), newFiles(dir, "b")
 			writeIntents(t, a.in, ins)
 			writeIntents(t, b.in, ins)
-			store := storeArg(kind, dir, srv)
+			store := storeFor(t, kind, dir, srv, pg)
 			prefix := "paused:" + kind + ":"
 
 			pa := start(t, a.args(store, "-key-prefix", prefix, "-lease", "300ms", "-timeout", "150ms", "-stop-in-tool", id)...)
@@ -199,7 +216,7 @@ func TestPausedOwner(t *testing.T) {
 				t.Fatal("the second effector was killed")
 			}
 			bPID := pb.cmd.Process.Pid
-			before := storedResult(t, kind, dir, srv, prefix, ins[0])
+			before := storedResultAt(t, store, prefix, ins[0])
 
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 				t.Fatal(err)
@@ -207,7 +224,7 @@ func TestPausedOwner(t *testing.T) {
 			if pa.wait(t) {
 				t.Fatal("the first effector was killed")
 			}
-			after := storedResult(t, kind, dir, srv, prefix, ins[0])
+			after := storedResultAt(t, store, prefix, ins[0])
 
 			// Both ran the tool: the downstream saw the new owner's call, then
 			// the woken owner's late one, with the same key.
@@ -253,21 +270,44 @@ func TestPausedOwner(t *testing.T) {
 
 // storedResult reads the intent's terminal record straight from the store.
 func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix string, in *intent.Intent) intent.Result {
+	t.Helper()
+	return storedResultAt(t, storeArg(kind, dir, srv), prefix, in)
+}
+
+// storedResultAt reads the intent's terminal record straight from the store
+// effectord's -store flag names (prefix is a Redis store's key prefix).
+func storedResultAt(t *testing.T, where, prefix string, in *intent.Intent) intent.Result {
 	id := in.ID
 	t.Helper()
 	ctx := context.Background()
 	var store effector.DedupStore
-	if kind == "sqlite" {
-		s, err := sqlitestore.Open(ctx, filepath.Join(dir, "dedup.db"))
+	kind, addr, _ := strings.Cut(where, ":")
+	switch kind {
+	case "sqlite":
+		s, err := sqlitestore.Open(ctx, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
 		store = s
-	} else {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	case "redis":
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		defer rdb.Close()
 		store = redisstore.New(rdb, redisstore.WithKeyPrefix(prefix))
+	case "postgres":
+		pool, err := pgxpool.New(ctx, where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		s, err := pgstore.Open(ctx, pool, pgstore.WithSweepInterval(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		store = s
+	default:
+		t.Fatalf("store %q: want sqlite:, redis: or postgres:", where)
 	}
 	c, err := store.Claim(ctx, id, effector.CallOf(in), time.Minute)
 	if err != nil {
@@ -288,17 +328,18 @@ func storedResult(t *testing.T, kind, dir string, srv *redistest.Server, prefix 
 func TestContention(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	pg := pgtest.Start(t)
 	const (
 		entries = 1000
 		unique  = 750
 		procs   = 4
 	)
-	for _, kind := range []string{"sqlite", "redis"} {
+	for _, kind := range []string{"sqlite", "redis", "postgres"} {
 		t.Run(fmt.Sprintf("%d effectors on one %s execute each intent once", procs, kind), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			ins, ids := stream("contention/"+kind, entries, unique, rand.New(rand.NewPCG(7, 7)))
-			store := storeArg(kind, dir, srv)
+			store := storeFor(t, kind, dir, srv, pg)
 			var ps []*proc
 			var outs []string
 			for i := range procs {

@@ -1,8 +1,9 @@
 // Command effectord is the effector service the fault tests of package
 // internal/faulttest run as real processes and kill: effector.Serve over a
-// JSONL intents file (checkpointed) into a JSONL results file, with a SQLite
-// or Redis dedup store, and one side-effecting tool, "apply", whose effect is
-// a call to a fake downstream service.
+// JSONL intents file (checkpointed) into a JSONL results file, with a SQLite,
+// Redis or Postgres (-store=postgres://...) dedup store, and one
+// side-effecting tool, "apply", whose effect is a call to a fake downstream
+// service.
 //
 // With -stream=<host:port> it reads intents from the Redis stream "intents"
 // as consumer -consumer of group "effectors" and appends results to the

@@ -16,11 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
@@ -73,7 +75,7 @@ type flags struct {
 
 func main() {
 	var f flags
-	flag.StringVar(&f.store, "store", "", "the dedup store: sqlite:<path> or redis:<host:port>")
+	flag.StringVar(&f.store, "store", "", "the dedup store: sqlite:<path>, redis:<host:port> or a postgres:// URL")
 	flag.StringVar(&f.in, "in", "", "intents JSONL file (a checkpoint is kept beside it)")
 	flag.StringVar(&f.out, "out", "", "results JSONL file, appended")
 	flag.StringVar(&f.downstream, "downstream", "", "the fake downstream's log file")
@@ -153,8 +155,27 @@ func run(f flags, log *slog.Logger) error {
 			return err
 		}
 		store = s
+	case "postgres", "postgresql":
+		// As a service opens it by URL (examples/support-agent): migrate,
+		// which several processes may do at once, then open. A pool dials
+		// again after a server restart; the effector's retries cover the
+		// statements that fail meanwhile.
+		pool, err := pgxpool.New(ctx, f.store)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if err := pgstore.Migrate(ctx, pool); err != nil {
+			return err
+		}
+		s, err := pgstore.Open(ctx, pool)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		store = s
 	default:
-		return fmt.Errorf("-store=%q: want sqlite:<path> or redis:<host:port>", f.store)
+		return fmt.Errorf("-store=%q: want sqlite:<path>, redis:<host:port> or a postgres:// URL", f.store)
 	}
 	completes, err := openLog(f.completes)
 	if err != nil {
