@@ -147,21 +147,10 @@ func (be *backend) searchKB(ctx context.Context, a tools.SearchKBArgs) (tools.Se
 // refundOrder is side-effecting: it moves money. It runs only in the effector,
 // which gives it the intent's identity to pass downstream as an idempotency key.
 func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (tools.RefundOrderResult, error) {
-	in, ok := effector.IntentFrom(ctx)
-	if !ok {
-		return tools.RefundOrderResult{}, errors.New("refund_order runs only in the effector")
+	r, err := be.refund(ctx, "refund_order", a.OrderID, a.Amount, string(a.Reason))
+	if err != nil {
+		return tools.RefundOrderResult{}, err
 	}
-	o, ok := be.orders[a.OrderID]
-	if !ok {
-		return tools.RefundOrderResult{}, fmt.Errorf("no order %s", a.OrderID)
-	}
-	if a.Amount > o.Total {
-		return tools.RefundOrderResult{}, fmt.Errorf("refund %.2f exceeds the order total %.2f", a.Amount, o.Total)
-	}
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	r := refund{ID: fmt.Sprintf("re_%03d", len(be.refunds)+1), OrderID: a.OrderID, Amount: a.Amount, Reason: string(a.Reason), IdempotencyKey: in.ID}
-	be.refunds = append(be.refunds, r)
 	return tools.RefundOrderResult{RefundID: r.ID, OrderID: r.OrderID, Amount: r.Amount, Reason: tools.RefundOrderResultReason(r.Reason)}, nil
 }
 
@@ -169,11 +158,31 @@ func (be *backend) refundOrder(ctx context.Context, a tools.RefundOrderArgs) (to
 // approval: required, so the effector runs it only once a person approved
 // exactly this call, under the approval's execution id.
 func (be *backend) refundOverLimit(ctx context.Context, a tools.RefundOverLimitArgs) (tools.RefundOverLimitResult, error) {
-	r, err := be.refundOrder(ctx, tools.RefundOrderArgs{OrderID: a.OrderID, Amount: a.Amount, Reason: tools.RefundOrderReason(a.Reason)})
+	r, err := be.refund(ctx, "refund_over_limit", a.OrderID, a.Amount, string(a.Reason))
 	if err != nil {
 		return tools.RefundOverLimitResult{}, err
 	}
-	return tools.RefundOverLimitResult{RefundID: r.RefundID, OrderID: r.OrderID, Amount: r.Amount}, nil
+	return tools.RefundOverLimitResult{RefundID: r.ID, OrderID: r.OrderID, Amount: r.Amount}, nil
+}
+
+// refund is the payment provider applying a refund, keyed by the intent.
+func (be *backend) refund(ctx context.Context, tool, orderID string, amount float64, reason string) (refund, error) {
+	in, ok := effector.IntentFrom(ctx)
+	if !ok {
+		return refund{}, fmt.Errorf("%s runs only in the effector", tool)
+	}
+	o, ok := be.orders[orderID]
+	if !ok {
+		return refund{}, fmt.Errorf("no order %s", orderID)
+	}
+	if amount > o.Total {
+		return refund{}, fmt.Errorf("refund %.2f exceeds the order total %.2f", amount, o.Total)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	r := refund{ID: fmt.Sprintf("re_%03d", len(be.refunds)+1), OrderID: orderID, Amount: amount, Reason: reason, IdempotencyKey: in.ID}
+	be.refunds = append(be.refunds, r)
+	return r, nil
 }
 
 func (be *backend) sendEmail(ctx context.Context, a tools.SendEmailArgs) (tools.SendEmailResult, error) {
