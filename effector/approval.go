@@ -193,6 +193,10 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 	t, err := e.table.Get(in.ToolName)
 	known := err == nil && t.SideEffect() && t.Bound()
 	if known {
+		if limit := e.maxArgs(t.Name()); len(in.ArgsJSON) > limit {
+			te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
+			return e.rejected(in, fmt.Sprintf("effector: approval %q asks for a call its execution would refuse, so no one can approve it: %v", in.ID, te)), nil
+		}
 		if _, err := t.DecodeArgs(in.ArgsJSON); err != nil {
 			return e.rejected(in, fmt.Sprintf("effector: approval %q asks for a call that breaks its contract, so no one can approve it: %v", in.ID, err)), nil
 		}
@@ -236,6 +240,19 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 func (e *Effector) approvalTTL(in *intent.Intent) time.Duration {
 	life := time.Duration(in.ExpiresAtMs-in.CreatedAtMs) * time.Millisecond
 	return e.cfg.resultTTL + max(life, 0)
+}
+
+// recordTTL is how long the record of in's result is kept. An approval's
+// and an approval's execution's outlive their own validity, so that no
+// redelivery, Resume or repeated Decide finds the id free while the intent
+// may still run: the execution of an approval is valid as long as the
+// approval was, which may well exceed the result time-to-live.
+func (e *Effector) recordTTL(ctx context.Context, in *intent.Intent, cl claim) time.Duration {
+	if in.Kind != intent.KindApproval && !cl.execution && resuming(ctx) == "" {
+		return e.cfg.resultTTL
+	}
+	left := time.UnixMilli(in.ExpiresAtMs).Sub(e.cfg.now())
+	return max(e.approvalTTL(in), e.cfg.resultTTL+max(left, 0))
 }
 
 func marshalCanonical(v any) ([]byte, error) {
@@ -285,17 +302,30 @@ func requested(rec Record) (Approval, error) {
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
 	var p requestedPayload
-	if err := json.Unmarshal(res.Payload, &p); err != nil || p.ExecutionID != intent.ExecutionID(rec.ID) || res.IntentID != rec.ID {
-		// A tool's own result that happens to start the same way.
+	if err := json.Unmarshal(res.Payload, &p); err != nil || p.Approval != "requested" || p.ExecutionID != intent.ExecutionID(rec.ID) || res.IntentID != rec.ID ||
+		rec.Tool != cutTool(p.Tool) || !canonicalOf(res.Payload, p) {
+		// A tool's own result that happens to start the same way: its
+		// record names the tool that produced it, not the one it names.
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
-	trace, _ := hex.DecodeString(p.TraceID)
+	trace, err := hex.DecodeString(p.TraceID)
+	if err != nil {
+		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
+	}
 	return Approval{
 		ID: rec.ID, ExecutionID: p.ExecutionID, Tool: p.Tool, Arguments: p.Arguments, Reason: p.Reason,
 		EntityKey: res.EntityKey, Seq: res.Seq, Step: p.Step,
 		RequestedAt: time.UnixMilli(p.CreatedAtMs), ExpiresAt: time.UnixMilli(p.ExpiresAtMs),
 		State: ApprovalPending, traceID: trace, signingKeyID: p.SigningKeyID,
 	}, nil
+}
+
+// canonicalOf reports whether payload is exactly the canonical encoding of
+// v, as the effector writes it: a record written any other way (other
+// spacing, unknown or repeated keys) is not one of its records.
+func canonicalOf(payload []byte, v any) bool {
+	b, err := marshalCanonical(v)
+	return err == nil && bytes.Equal(b, payload)
 }
 
 // load reads a's decision and execution result.
@@ -305,6 +335,11 @@ func (a *Approval) load(ctx context.Context, insp Inspector) error {
 		return fmt.Errorf("effector: reading the decision on approval %q: %w", a.ID, err)
 	}
 	if ok && rec.State == RecordDone {
+		if rec.Tool != cutTool(a.Tool) {
+			// A result some tool recorded under the decision's id (a
+			// producer's own id, WithUnderivedIDs): no decision.
+			return fmt.Errorf("effector: approval %q: the record under its decision id %q is a result of tool %q, not a decision: the store is corrupt or shared with something else", a.ID, intent.DecisionID(a.ID), rec.Tool)
+		}
 		d, st, err := decoded(a.ID, rec.Result)
 		if err != nil {
 			return err
@@ -336,17 +371,28 @@ func decoded(approvalID string, b []byte) (*Decision, ApprovalState, error) {
 		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
 	}
 	d := &Decision{By: p.By, At: time.UnixMilli(p.AtMs), Note: p.Note}
+	var st ApprovalState
+	var want intent.Status
 	switch p.Decision {
 	case "approved":
-		d.Verdict = Approve
-		return d, ApprovalApproved, nil
+		d.Verdict, st, want = Approve, ApprovalApproved, intent.StatusOK
 	case "denied":
-		d.Verdict = Deny
-		return d, ApprovalDenied, nil
+		d.Verdict, st, want = Deny, ApprovalDenied, intent.StatusRejected
 	case "expired":
-		return nil, ApprovalExpired, nil
+		st, want = ApprovalExpired, intent.StatusExpired
+	default:
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision %q is none this version knows: upgrade it", approvalID, p.Decision)
 	}
-	return nil, 0, fmt.Errorf("effector: approval %q: its decision %q is none this version knows: upgrade it", approvalID, p.Decision)
+	// RecordDecision writes exactly this: its id, the status that goes
+	// with the verdict, a canonical payload, a decider unless it expired.
+	if res.IntentID != intent.DecisionID(approvalID) || res.Status != want || !canonicalOf(res.Payload, p) ||
+		(st == ApprovalExpired) != (strings.TrimSpace(p.By) == "") || st == ApprovalExpired && p.Note != "" {
+		return nil, 0, fmt.Errorf("effector: approval %q: the record under its decision id is not a decision this effector wrote (%s %s, %q): the store is corrupt or shared with something else", approvalID, res.IntentID, res.Status, res.Payload)
+	}
+	if st == ApprovalExpired {
+		return nil, st, nil
+	}
+	return d, st, nil
 }
 
 // Approvals calls fn for every approval store records, pending or decided,
@@ -571,11 +617,23 @@ func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Resu
 		approvalID = intent.IntentID(in.EntityKey, in.Seq, in.StepIndex)
 	}
 	if in.ID != intent.ExecutionID(approvalID) {
+		if e.cfg.underivedIDs {
+			// Under producer ids, in.ID may be the execution id of an
+			// approval staged under an id of the producer's: an outcome
+			// recorded there would stand for the approved call's. Only
+			// Resume (and Decide) carry out an approval then.
+			return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("intent %q: tool %q requires a person's approval (approval: required), and under producer ids (WithUnderivedIDs) only Effector.Resume or Decide run an approved call; nothing ran", in.ID, in.ToolName))
+		}
 		return e.rejected(in, fmt.Sprintf("effector: intent %q: tool %q requires a person's approval (approval: required): stage it with runner.Activation.Act, which asks for approval, and it runs once approved; nothing ran", in.ID, in.ToolName)), false, nil
 	}
 	a, err := LookupApproval(ctx, e.store, approvalID)
-	if err != nil {
+	if errors.Is(err, ErrUnknownApproval) {
 		return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q of a tool that requires approval: %w", in.ID, err))
+	}
+	if err != nil {
+		// The store failed, or ctx ended: not a refusal. The claim is
+		// released and a redelivery (or Resume) tries again.
+		return intent.Result{}, false, fmt.Errorf("effector: execution %q of a tool that requires approval: %w", in.ID, err)
 	}
 	if a.Tool != in.ToolName || !bytes.Equal(canonicalOrRaw(a.Arguments), canonicalOrRaw(in.ArgsJSON)) {
 		return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q asks for %s, and approval %q approved %s: only the approved call runs",
