@@ -309,7 +309,7 @@ func requested(rec Record) (Approval, error) {
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
 	trace, err := hex.DecodeString(p.TraceID)
-	if err != nil {
+	if err != nil || hex.EncodeToString(trace) != p.TraceID {
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
 	return Approval{
