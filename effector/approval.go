@@ -123,6 +123,10 @@ type Approval struct {
 // intent's).
 var ErrUnknownApproval = errors.New("effector: unknown approval")
 
+// errCorrupt is wrapped by the errors about a record under an approval's
+// ids that is not what the effector writes there.
+var errCorrupt = errors.New("the store is corrupt or shared with something else")
+
 // ErrUndecided is Resume's refusal of an approval no one has decided yet.
 var ErrUndecided = errors.New("effector: the approval is not decided yet")
 
@@ -338,7 +342,7 @@ func (a *Approval) load(ctx context.Context, insp Inspector) error {
 		if rec.Tool != cutTool(a.Tool) {
 			// A result some tool recorded under the decision's id (a
 			// producer's own id, WithUnderivedIDs): no decision.
-			return fmt.Errorf("effector: approval %q: the record under its decision id %q is a result of tool %q, not a decision: the store is corrupt or shared with something else", a.ID, intent.DecisionID(a.ID), rec.Tool)
+			return fmt.Errorf("effector: approval %q: the record under its decision id %q is a result of tool %q, not a decision: %w", a.ID, intent.DecisionID(a.ID), rec.Tool, errCorrupt)
 		}
 		d, st, err := decoded(a.ID, rec.Result)
 		if err != nil {
@@ -353,7 +357,7 @@ func (a *Approval) load(ctx context.Context, insp Inspector) error {
 	if ok && (rec.State == RecordDone || rec.State == RecordExpired) {
 		var res intent.Result
 		if err := res.UnmarshalBinary(rec.Result); err != nil {
-			return fmt.Errorf("effector: approval %q: its execution's result does not decode (%v): the store is corrupt", a.ID, err)
+			return fmt.Errorf("effector: approval %q: its execution's result does not decode (%v): %w", a.ID, err, errCorrupt)
 		}
 		a.Result = &res
 	}
@@ -365,10 +369,10 @@ func decoded(approvalID string, b []byte) (*Decision, ApprovalState, error) {
 	var res intent.Result
 	var p decisionPayload
 	if err := res.UnmarshalBinary(b); err != nil {
-		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): %w", approvalID, err, errCorrupt)
 	}
 	if err := json.Unmarshal(res.Payload, &p); err != nil {
-		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): %w", approvalID, err, errCorrupt)
 	}
 	d := &Decision{By: p.By, At: time.UnixMilli(p.AtMs), Note: p.Note}
 	var st ApprovalState
@@ -387,7 +391,7 @@ func decoded(approvalID string, b []byte) (*Decision, ApprovalState, error) {
 	// with the verdict, a canonical payload, a decider unless it expired.
 	if res.IntentID != intent.DecisionID(approvalID) || res.Status != want || !canonicalOf(res.Payload, p) ||
 		(st == ApprovalExpired) != (strings.TrimSpace(p.By) == "") || st == ApprovalExpired && p.Note != "" {
-		return nil, 0, fmt.Errorf("effector: approval %q: the record under its decision id is not a decision this effector wrote (%s %s, %q): the store is corrupt or shared with something else", approvalID, res.IntentID, res.Status, res.Payload)
+		return nil, 0, fmt.Errorf("effector: approval %q: the record under its decision id is not a decision this effector wrote (%s %s, %q): %w", approvalID, res.IntentID, res.Status, res.Payload, errCorrupt)
 	}
 	if st == ApprovalExpired {
 		return nil, st, nil
@@ -396,7 +400,9 @@ func decoded(approvalID string, b []byte) (*Decision, ApprovalState, error) {
 }
 
 // Approvals calls fn for every approval store records, pending or decided,
-// in the store's record order; it stops at fn's first error.
+// in the store's record order; it stops at fn's first error. An approval
+// whose decision or execution record is not one the effector wrote comes
+// with State 0 ("invalid"); LookupApproval returns the error.
 func Approvals(ctx context.Context, store DedupStore, fn func(Approval) error) error {
 	insp, err := inspector(store)
 	if err != nil {
@@ -413,7 +419,11 @@ func Approvals(ctx context.Context, store DedupStore, fn func(Approval) error) e
 		if err != nil {
 			return err
 		}
-		if err := a.load(ctx, insp); err != nil {
+		if err := a.load(ctx, insp); errors.Is(err, errCorrupt) {
+			// One unreadable record hides only its own approval:
+			// LookupApproval says what is wrong with it.
+			a.State, a.Decision, a.Result = 0, nil, nil
+		} else if err != nil {
 			return err
 		}
 		return fn(a)
@@ -673,6 +683,10 @@ func (e *Effector) ResumeDecided(ctx context.Context, publish func(context.Conte
 	var todo []string
 	now := e.cfg.now()
 	err := Approvals(ctx, e.store, func(a Approval) error {
+		if a.State == 0 {
+			e.cfg.logger.ErrorContext(ctx, "effector: an approval's records are unreadable; it is not carried out: toolreg approvals show says why", "approval_id", a.ID, "tool", a.Tool)
+			return nil
+		}
 		if a.Result == nil && (a.State != ApprovalPending || !now.Before(a.ExpiresAt)) {
 			todo = append(todo, a.ID)
 		}

@@ -525,3 +525,34 @@ func TestAnApprovalWhoseRecordExpiredCannotBeDecided(t *testing.T) {
 		t.Fatalf("runs = %d, want 1", a.runs.Load())
 	}
 }
+
+// TestOneCorruptDecisionDoesNotStopTheOthers: a record under one
+// approval's decision id that is no decision (garbage, or another tool's
+// result) makes that approval unreadable, and only that one: ResumeDecided
+// still carries out the others, and Approvals lists it as invalid rather
+// than failing the listing.
+func TestOneCorruptDecisionDoesNotStopTheOthers(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t, effector.NewMemoryStore())
+	ctx := context.Background()
+	bad := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	good := a.stage(t, 2, `{"amount":900,"order_id":"o-2"}`)
+	completeRaw(t, a.store, intent.DecisionID(bad.ID), effector.NewCall("big_refund", []byte(`{"amount":900,"order_id":"o-1"}`)), []byte("garbage"))
+	if _, err := effector.RecordDecision(ctx, a.store, good.ID, effector.Decision{Verdict: effector.Approve, By: "ana", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.eff.ResumeDecided(ctx, func(context.Context, intent.Result) error { return nil })
+	if n != 1 || a.runs.Load() != 1 {
+		t.Fatalf("ResumeDecided with one corrupt decision = %d, %v; runs %d; want the good one carried out", n, err, a.runs.Load())
+	}
+	states := map[string]effector.ApprovalState{}
+	if err := effector.Approvals(ctx, a.store, func(ap effector.Approval) error { states[ap.ID] = ap.State; return nil }); err != nil {
+		t.Fatalf("Approvals with one corrupt decision: %v", err)
+	}
+	if states[good.ID] != effector.ApprovalApproved || states[bad.ID].String() != "invalid" || len(states) != 2 {
+		t.Fatalf("Approvals = %v; want the good one approved, the bad one invalid", states)
+	}
+	if _, err := effector.LookupApproval(ctx, a.store, bad.ID); err == nil {
+		t.Fatal("LookupApproval of the corrupt one: no error")
+	}
+}
