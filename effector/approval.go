@@ -651,6 +651,11 @@ func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Resu
 	}
 	switch a.State {
 	case ApprovalApproved:
+		if now := e.cfg.now(); expired(in, now) {
+			// Carried out after its window (the effector was down): it
+			// does not run late; EXPIRED is recorded.
+			return e.expiredResult(ctx, in, now), false, nil
+		}
 		return intent.Result{}, true, nil
 	case ApprovalDenied:
 		msg := fmt.Sprintf("denied by %s", a.Decision.By)

@@ -556,3 +556,39 @@ func TestOneCorruptDecisionDoesNotStopTheOthers(t *testing.T) {
 		t.Fatal("LookupApproval of the corrupt one: no error")
 	}
 }
+
+// TestAnApprovedCallResumedAfterItsWindowIsRecordedExpiredOnce: the
+// effector is down from the decision until past the execution's validity
+// (the approval's life after the decision). The call does not run late,
+// and its EXPIRED outcome is recorded, so ResumeDecided publishes it once
+// and not on every pass.
+func TestAnApprovedCallResumedAfterItsWindowIsRecordedExpiredOnce(t *testing.T) {
+	t.Parallel()
+	a := newApprovals(t, effector.NewMemoryStore())
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Approve, By: "ana", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	a.now.Add((2 * time.Hour).Milliseconds())
+	published := 0
+	publish := func(_ context.Context, r intent.Result) error {
+		published++
+		if r.Status != intent.StatusExpired {
+			t.Errorf("published %s, want EXPIRED", r.Status)
+		}
+		return nil
+	}
+	for range 3 {
+		if _, err := a.eff.ResumeDecided(ctx, publish); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if published != 1 || a.runs.Load() != 0 {
+		t.Fatalf("published %d times, runs %d; want EXPIRED published once, nothing run", published, a.runs.Load())
+	}
+	ap, err := effector.LookupApproval(ctx, a.store, in.ID)
+	if err != nil || ap.Result == nil || ap.Result.Status != intent.StatusExpired {
+		t.Fatalf("%+v, %v; want its execution recorded EXPIRED", ap, err)
+	}
+}

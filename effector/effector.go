@@ -226,7 +226,10 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 		}
 		return intent.Result{}, e.refuse(ctx, in, err)
 	}
-	if now := e.cfg.now(); expired(in, now) {
+	// An approval's execution that Resume carries out late is claimed
+	// first, so that its outcome (gate: EXPIRED, or the denial) is recorded
+	// once, not answered anew on each Resume.
+	if now := e.cfg.now(); expired(in, now) && resuming(ctx) == "" {
 		return e.expiredResult(ctx, in, now), nil
 	}
 	backoff := e.cfg.minBackoff
