@@ -308,41 +308,50 @@ func (s cancelOnClaim) Claim(ctx context.Context, id string, call effector.Call,
 	return c, err
 }
 
-// TestDecideCutShortAfterTheDecisionLeavesItToResume: Decide's context
-// ends once the execution is claimed, before the gate reads the approval.
-// That is not a refusal: nothing is dead-lettered, the claim is released,
-// and a later Resume runs the call once.
-func TestDecideCutShortAfterTheDecisionLeavesItToResume(t *testing.T) {
+// TestDecideCutShortLeavesItToALaterDecideOrResume: Decide's context
+// ends once the store grants it the claim of the decision, or of the
+// execution (before the gate reads the approval). That is no refusal:
+// nothing is dead-lettered, the claims are released, and a later Decide
+// or Resume finishes it, running the call once.
+func TestDecideCutShortLeavesItToALaterDecideOrResume(t *testing.T) {
 	t.Parallel()
-	var deadLetters atomic.Int32
-	mem := effector.NewMemoryStore()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	store := &cancelOnClaim{MemoryStore: mem, cancel: cancel}
-	a := newApprovals(t, store, effector.WithDeadLetter(func(context.Context, *intent.Intent, error) error {
-		deadLetters.Add(1)
-		return nil
-	}))
-	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
-	store.id = intent.ExecutionID(in.ID)
-	_, err := a.eff.Decide(ctx, in.ID, approver(effector.Approve, ""))
-	var refused *effector.RefusedError
-	if err == nil || errors.As(err, &refused) || deadLetters.Load() != 0 {
-		t.Fatalf("Decide cut short: %v, %d dead letters; want a plain error (redeliver), none dead-lettered", err, deadLetters.Load())
-	}
-	store.id = ""
-	ap, err := effector.LookupApproval(context.Background(), a.store, in.ID)
-	if err != nil || ap.State != effector.ApprovalApproved || ap.Result != nil {
-		t.Fatalf("after the cut: %+v, %v; want approved, no result yet", ap, err)
-	}
-	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer rcancel()
-	res, err := a.eff.Resume(rctx, in.ID)
-	if err != nil || res.Status != intent.StatusOK || a.runs.Load() != 1 {
-		t.Fatalf("Resume after the cut = %s %q, %v, runs %d; want it run once", res.Status, res.ErrorMessage, err, a.runs.Load())
-	}
-	if _, err := a.eff.Decide(rctx, in.ID, approver(effector.Approve, "")); err != nil || a.runs.Load() != 1 {
-		t.Fatalf("Decide again: %v, runs %d", err, a.runs.Load())
+	for _, at := range []string{"decision", "execution"} {
+		t.Run(at, func(t *testing.T) {
+			t.Parallel()
+			var deadLetters atomic.Int32
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			store := &cancelOnClaim{MemoryStore: effector.NewMemoryStore(), cancel: cancel}
+			a := newApprovals(t, store, effector.WithDeadLetter(func(context.Context, *intent.Intent, error) error {
+				deadLetters.Add(1)
+				return nil
+			}))
+			in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+			store.id = intent.ExecutionID(in.ID)
+			if at == "decision" {
+				store.id = intent.DecisionID(in.ID)
+			}
+			_, err := a.eff.Decide(ctx, in.ID, approver(effector.Approve, ""))
+			var refused *effector.RefusedError
+			if err == nil || errors.As(err, &refused) || deadLetters.Load() != 0 {
+				t.Fatalf("Decide cut short: %v, %d dead letters; want a plain error (redeliver), none dead-lettered", err, deadLetters.Load())
+			}
+			store.id = ""
+			rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer rcancel()
+			var res intent.Result
+			if at == "decision" {
+				res, err = a.eff.Decide(rctx, in.ID, approver(effector.Approve, ""))
+			} else {
+				res, err = a.eff.Resume(rctx, in.ID)
+			}
+			if err != nil || res.Status != intent.StatusOK || a.runs.Load() != 1 {
+				t.Fatalf("finishing it = %s %q, %v, runs %d; want it run once", res.Status, res.ErrorMessage, err, a.runs.Load())
+			}
+			if _, err := a.eff.Decide(rctx, in.ID, approver(effector.Approve, "")); err != nil || a.runs.Load() != 1 {
+				t.Fatalf("Decide again: %v, runs %d", err, a.runs.Load())
+			}
+		})
 	}
 }
 
