@@ -116,6 +116,7 @@ type Approval struct {
 
 	traceID      []byte
 	signingKeyID string
+	keepUntil    time.Time // the request's record is kept until then, at least (zero: unknown)
 }
 
 // ErrUnknownApproval: no approval with that id is recorded (it was never
@@ -171,6 +172,7 @@ type requestedPayload struct {
 	CreatedAtMs  int64           `json:"created_at_ms"`
 	ExecutionID  string          `json:"execution_id"`
 	ExpiresAtMs  int64           `json:"expires_at_ms"`
+	KeepUntilMs  int64           `json:"keep_until_ms,omitempty"` // until when the record is kept, at least
 	Reason       string          `json:"reason,omitempty"`
 	SigningKeyID string          `json:"signing_key_id,omitempty"`
 	Step         uint32          `json:"step"`
@@ -213,6 +215,7 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 		CreatedAtMs:  in.CreatedAtMs,
 		ExecutionID:  intent.ExecutionID(in.ID),
 		ExpiresAtMs:  in.ExpiresAtMs,
+		KeepUntilMs:  e.cfg.now().Add(e.recordTTL(ctx, in, claim{})).UnixMilli(),
 		SigningKeyID: in.SigningKeyID,
 		Step:         in.StepIndex,
 		Tool:         in.ToolName,
@@ -321,7 +324,15 @@ func requested(rec Record) (Approval, error) {
 		EntityKey: res.EntityKey, Seq: res.Seq, Step: p.Step,
 		RequestedAt: time.UnixMilli(p.CreatedAtMs), ExpiresAt: time.UnixMilli(p.ExpiresAtMs),
 		State: ApprovalPending, traceID: trace, signingKeyID: p.SigningKeyID,
+		keepUntil: keepUntil(p.KeepUntilMs),
 	}, nil
+}
+
+func keepUntil(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // canonicalOf reports whether payload is exactly the canonical encoding of
@@ -479,7 +490,9 @@ func RecordDecision(ctx context.Context, store DedupStore, id string, d Decision
 		return Approval{}, err
 	}
 	call := NewCall(a.Tool, a.Arguments)
-	ttl := time.Until(a.ExpiresAt) + DefaultResultTTL
+	// The decision is kept as long as the approval's request, or it would
+	// read as undecided again while the request is listed.
+	ttl := max(time.Until(a.ExpiresAt), a.keepUntil.Sub(d.At), 0) + DefaultResultTTL
 	backoff := DefaultMinBackoff
 	for {
 		c, err := store.Claim(ctx, did, call, decisionLease)

@@ -601,3 +601,22 @@ func TestAnApprovedCallResumedAfterItsWindowIsRecordedExpiredOnce(t *testing.T) 
 		t.Fatalf("%+v, %v; want its execution recorded EXPIRED", ap, err)
 	}
 }
+
+// TestADecisionIsKeptAsLongAsItsApproval: with a result time-to-live
+// longer than the default, the approval's record is kept for it; its
+// decision must be kept as long, or the approval reads as undecided again
+// and a later pass records it as expired, though it was approved.
+func TestADecisionIsKeptAsLongAsItsApproval(t *testing.T) {
+	t.Parallel()
+	a, c := clockedApprovals(t, effector.WithResultTTL(7*24*time.Hour))
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Approve, By: "ana", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	a.advance(c, 3*24*time.Hour)
+	ap, err := effector.LookupApproval(ctx, a.store, in.ID)
+	if err != nil || ap.State != effector.ApprovalApproved {
+		t.Fatalf("three days on, the approval reads %v, %v; want approved, as recorded", ap.State, err)
+	}
+}
