@@ -590,7 +590,10 @@ func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error)
 		// with a late one.
 		a, err = RecordDecision(ctx, e.store, id, Decision{Verdict: Deny, By: "effector", At: e.cfg.now()})
 		var exp *ApprovalExpiredError
-		if err != nil && !errors.As(err, &exp) {
+		var conflict *DecisionConflictError
+		// A conflict: a decision made in time was recorded first, which
+		// a holds; carry it out.
+		if err != nil && !errors.As(err, &exp) && !errors.As(err, &conflict) {
 			return intent.Result{}, err
 		}
 	}

@@ -620,3 +620,48 @@ func TestADecisionIsKeptAsLongAsItsApproval(t *testing.T) {
 		t.Fatalf("three days on, the approval reads %v, %v; want approved, as recorded", ap.State, err)
 	}
 }
+
+// TestADecisionRacingTheExpiryAtTheDeadlineHasOneOutcome: at the deadline,
+// Resume records the expiry while a decision stamped 1 ms before it is
+// recorded: whichever wins, the approval, its result and the call's runs
+// agree, and the loser is told.
+func TestADecisionRacingTheExpiryAtTheDeadlineHasOneOutcome(t *testing.T) {
+	t.Parallel()
+	for i := range 32 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			a := newApprovals(t, effector.NewMemoryStore())
+			ctx := context.Background()
+			in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+			a.now.Add(time.Hour.Milliseconds()) // the deadline
+			var wg sync.WaitGroup
+			var decideErr, resumeErr error
+			var resumed intent.Result
+			wg.Go(func() {
+				_, decideErr = a.eff.Decide(ctx, in.ID, effector.Decision{Verdict: effector.Approve, By: "ana", At: a.clock().Add(-time.Millisecond)})
+			})
+			wg.Go(func() { resumed, resumeErr = a.eff.Resume(ctx, in.ID) })
+			wg.Wait()
+			ap, err := effector.LookupApproval(ctx, a.store, in.ID)
+			if err != nil || ap.Result == nil {
+				t.Fatalf("%+v, %v", ap, err)
+			}
+			var exp *effector.ApprovalExpiredError
+			switch ap.State {
+			case effector.ApprovalApproved:
+				if decideErr != nil || ap.Result.Status != intent.StatusOK || a.runs.Load() != 1 {
+					t.Fatalf("approved: Decide %v, result %s, runs %d", decideErr, ap.Result.Status, a.runs.Load())
+				}
+				if resumeErr != nil || resumed.Status != intent.StatusOK {
+					t.Fatalf("approved, yet Resume gave %s, %v", resumed.Status, resumeErr)
+				}
+			case effector.ApprovalExpired:
+				if !errors.As(decideErr, &exp) || ap.Result.Status != intent.StatusExpired || a.runs.Load() != 0 || resumeErr != nil || resumed.Status != intent.StatusExpired {
+					t.Fatalf("expired: Decide %v, result %s, runs %d, Resume %s %v", decideErr, ap.Result.Status, a.runs.Load(), resumed.Status, resumeErr)
+				}
+			default:
+				t.Fatalf("state %s", ap.State)
+			}
+		})
+	}
+}
