@@ -167,17 +167,17 @@ func (e *ApprovalExpiredError) Is(target error) bool { return target == toolreg.
 // requestedPayload is the payload of a done APPROVAL intent. Its keys are
 // in canonical (sorted) order.
 type requestedPayload struct {
-	Approval     string          `json:"approval"` // "requested"
-	Arguments    json.RawMessage `json:"arguments"`
-	CreatedAtMs  int64           `json:"created_at_ms"`
-	ExecutionID  string          `json:"execution_id"`
-	ExpiresAtMs  int64           `json:"expires_at_ms"`
-	KeepUntilMs  int64           `json:"keep_until_ms,omitempty"` // until when the record is kept, at least
-	Reason       string          `json:"reason,omitempty"`
-	SigningKeyID string          `json:"signing_key_id,omitempty"`
-	Step         uint32          `json:"step"`
-	Tool         string          `json:"tool"`
-	TraceID      string          `json:"trace_id,omitempty"` // hex
+	Approval          string          `json:"approval"` // "requested"
+	Arguments         json.RawMessage `json:"arguments"`
+	CreatedAtMs       int64           `json:"created_at_ms"`
+	ExecutionID       string          `json:"execution_id"`
+	ExpiresAtMs       int64           `json:"expires_at_ms"`
+	RecordExpiresAtMs int64           `json:"record_expires_at_ms,omitempty"` // until when the record is kept, at least
+	Reason            string          `json:"reason,omitempty"`
+	SigningKeyID      string          `json:"signing_key_id,omitempty"`
+	Step              uint32          `json:"step"`
+	Tool              string          `json:"tool"`
+	TraceID           string          `json:"trace_id,omitempty"` // hex
 }
 
 // decisionPayload is the payload of a recorded decision.
@@ -210,15 +210,15 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
 	}
 	p := requestedPayload{
-		Approval:     "requested",
-		Arguments:    in.ArgsJSON,
-		CreatedAtMs:  in.CreatedAtMs,
-		ExecutionID:  intent.ExecutionID(in.ID),
-		ExpiresAtMs:  in.ExpiresAtMs,
-		KeepUntilMs:  e.cfg.now().Add(e.recordTTL(ctx, in, claim{})).UnixMilli(),
-		SigningKeyID: in.SigningKeyID,
-		Step:         in.StepIndex,
-		Tool:         in.ToolName,
+		Approval:          "requested",
+		Arguments:         in.ArgsJSON,
+		CreatedAtMs:       in.CreatedAtMs,
+		ExecutionID:       intent.ExecutionID(in.ID),
+		ExpiresAtMs:       in.ExpiresAtMs,
+		RecordExpiresAtMs: e.cfg.now().Add(e.recordTTL(ctx, in, claim{})).UnixMilli(),
+		SigningKeyID:      in.SigningKeyID,
+		Step:              in.StepIndex,
+		Tool:              in.ToolName,
 	}
 	if known && t.Spec().Approval != nil {
 		p.Reason = t.Spec().Approval.Reason
@@ -324,7 +324,7 @@ func requested(rec Record) (Approval, error) {
 		EntityKey: res.EntityKey, Seq: res.Seq, Step: p.Step,
 		RequestedAt: time.UnixMilli(p.CreatedAtMs), ExpiresAt: time.UnixMilli(p.ExpiresAtMs),
 		State: ApprovalPending, traceID: trace, signingKeyID: p.SigningKeyID,
-		keepUntil: keepUntil(p.KeepUntilMs),
+		keepUntil: keepUntil(p.RecordExpiresAtMs),
 	}, nil
 }
 

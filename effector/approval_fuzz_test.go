@@ -24,7 +24,7 @@ func FuzzApprovalRecords(f *testing.F) {
 		return b
 	}
 	for _, p := range []requestedPayload{
-		{Approval: "requested", Arguments: json.RawMessage(`{"amount":900,"order_id":"o-9"}`), CreatedAtMs: 1700000000000, ExecutionID: intent.ExecutionID(id), ExpiresAtMs: 1700003600000, KeepUntilMs: 1700090000000, Reason: "Refunds above 500 need a second person.", Step: 2, Tool: "big_refund"},
+		{Approval: "requested", Arguments: json.RawMessage(`{"amount":900,"order_id":"o-9"}`), CreatedAtMs: 1700000000000, ExecutionID: intent.ExecutionID(id), ExpiresAtMs: 1700003600000, RecordExpiresAtMs: 1700090000000, Reason: "Refunds above 500 need a second person.", Step: 2, Tool: "big_refund"},
 		{Approval: "requested", Arguments: json.RawMessage(`{"a":[1,2.5,"x\u00e9<>&"]}`), CreatedAtMs: 1, ExecutionID: intent.ExecutionID(id), ExpiresAtMs: 2, SigningKeyID: "k1", Tool: "big_refund", TraceID: "0af7651916cd43dd8448eb211c80319c"},
 		{Approval: "requested", CreatedAtMs: -5, ExecutionID: intent.ExecutionID(id), Tool: "ask_a_person"},
 	} {
@@ -54,7 +54,7 @@ func FuzzApprovalRecords(f *testing.F) {
 				ExpiresAtMs: a.ExpiresAt.UnixMilli(), Reason: a.Reason, SigningKeyID: a.signingKeyID, Step: a.Step, Tool: a.Tool,
 			}
 			if !a.keepUntil.IsZero() {
-				p.KeepUntilMs = a.keepUntil.UnixMilli()
+				p.RecordExpiresAtMs = a.keepUntil.UnixMilli()
 			}
 			if len(a.traceID) > 0 {
 				p.TraceID = hex.EncodeToString(a.traceID)
