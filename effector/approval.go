@@ -116,12 +116,17 @@ type Approval struct {
 
 	traceID      []byte
 	signingKeyID string
+	keepUntil    time.Time // the request's record is kept until then, at least (zero: unknown)
 }
 
 // ErrUnknownApproval: no approval with that id is recorded (it was never
 // processed by an effector, or its record expired, or the id is another
 // intent's).
 var ErrUnknownApproval = errors.New("effector: unknown approval")
+
+// errCorrupt is wrapped by the errors about a record under an approval's
+// ids that is not what the effector writes there.
+var errCorrupt = errors.New("the store is corrupt or shared with something else")
 
 // ErrUndecided is Resume's refusal of an approval no one has decided yet.
 var ErrUndecided = errors.New("effector: the approval is not decided yet")
@@ -162,16 +167,17 @@ func (e *ApprovalExpiredError) Is(target error) bool { return target == toolreg.
 // requestedPayload is the payload of a done APPROVAL intent. Its keys are
 // in canonical (sorted) order.
 type requestedPayload struct {
-	Approval     string          `json:"approval"` // "requested"
-	Arguments    json.RawMessage `json:"arguments"`
-	CreatedAtMs  int64           `json:"created_at_ms"`
-	ExecutionID  string          `json:"execution_id"`
-	ExpiresAtMs  int64           `json:"expires_at_ms"`
-	Reason       string          `json:"reason,omitempty"`
-	SigningKeyID string          `json:"signing_key_id,omitempty"`
-	Step         uint32          `json:"step"`
-	Tool         string          `json:"tool"`
-	TraceID      string          `json:"trace_id,omitempty"` // hex
+	Approval          string          `json:"approval"` // "requested"
+	Arguments         json.RawMessage `json:"arguments"`
+	CreatedAtMs       int64           `json:"created_at_ms"`
+	ExecutionID       string          `json:"execution_id"`
+	ExpiresAtMs       int64           `json:"expires_at_ms"`
+	RecordExpiresAtMs int64           `json:"record_expires_at_ms,omitempty"` // until when the record is kept, at least
+	Reason            string          `json:"reason,omitempty"`
+	SigningKeyID      string          `json:"signing_key_id,omitempty"`
+	Step              uint32          `json:"step"`
+	Tool              string          `json:"tool"`
+	TraceID           string          `json:"trace_id,omitempty"` // hex
 }
 
 // decisionPayload is the payload of a recorded decision.
@@ -193,6 +199,10 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 	t, err := e.table.Get(in.ToolName)
 	known := err == nil && t.SideEffect() && t.Bound()
 	if known {
+		if limit := e.maxArgs(t.Name()); len(in.ArgsJSON) > limit {
+			te := &toolreg.ArgumentsTooLargeError{Tool: t.Name(), Size: len(in.ArgsJSON), Limit: limit}
+			return e.rejected(in, fmt.Sprintf("effector: approval %q asks for a call its execution would refuse, so no one can approve it: %v", in.ID, te)), nil
+		}
 		if _, err := t.DecodeArgs(in.ArgsJSON); err != nil {
 			return e.rejected(in, fmt.Sprintf("effector: approval %q asks for a call that breaks its contract, so no one can approve it: %v", in.ID, err)), nil
 		}
@@ -200,14 +210,15 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
 	}
 	p := requestedPayload{
-		Approval:     "requested",
-		Arguments:    in.ArgsJSON,
-		CreatedAtMs:  in.CreatedAtMs,
-		ExecutionID:  intent.ExecutionID(in.ID),
-		ExpiresAtMs:  in.ExpiresAtMs,
-		SigningKeyID: in.SigningKeyID,
-		Step:         in.StepIndex,
-		Tool:         in.ToolName,
+		Approval:          "requested",
+		Arguments:         in.ArgsJSON,
+		CreatedAtMs:       in.CreatedAtMs,
+		ExecutionID:       intent.ExecutionID(in.ID),
+		ExpiresAtMs:       in.ExpiresAtMs,
+		RecordExpiresAtMs: e.cfg.now().Add(e.recordTTL(ctx, in, claim{})).UnixMilli(),
+		SigningKeyID:      in.SigningKeyID,
+		Step:              in.StepIndex,
+		Tool:              in.ToolName,
 	}
 	if known && t.Spec().Approval != nil {
 		p.Reason = t.Spec().Approval.Reason
@@ -236,6 +247,19 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 func (e *Effector) approvalTTL(in *intent.Intent) time.Duration {
 	life := time.Duration(in.ExpiresAtMs-in.CreatedAtMs) * time.Millisecond
 	return e.cfg.resultTTL + max(life, 0)
+}
+
+// recordTTL is how long the record of in's result is kept. An approval's
+// and an approval's execution's outlive their own validity, so that no
+// redelivery, Resume or repeated Decide finds the id free while the intent
+// may still run: the execution of an approval is valid as long as the
+// approval was, which may well exceed the result time-to-live.
+func (e *Effector) recordTTL(ctx context.Context, in *intent.Intent, cl claim) time.Duration {
+	if in.Kind != intent.KindApproval && !cl.execution && resuming(ctx) == "" {
+		return e.cfg.resultTTL
+	}
+	left := time.UnixMilli(in.ExpiresAtMs).Sub(e.cfg.now())
+	return max(e.approvalTTL(in), e.cfg.resultTTL+max(left, 0))
 }
 
 func marshalCanonical(v any) ([]byte, error) {
@@ -285,17 +309,38 @@ func requested(rec Record) (Approval, error) {
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
 	var p requestedPayload
-	if err := json.Unmarshal(res.Payload, &p); err != nil || p.ExecutionID != intent.ExecutionID(rec.ID) || res.IntentID != rec.ID {
-		// A tool's own result that happens to start the same way.
+	if err := json.Unmarshal(res.Payload, &p); err != nil || p.Approval != "requested" || p.ExecutionID != intent.ExecutionID(rec.ID) || res.IntentID != rec.ID ||
+		rec.Tool != cutTool(p.Tool) || !canonicalOf(res.Payload, p) {
+		// A tool's own result that happens to start the same way: its
+		// record names the tool that produced it, not the one it names.
 		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
 	}
-	trace, _ := hex.DecodeString(p.TraceID)
+	trace, err := hex.DecodeString(p.TraceID)
+	if err != nil || hex.EncodeToString(trace) != p.TraceID {
+		return Approval{}, fmt.Errorf("%w: %q is another intent's record, not an approval request", ErrUnknownApproval, rec.ID)
+	}
 	return Approval{
 		ID: rec.ID, ExecutionID: p.ExecutionID, Tool: p.Tool, Arguments: p.Arguments, Reason: p.Reason,
 		EntityKey: res.EntityKey, Seq: res.Seq, Step: p.Step,
 		RequestedAt: time.UnixMilli(p.CreatedAtMs), ExpiresAt: time.UnixMilli(p.ExpiresAtMs),
 		State: ApprovalPending, traceID: trace, signingKeyID: p.SigningKeyID,
+		keepUntil: keepUntil(p.RecordExpiresAtMs),
 	}, nil
+}
+
+func keepUntil(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// canonicalOf reports whether payload is exactly the canonical encoding of
+// v, as the effector writes it: a record written any other way (other
+// spacing, unknown or repeated keys) is not one of its records.
+func canonicalOf(payload []byte, v any) bool {
+	b, err := marshalCanonical(v)
+	return err == nil && bytes.Equal(b, payload)
 }
 
 // load reads a's decision and execution result.
@@ -305,6 +350,11 @@ func (a *Approval) load(ctx context.Context, insp Inspector) error {
 		return fmt.Errorf("effector: reading the decision on approval %q: %w", a.ID, err)
 	}
 	if ok && rec.State == RecordDone {
+		if rec.Tool != cutTool(a.Tool) {
+			// A result some tool recorded under the decision's id (a
+			// producer's own id, WithUnderivedIDs): no decision.
+			return fmt.Errorf("effector: approval %q: the record under its decision id %q is a result of tool %q, not a decision: %w", a.ID, intent.DecisionID(a.ID), rec.Tool, errCorrupt)
+		}
 		d, st, err := decoded(a.ID, rec.Result)
 		if err != nil {
 			return err
@@ -318,7 +368,7 @@ func (a *Approval) load(ctx context.Context, insp Inspector) error {
 	if ok && (rec.State == RecordDone || rec.State == RecordExpired) {
 		var res intent.Result
 		if err := res.UnmarshalBinary(rec.Result); err != nil {
-			return fmt.Errorf("effector: approval %q: its execution's result does not decode (%v): the store is corrupt", a.ID, err)
+			return fmt.Errorf("effector: approval %q: its execution's result does not decode (%v): %w", a.ID, err, errCorrupt)
 		}
 		a.Result = &res
 	}
@@ -330,27 +380,40 @@ func decoded(approvalID string, b []byte) (*Decision, ApprovalState, error) {
 	var res intent.Result
 	var p decisionPayload
 	if err := res.UnmarshalBinary(b); err != nil {
-		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): %w", approvalID, err, errCorrupt)
 	}
 	if err := json.Unmarshal(res.Payload, &p); err != nil {
-		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): the store is corrupt", approvalID, err)
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision does not decode (%v): %w", approvalID, err, errCorrupt)
 	}
 	d := &Decision{By: p.By, At: time.UnixMilli(p.AtMs), Note: p.Note}
+	var st ApprovalState
+	var want intent.Status
 	switch p.Decision {
 	case "approved":
-		d.Verdict = Approve
-		return d, ApprovalApproved, nil
+		d.Verdict, st, want = Approve, ApprovalApproved, intent.StatusOK
 	case "denied":
-		d.Verdict = Deny
-		return d, ApprovalDenied, nil
+		d.Verdict, st, want = Deny, ApprovalDenied, intent.StatusRejected
 	case "expired":
-		return nil, ApprovalExpired, nil
+		st, want = ApprovalExpired, intent.StatusExpired
+	default:
+		return nil, 0, fmt.Errorf("effector: approval %q: its decision %q is none this version knows: upgrade it", approvalID, p.Decision)
 	}
-	return nil, 0, fmt.Errorf("effector: approval %q: its decision %q is none this version knows: upgrade it", approvalID, p.Decision)
+	// RecordDecision writes exactly this: its id, the status that goes
+	// with the verdict, a canonical payload, a decider unless it expired.
+	if res.IntentID != intent.DecisionID(approvalID) || res.Status != want || !canonicalOf(res.Payload, p) ||
+		(st == ApprovalExpired) != (strings.TrimSpace(p.By) == "") || st == ApprovalExpired && p.Note != "" {
+		return nil, 0, fmt.Errorf("effector: approval %q: the record under its decision id is not a decision this effector wrote (%s %s, %q): %w", approvalID, res.IntentID, res.Status, res.Payload, errCorrupt)
+	}
+	if st == ApprovalExpired {
+		return nil, st, nil
+	}
+	return d, st, nil
 }
 
 // Approvals calls fn for every approval store records, pending or decided,
-// in the store's record order; it stops at fn's first error.
+// in the store's record order; it stops at fn's first error. An approval
+// whose decision or execution record is not one the effector wrote comes
+// with State 0 ("invalid"); LookupApproval returns the error.
 func Approvals(ctx context.Context, store DedupStore, fn func(Approval) error) error {
 	insp, err := inspector(store)
 	if err != nil {
@@ -367,7 +430,11 @@ func Approvals(ctx context.Context, store DedupStore, fn func(Approval) error) e
 		if err != nil {
 			return err
 		}
-		if err := a.load(ctx, insp); err != nil {
+		if err := a.load(ctx, insp); errors.Is(err, errCorrupt) {
+			// One unreadable record hides only its own approval:
+			// LookupApproval says what is wrong with it.
+			a.State, a.Decision, a.Result = 0, nil, nil
+		} else if err != nil {
 			return err
 		}
 		return fn(a)
@@ -423,7 +490,9 @@ func RecordDecision(ctx context.Context, store DedupStore, id string, d Decision
 		return Approval{}, err
 	}
 	call := NewCall(a.Tool, a.Arguments)
-	ttl := time.Until(a.ExpiresAt) + DefaultResultTTL
+	// The decision is kept as long as the approval's request, or it would
+	// read as undecided again while the request is listed.
+	ttl := max(time.Until(a.ExpiresAt), a.keepUntil.Sub(d.At), 0) + DefaultResultTTL
 	backoff := DefaultMinBackoff
 	for {
 		c, err := store.Claim(ctx, did, call, decisionLease)
@@ -521,7 +590,10 @@ func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error)
 		// with a late one.
 		a, err = RecordDecision(ctx, e.store, id, Decision{Verdict: Deny, By: "effector", At: e.cfg.now()})
 		var exp *ApprovalExpiredError
-		if err != nil && !errors.As(err, &exp) {
+		var conflict *DecisionConflictError
+		// A conflict: a decision made in time was recorded first, which
+		// a holds; carry it out.
+		if err != nil && !errors.As(err, &exp) && !errors.As(err, &conflict) {
 			return intent.Result{}, err
 		}
 	}
@@ -595,11 +667,23 @@ func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Resu
 		approvalID = intent.IntentID(in.EntityKey, in.Seq, in.StepIndex)
 	}
 	if in.ID != intent.ExecutionID(approvalID) {
+		if e.cfg.underivedIDs {
+			// Under producer ids, in.ID may be the execution id of an
+			// approval staged under an id of the producer's: an outcome
+			// recorded there would stand for the approved call's. Only
+			// Resume (and Decide) carry out an approval then.
+			return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("intent %q: tool %q requires a person's approval (approval: required), and under producer ids (WithUnderivedIDs) only Effector.Resume or Decide run an approved call; nothing ran", in.ID, in.ToolName))
+		}
 		return e.rejected(in, fmt.Sprintf("effector: intent %q: tool %q requires a person's approval (approval: required): stage it with runner.Activation.Act, which asks for approval, and it runs once approved; nothing ran", in.ID, in.ToolName)), false, nil
 	}
 	a, err := LookupApproval(ctx, e.store, approvalID)
-	if err != nil {
+	if errors.Is(err, ErrUnknownApproval) {
 		return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q of a tool that requires approval: %w", in.ID, err))
+	}
+	if err != nil {
+		// The store failed, or ctx ended: not a refusal. The claim is
+		// released and a redelivery (or Resume) tries again.
+		return intent.Result{}, false, fmt.Errorf("effector: execution %q of a tool that requires approval: %w", in.ID, err)
 	}
 	if a.Tool != in.ToolName || !bytes.Equal(canonicalOrRaw(a.Arguments), canonicalOrRaw(in.ArgsJSON)) {
 		return intent.Result{}, false, e.refuse(ctx, in, fmt.Errorf("execution %q asks for %s, and approval %q approved %s: only the approved call runs",
@@ -607,6 +691,11 @@ func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Resu
 	}
 	switch a.State {
 	case ApprovalApproved:
+		if now := e.cfg.now(); expired(in, now) {
+			// Carried out after its window (the effector was down): it
+			// does not run late; EXPIRED is recorded.
+			return e.expiredResult(ctx, in, now), false, nil
+		}
 		return intent.Result{}, true, nil
 	case ApprovalDenied:
 		msg := fmt.Sprintf("denied by %s", a.Decision.By)
@@ -639,6 +728,10 @@ func (e *Effector) ResumeDecided(ctx context.Context, publish func(context.Conte
 	var todo []string
 	now := e.cfg.now()
 	err := Approvals(ctx, e.store, func(a Approval) error {
+		if a.State == 0 {
+			e.cfg.logger.ErrorContext(ctx, "effector: an approval's records are unreadable; it is not carried out: toolreg approvals show says why", "approval_id", a.ID, "tool", a.Tool)
+			return nil
+		}
 		if a.Result == nil && (a.State != ApprovalPending || !now.Before(a.ExpiresAt)) {
 			todo = append(todo, a.ID)
 		}

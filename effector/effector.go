@@ -226,7 +226,10 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 		}
 		return intent.Result{}, e.refuse(ctx, in, err)
 	}
-	if now := e.cfg.now(); expired(in, now) {
+	// An approval's execution that Resume carries out late is claimed
+	// first, so that its outcome (gate: EXPIRED, or the denial) is recorded
+	// once, not answered anew on each Resume.
+	if now := e.cfg.now(); expired(in, now) && resuming(ctx) == "" {
 		return e.expiredResult(ctx, in, now), nil
 	}
 	backoff := e.cfg.minBackoff
@@ -397,13 +400,10 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 	if err != nil {
 		return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
 	}
-	ttl := e.cfg.resultTTL
-	if in.Kind == intent.KindApproval {
-		ttl = e.approvalTTL(in) // approval.go
-	}
+	ttl := e.recordTTL(ctx, in, cl) // approval.go
 	attempts, err := e.complete(ctx, in.ID, cl.token, b, cl.leaseEnd, ttl)
 	if errors.Is(err, ErrNotOwner) {
-		return e.recordLate(ctx, in, b, res)
+		return e.recordLate(ctx, in, b, res, ttl)
 	}
 	if err != nil {
 		return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
@@ -469,7 +469,7 @@ func storedResult(in *intent.Intent, b []byte) (intent.Result, error) {
 // recordLate handles a Complete refused because this owner's lease ended
 // while it ran (it stalled, or was paused): another owner may have claimed
 // the intent since.
-func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, res intent.Result) (intent.Result, error) {
+func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, res intent.Result, ttl time.Duration) (intent.Result, error) {
 	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
 	sctx, cancel := e.storeContext(ctx)
 	leaseEnd := monoNow() + int64(e.cfg.lease)
@@ -483,7 +483,7 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 		return storedResult(in, c.Result)
 	case Claimed:
 		// No one else finished it: this execution's result is the one.
-		attempts, err := e.complete(ctx, in.ID, c.Token, b, leaseEnd, e.cfg.resultTTL)
+		attempts, err := e.complete(ctx, in.ID, c.Token, b, leaseEnd, ttl)
 		if err != nil {
 			return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
 		}

@@ -54,7 +54,7 @@ func (e *Effector) recordInTx(ctx context.Context, in *intent.Intent, etx Effect
 		return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
 	}
 	sctx, cancel := e.storeContext(ctx)
-	err = etx.Commit(sctx, b, e.cfg.resultTTL)
+	err = etx.Commit(sctx, b, e.recordTTL(ctx, in, cl)) // approval.go
 	cancel()
 	if errors.Is(err, ErrNotOwner) {
 		// The lease ended first: the effect was rolled back with the result,

@@ -107,6 +107,7 @@ func run(t *testing.T, newEnv func(t *testing.T) *env) {
 		{"an expired result frees the id for another call", testMismatchAfterExpiry},
 		{"attempts count the claims not released", testAttempts},
 		{"approval decisions: the first wins and reads back as recorded", testDecisions},
+		{"approvals read the tool a record was claimed for: another tool's result is no decision nor approval", testForeignRecords},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
