@@ -255,7 +255,9 @@ func (e *Effector) approvalTTL(in *intent.Intent) time.Duration {
 // may still run: the execution of an approval is valid as long as the
 // approval was, which may well exceed the result time-to-live.
 func (e *Effector) recordTTL(ctx context.Context, in *intent.Intent, cl claim) time.Duration {
-	if in.Kind != intent.KindApproval && !cl.execution && resuming(ctx) == "" {
+	// Under derived ids verify marks every execution (cl.execution); only
+	// producer ids need Resume's mark in ctx, a walk the hot path skips.
+	if in.Kind != intent.KindApproval && !cl.execution && (!e.cfg.underivedIDs || resuming(ctx) == "") {
 		return e.cfg.resultTTL
 	}
 	left := time.UnixMilli(in.ExpiresAtMs).Sub(e.cfg.now())
