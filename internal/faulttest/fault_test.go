@@ -377,13 +377,21 @@ func TestContention(t *testing.T) {
 func TestRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.WithDurability())
+	restartMidRun(t, "redis-server", "redis:"+srv.Addr, 3, srv.Restart)
+}
+
+// restartMidRun runs two effectors through one stream of 300 entries (250
+// intents) on the store at storeArg, restarts its server (what restart
+// does) twice mid-run, and reports the row "<server> restarted mid-run":
+// nothing may be lost or executed twice.
+func restartMidRun(t *testing.T, server, storeArg string, seed uint64, restart func(testing.TB)) {
 	const (
 		entries = 300
 		unique  = 250
 		procs   = 2
 	)
 	dir := t.TempDir()
-	ins, ids := stream("restart", entries, unique, rand.New(rand.NewPCG(3, 3)))
+	ins, ids := stream(server+"-restart", entries, unique, rand.New(rand.NewPCG(seed, seed)))
 	var ps []*proc
 	var outs []string
 	for i := range procs {
@@ -392,16 +400,16 @@ func TestRedisRestart(t *testing.T) {
 		outs = append(outs, fs.out)
 		// 10ms in each tool: the run takes at least 250 x 10ms / 4 workers,
 		// about 0.6s, so the restarts land mid-run however fast the machine.
-		ps = append(ps, start(t, fs.args("redis:"+srv.Addr, "-workers", "2", "-lease", "10s", "-timeout", "5s", "-tool-delay", "10ms")...))
+		ps = append(ps, start(t, fs.args(storeArg, "-workers", "2", "-lease", "10s", "-timeout", "5s", "-tool-delay", "10ms")...))
 	}
 	downstream := filepath.Join(dir, "downstream.log")
 	restarts := 0
 	for _, at := range []int{unique / 5, unique / 2} {
 		waitFor(t, procTimeout, fmt.Sprintf("%d downstream calls", at), func() bool { return len(lines(t, downstream)) >= at })
 		if len(lines(t, downstream)) >= unique {
-			t.Fatalf("the effectors finished before redis-server was restarted: the test proves nothing")
+			t.Fatalf("the effectors finished before %s was restarted: the test proves nothing", server)
 		}
-		srv.Restart(t)
+		restart(t)
 		restarts++
 	}
 	retried := 0
@@ -412,7 +420,7 @@ func TestRedisRestart(t *testing.T) {
 		retried += strings.Count(p.stderr.String(), "retrying")
 	}
 	calls := downstreamCalls(t, downstream)
-	r := tally(t, "redis-server restarted mid-run", ids, calls, results(t, outs...))
+	r := tally(t, server+" restarted mid-run", ids, calls, results(t, outs...))
 	wantExecutedOnce(t, ids, calls, "")
 	r.note = fmt.Sprintf("%d restarts, %d effectors, %d retries logged", restarts, procs, retried)
 	report(t, r)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,7 +76,10 @@ func summaryTable() string {
 	summary.mu.Lock()
 	rows := append([]row(nil), summary.rows...)
 	summary.mu.Unlock()
-	sort.Slice(rows, func(i, j int) bool { return rows[i].scenario < rows[j].scenario })
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].scenario < rows[j].scenario })
+	// With -count=N every scenario reports N times: a row that came out the
+	// same each time is shown once; one that varied shows each outcome.
+	rows = slices.CompactFunc(rows, func(a, b row) bool { return a == b })
 	var b strings.Builder
 	fmt.Fprintf(&b, "| %-48s | %7s | %10s | %10s | %4s | %s\n", "scenario", "intents", "executions", "duplicates", "lost", "note |")
 	fmt.Fprintf(&b, "|%s|%s|%s|%s|%s|%s\n", strings.Repeat("-", 50), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 6), "------|")
