@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -67,21 +69,44 @@ type telemetry struct {
 	tp         trace.TracerProvider // nil: the global one
 	tr         trace.Tracer
 	recordArgs bool
-	global     bool // m is of the global meter provider
+	global     bool // the meter provider is the global one, asked on every call
 	im         *instruments
+	// ofGlobal holds the instruments of the global provider last seen, so a
+	// provider a service sets (or replaces) after the Effector was made gets
+	// the metrics; instruments of an earlier provider stay with it.
+	ofGlobal *atomic.Pointer[globalInstruments]
+}
+
+type globalInstruments struct {
+	mp metric.MeterProvider
+	im *instruments
 }
 
 // metrics returns the instruments, or nil when they record nothing (a
 // no-op provider, or the global one while no service has set one), so
 // attribute sets are not even built. The global provider is asked on every
-// call, at the cost of one comparison, so a provider a service sets after
-// the Effector was made gets its metrics: the instruments made from the
-// global provider delegate to it.
+// call, at the cost of one comparison, so a provider a service sets, or
+// replaces, after the Effector was made gets its metrics.
 func (t *telemetry) metrics() *instruments {
-	if !genai.Compiled || t.im == nil || t.global && genai.GlobalMeterIsNoop() {
+	if !genai.Compiled {
 		return nil
 	}
-	return t.im
+	if !t.global {
+		return t.im
+	}
+	if genai.GlobalMeterIsNoop() {
+		return nil
+	}
+	mp := otel.GetMeterProvider()
+	if c := t.ofGlobal.Load(); c != nil && reflect.TypeOf(mp).Comparable() && c.mp == mp {
+		return c.im
+	}
+	im, err := newInstruments(mp)
+	if err != nil {
+		return nil // New made instruments of the same names; a provider that refuses them records nothing
+	}
+	t.ofGlobal.Store(&globalInstruments{mp: mp, im: im})
+	return im
 }
 
 type instruments struct {
@@ -97,11 +122,28 @@ func newTelemetry(cfg *config) (telemetry, error) {
 	}
 	mp := cfg.meterProvider
 	if mp == nil {
-		mp = otel.GetMeterProvider() // global instruments delegate once a provider is set
+		mp = otel.GetMeterProvider()
 		t.global = true
+		t.ofGlobal = new(atomic.Pointer[globalInstruments])
 	} else if genai.IsNoop(mp) {
 		return t, nil
 	}
+	// Made now even for the global provider, so that New reports a
+	// provider that refuses them.
+	im, err := newInstruments(mp)
+	if err != nil {
+		return t, err
+	}
+	if t.global {
+		t.ofGlobal.Store(&globalInstruments{mp: mp, im: im})
+	} else {
+		t.im = im
+	}
+	return t, nil
+}
+
+// newInstruments makes the Effector's instruments of mp.
+func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	m := mp.Meter(genai.Scope)
 	var (
 		in  instruments
@@ -121,10 +163,9 @@ func newTelemetry(cfg *config) (telemetry, error) {
 	in.inFlight, e = m.Int64UpDownCounter(MetricInFlight, metric.WithDescription("Tool functions running now."))
 	err = errors.Join(err, e)
 	if err != nil {
-		return t, fmt.Errorf("effector: creating metric instruments: %w", err)
+		return nil, fmt.Errorf("effector: creating metric instruments: %w", err)
 	}
-	t.im = &in
-	return t, nil
+	return &in, nil
 }
 
 // tracer is the Effector's tracer; nil when it records nothing (see
