@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
 // CheckResult validates v, a result of the tool's function, against the
@@ -162,8 +163,8 @@ func compileResult(s *Schema) *resultCheck {
 	rc := &resultCheck{s: s}
 	if s.Pattern != "" {
 		// The loader refuses a pattern that does not compile, or that RE2
-		// and ECMA-262 read differently.
-		rc.pattern, _ = regexp.Compile(s.Pattern)
+		// and ECMA-262 read differently. Shared with the argument checker.
+		rc.pattern, _ = argcheck.CompilePattern(s.Pattern)
 	}
 	if s.Format != "" {
 		rc.format = compileFormat(s.Format)

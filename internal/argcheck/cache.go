@@ -37,10 +37,10 @@ type checkerKey struct {
 	strict bool
 }
 
-// compilePattern compiles a pattern keyword's regexp, once per process for
-// each distinct pattern in use. The validator and the fast decoder both use
-// it, so they also agree on what it matches.
-func compilePattern(s string) (*regexp.Regexp, error) {
+// CompilePattern compiles a pattern keyword's regexp, once per process for
+// each distinct pattern in use. The validator, the fast decoder and package
+// toolreg's result check all use it, so they also agree on what it matches.
+func CompilePattern(s string) (*regexp.Regexp, error) {
 	return patterns.get(s, func() (*regexp.Regexp, error) { return regexp.Compile(s) })
 }
 
