@@ -167,7 +167,7 @@ func compileResult(s *Schema) *resultCheck {
 		rc.pattern, _ = argcheck.CompilePattern(s.Pattern)
 	}
 	if s.Format != "" {
-		rc.format = compileFormat(s.Format)
+		rc.format = argcheck.CompileFormat(s.Format) // shared, asserted as in params
 	}
 	if len(s.Enum) > 0 && s.Type == TypeString {
 		rc.strs = make([]string, 0, len(s.Enum))
@@ -213,22 +213,6 @@ func compileResult(s *Schema) *resultCheck {
 		rc.props = append(rc.props, resultProp{name: p.Name, required: p.Required(), check: compileResult(&p.Schema)})
 	}
 	return rc
-}
-
-// compileFormat compiles {"format": f} with the format asserted, as the
-// argument checker asserts it, so a result's format means what a param's does.
-func compileFormat(f string) *jsonschema.Schema {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	const url = "toolreg:///format.json"
-	if err := c.AddResource(url, map[string]any{"format": f}); err != nil {
-		return nil
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return nil
-	}
-	return sch
 }
 
 var (

@@ -24,3 +24,18 @@ func TestResultPatternIsTheArgumentCheckersRegexp(t *testing.T) {
 		t.Errorf("two tools' result patterns and the argument checker's are %p, %p, %p: want one regexp", ra, rb, shared)
 	}
 }
+
+// TestResultFormatIsCompiledOncePerProcess: a result's format is compiled
+// once for every tool that asks it, not a JSON Schema compiler per tool.
+func TestResultFormatIsCompiledOncePerProcess(t *testing.T) {
+	t.Parallel()
+	a := NewTool(&Spec{Name: "a", Returns: &Schema{Type: TypeString, Format: "email"}})
+	b := NewTool(&Spec{Name: "b", Returns: &Schema{Type: TypeString, Format: "email"}})
+	fa, fb := a.results().format, b.results().format
+	if fa == nil || fa != fb {
+		t.Errorf("two tools' result formats are %p and %p: want one compiled schema", fa, fb)
+	}
+	if a.CheckResult("not an address") == nil || a.CheckResult("a@example.com") != nil {
+		t.Error("the shared format does not assert email")
+	}
+}
