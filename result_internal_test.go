@@ -1,9 +1,12 @@
 package toolreg
 
 import (
+	"encoding/json"
+	"runtime"
 	"testing"
 
 	"github.com/beam-agents/toolreg/internal/argcheck"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 )
 
 // TestResultPatternIsTheArgumentCheckersRegexp: a result's pattern is
@@ -38,4 +41,34 @@ func TestResultFormatIsCompiledOncePerProcess(t *testing.T) {
 	if a.CheckResult("not an address") == nil || a.CheckResult("a@example.com") != nil {
 		t.Error("the shared format does not assert email")
 	}
+}
+
+// TestABoundToolChecksArgsWithItsBindingsChecker: the binder compiled the
+// tool's argument checker already; CheckArgs on the bound tool uses it
+// rather than compiling the params schema a second time, so its first call
+// allocates no more than its later ones.
+func TestABoundToolChecksArgsWithItsBindingsChecker(t *testing.T) {
+	spec := &Spec{Name: "lookup", Params: []*Param{
+		{Name: "customer_id", Schema: Schema{Type: TypeString, Description: "The customer.", Pattern: "^cus_[a-z0-9]+$"}},
+		{Name: "limit", Schema: Schema{Type: TypeInteger, Description: "At most.", HasDefault: true, Default: json.Number("10")}},
+	}}
+	c, err := argcheck.Compile([]byte(`{"type":"object","properties":{"customer_id":{"type":"string","pattern":"^cus_[a-z0-9]+$"},"limit":{"type":"integer","default":10}},"required":["customer_id"],"additionalProperties":false}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &toolbind.Binding{Args: c}
+	args := json.RawMessage(`{"customer_id":"cus_1"}`)
+	warm := newBoundTool(spec, b)
+	if _, err := warm.CheckArgs(args); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := warm.argChecker(); got != c {
+		t.Errorf("the bound tool checks with %p, not its binding's Checker %p", got, c)
+	}
+	later := testing.AllocsPerRun(20, func() { warm.CheckArgs(args) })
+	first := testing.AllocsPerRun(20, func() { newBoundTool(spec, b).CheckArgs(args) })
+	if first > later+2 { // +2: the Tool itself
+		t.Errorf("a bound tool's first CheckArgs allocates %v times, its later ones %v: the params schema was compiled again", first, later)
+	}
+	runtime.KeepAlive(c)
 }
