@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/beam-agents/toolreg/canonjson"
+	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
 // CheckResult validates v, a result of the tool's function, against the
@@ -162,11 +163,11 @@ func compileResult(s *Schema) *resultCheck {
 	rc := &resultCheck{s: s}
 	if s.Pattern != "" {
 		// The loader refuses a pattern that does not compile, or that RE2
-		// and ECMA-262 read differently.
-		rc.pattern, _ = regexp.Compile(s.Pattern)
+		// and ECMA-262 read differently. Shared with the argument checker.
+		rc.pattern, _ = argcheck.CompilePattern(s.Pattern)
 	}
 	if s.Format != "" {
-		rc.format = compileFormat(s.Format)
+		rc.format = argcheck.CompileFormat(s.Format) // shared, asserted as in params
 	}
 	if len(s.Enum) > 0 && s.Type == TypeString {
 		rc.strs = make([]string, 0, len(s.Enum))
@@ -212,22 +213,6 @@ func compileResult(s *Schema) *resultCheck {
 		rc.props = append(rc.props, resultProp{name: p.Name, required: p.Required(), check: compileResult(&p.Schema)})
 	}
 	return rc
-}
-
-// compileFormat compiles {"format": f} with the format asserted, as the
-// argument checker asserts it, so a result's format means what a param's does.
-func compileFormat(f string) *jsonschema.Schema {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	const url = "toolreg:///format.json"
-	if err := c.AddResource(url, map[string]any{"format": f}); err != nil {
-		return nil
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return nil
-	}
-	return sch
 }
 
 var (

@@ -48,6 +48,9 @@ func (t *Tool) rendered() *Tool {
 func newBoundTool(spec *Spec, b *toolbind.Binding) *Tool {
 	t := NewTool(spec)
 	t.binding = b
+	if b.Args != nil { // the binder compiled it: CheckArgs need not again
+		t.args.once.Do(func() { t.args.checker = b.Args })
+	}
 	return t
 }
 

@@ -101,12 +101,14 @@ func newBinding[A, R any](name string, effect bool, fn func(context.Context, A) 
 		resT:   reflect.TypeFor[R](),
 	}
 	bd.build = func(spec *toolreg.Spec) (*toolbind.Binding, error) {
-		decode, err := newDecoder[A](spec)
+		d, err := compileDecoder[A](spec)
 		if err != nil {
 			return nil, err
 		}
+		decode := d.decode
 		return &toolbind.Binding{
 			Func: fn,
+			Args: d.check,
 			Decode: func(args json.RawMessage) (any, error) {
 				a, err := decode(args)
 				if err != nil {

@@ -137,7 +137,8 @@ func (c *checker) checkResultType(t reflect.Type, spec *toolreg.Spec) {
 // property p.
 func (c *checker) checkPresence(f reflect.StructField, p *toolreg.Param, goPath, path string) {
 	_, opts, _ := jsonName(f)
-	omit := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
+	tagOpts := strings.Split(opts, ",")
+	omit := slices.Contains(tagOpts, "omitempty") || slices.Contains(tagOpts, "omitzero")
 	nilable := false
 	switch f.Type.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:

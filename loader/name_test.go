@@ -5,14 +5,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // validName is schema.cue's two name patterns, written as a loop: it must
-// agree with them on every name.
+// agree with them on every name. The patterns are read from schema.cue
+// itself, so a change there that validName misses fails here.
 func TestValidNameIsSchemaCUEsPatterns(t *testing.T) {
 	t.Parallel()
-	param := regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`) // #ParamName
-	tool := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)   // #Tool.name
+	param := schemaPattern(t, `#ParamName: =~"`)
+	tool := schemaPattern(t, `name!: =~"`)
 	names := []string{"", "a", "customer_id", "a.b", "a-b", "A9_", ".", "-", "é", "a b", "a\n", "a/b", "a$", "a:b",
 		strings.Repeat("x", 64), strings.Repeat("x", 65), strings.Repeat(".", 64), "a\x00", "ℹ", "a.b.c-d_e"}
 	for c := range 256 {
@@ -37,4 +40,21 @@ func TestWriteQuotedIsStrconvQuote(t *testing.T) {
 			t.Errorf("writeQuoted(%q) = %s, want %s", s, got, want)
 		}
 	}
+}
+
+// schemaPattern compiles the pattern schema.cue writes after prefix.
+func schemaPattern(t *testing.T, prefix string) *regexp.Regexp {
+	t.Helper()
+	src := toolreg.SchemaCUE()
+	i := strings.Index(src, prefix)
+	if i < 0 || strings.Count(src, prefix) != 1 {
+		t.Fatalf("schema.cue has %d %s ... lines, want one", strings.Count(src, prefix), prefix)
+	}
+	rest := src[i+len(prefix)-1:]
+	lit := rest[:strings.IndexByte(rest, '\n')]
+	p, err := strconv.Unquote(lit)
+	if err != nil {
+		t.Fatalf("schema.cue pattern %s: %v", lit, err)
+	}
+	return regexp.MustCompile(p)
 }

@@ -83,6 +83,7 @@ func errorType(err error) string {
 		sizeErr  *toolreg.ArgumentsTooLargeError
 		sideErr  *toolreg.SideEffectToolError
 		panicErr *toolreg.ToolPanicError
+		resErr   *toolreg.ToolResultError
 	)
 	switch {
 	case errors.As(err, &argErr):
@@ -93,6 +94,8 @@ func errorType(err error) string {
 		return "side_effect_tool"
 	case errors.As(err, &panicErr):
 		return "tool_panic"
+	case errors.As(err, &resErr):
+		return "tool_result"
 	}
 	return fmt.Sprintf("%T", err)
 }

@@ -138,3 +138,24 @@ func TestRunUsesTheGlobalProviderByDefault(t *testing.T) {
 		t.Errorf("global provider got %v", spans.Snapshots())
 	}
 }
+
+// TestRunResultViolationHasItsOwnErrorType: a result that breaks the
+// manifest's returns is a toolreg error kind like the others, so a dashboard
+// grouping by error.type sees "tool_result", not a Go type name.
+func TestRunResultViolationHasItsOwnErrorType(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tool := quoteTool(t, func(_ context.Context, a quoteArgs) (quote, error) {
+		return quote{SKU: a.SKU, PriceCents: -5, Currency: "GBP"}, nil
+	})
+	if _, err := runner.New(runner.WithTracerProvider(tp)).Run(context.Background(), tool, json.RawMessage(`{"sku":"A1"}`)); err == nil {
+		t.Fatal("an off-contract result was handed on")
+	}
+	s := exp.GetSpans()[0]
+	if s.Status.Code != codes.Error {
+		t.Errorf("status %v, want Error", s.Status)
+	}
+	if got := spanAttrs(s)["error.type"]; got != "tool_result" {
+		t.Errorf("error.type %q, want %q", got, "tool_result")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"weak"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // A process compiles each distinct argument schema, and each distinct
@@ -28,6 +30,7 @@ var (
 	checkers weakCache[checkerKey, Checker]
 	texts    weakCache[checkerKey, Checker]
 	patterns weakCache[string, regexp.Regexp]
+	formats  weakCache[string, jsonschema.Schema]
 )
 
 // checkerKey names a Checker by what decides its behaviour: the schema with
@@ -37,11 +40,28 @@ type checkerKey struct {
 	strict bool
 }
 
-// compilePattern compiles a pattern keyword's regexp, once per process for
-// each distinct pattern in use. The validator and the fast decoder both use
-// it, so they also agree on what it matches.
-func compilePattern(s string) (*regexp.Regexp, error) {
+// CompilePattern compiles a pattern keyword's regexp, once per process for
+// each distinct pattern in use. The validator, the fast decoder and package
+// toolreg's result check all use it, so they also agree on what it matches.
+func CompilePattern(s string) (*regexp.Regexp, error) {
 	return patterns.get(s, func() (*regexp.Regexp, error) { return regexp.Compile(s) })
+}
+
+// CompileFormat compiles {"format": f} with the format asserted, as Compile
+// asserts it in params, once per process for each distinct format in use;
+// nil when it does not compile. Package toolreg's result check uses it, so a
+// result's format means what a param's does.
+func CompileFormat(f string) *jsonschema.Schema {
+	s, _ := formats.get(f, func() (*jsonschema.Schema, error) {
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		const url = "toolreg:///format.json"
+		if err := c.AddResource(url, map[string]any{"format": f}); err != nil {
+			return nil, err
+		}
+		return c.Compile(url)
+	})
+	return s
 }
 
 // weakCache maps keys to values built once and held weakly: an entry lasts

@@ -60,7 +60,7 @@ func compile(schema []byte, strict bool) (*Checker, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	c.UseRegexpEngine(func(s string) (jsonschema.Regexp, error) { return compilePattern(s) })
+	c.UseRegexpEngine(func(s string) (jsonschema.Regexp, error) { return CompilePattern(s) })
 	const url = "toolreg:///parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("argcheck: parameters schema: %w", err)

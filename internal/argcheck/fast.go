@@ -292,7 +292,7 @@ func (c *Checker) scalarPlan(t reflect.Type, n *node, sch *jsonschema.Schema) (s
 		}
 		sp.kind, sp.length = kString, n.length
 		if n.pattern != "" {
-			re, err := compilePattern(n.pattern)
+			re, err := CompilePattern(n.pattern)
 			if err != nil {
 				return sp, false
 			}

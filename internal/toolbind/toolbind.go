@@ -3,6 +3,8 @@ package toolbind
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/beam-agents/toolreg/internal/argcheck"
 )
 
 // Binding is what package bindings attaches to a Spec: the Go function and
@@ -18,6 +20,10 @@ type Binding struct {
 	// Call decodes args as Decode does and calls Func with them. It holds no
 	// side-effect guard: Tool.Call holds it.
 	Call func(ctx context.Context, args json.RawMessage) (any, error)
+	// Args is the argument checker Decode uses, compiled once by bindings;
+	// the bound Tool's CheckArgs uses it too rather than compiling the params
+	// schema again. Nil: the Tool compiles its own.
+	Args *argcheck.Checker
 }
 
 // Attach returns a *toolreg.Tool for spec (a *toolreg.Spec) with b bound to
