@@ -155,7 +155,7 @@ func (s *Sink) commit(batch []*groupcommit.Op[intent.Result]) {
 	slices.SortFunc(batch, func(a, b *groupcommit.Op[intent.Result]) int { return strings.Compare(a.In.IntentID, b.In.IntentID) })
 	ids, statuses, rows := make([][]byte, 0, len(batch)), make([]int16, 0, len(batch)), make([][]byte, 0, len(batch))
 	var todo []*groupcommit.Op[intent.Result]
-	for _, o := range batch {
+	for _, o := range groupcommit.Live(batch) {
 		b, err := o.In.AppendBinary(nil)
 		if err != nil {
 			o.Err = fmt.Errorf("encoding it: %w", err)
@@ -167,7 +167,9 @@ func (s *Sink) commit(batch []*groupcommit.Op[intent.Result]) {
 	if len(todo) == 0 {
 		return
 	}
-	_, err := s.q.pool.Exec(todo[0].Ctx, publishSQL, s.q.name, ids, statuses, rows)
+	ctx, cancel := groupcommit.Context(todo)
+	defer cancel()
+	_, err := s.q.pool.Exec(ctx, publishSQL, s.q.name, ids, statuses, rows)
 	for _, o := range todo {
 		o.Err = err
 	}

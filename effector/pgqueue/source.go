@@ -228,12 +228,18 @@ const ackBatch = 256
 type ackIn struct{ id, token int64 }
 
 func (s *Source) commitAcks(batch []*groupcommit.Op[ackIn]) {
+	batch = groupcommit.Live(batch)
+	if len(batch) == 0 {
+		return
+	}
 	slices.SortFunc(batch, func(a, b *groupcommit.Op[ackIn]) int { return cmp.Compare(a.In.id, b.In.id) })
 	ids, tokens := make([]int64, len(batch)), make([]int64, len(batch))
 	for i, o := range batch {
 		ids[i], tokens[i] = o.In.id, o.In.token
 	}
-	_, err := s.q.pool.Exec(batch[0].Ctx, ackSQL, ids, tokens)
+	ctx, cancel := groupcommit.Context(batch)
+	defer cancel()
+	_, err := s.q.pool.Exec(ctx, ackSQL, ids, tokens)
 	for _, o := range batch {
 		o.Err = err
 	}

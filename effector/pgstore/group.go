@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -177,14 +176,7 @@ func (s *Store) runOne(ctx context.Context, o *op) error {
 
 // runBatch is the group's commit function.
 func (s *Store) runBatch(batch []*groupcommit.Op[op]) {
-	live := make([]*groupcommit.Op[op], 0, len(batch))
-	for _, o := range batch {
-		if err := o.Ctx.Err(); err != nil {
-			o.Err = err
-			continue
-		}
-		live = append(live, o)
-	}
+	live := groupcommit.Live(batch)
 	switch len(live) {
 	case 0:
 		return
@@ -199,7 +191,7 @@ func (s *Store) runBatch(batch []*groupcommit.Op[op]) {
 	slices.SortStableFunc(live, func(a, b *groupcommit.Op[op]) int { return bytes.Compare(a.In.id, b.In.id) })
 	// No caller may end the pipeline, which carries the other callers' ops;
 	// it ends when the last of their deadlines has passed.
-	ctx, cancel := batchContext(live)
+	ctx, cancel := groupcommit.Context(live)
 	defer cancel()
 	err := s.sendBatch(ctx, live)
 	if err == nil {
@@ -261,20 +253,4 @@ func (s *Store) sendBatch(ctx context.Context, ops []*groupcommit.Op[op]) error 
 		o.In = got[i]
 	}
 	return nil
-}
-
-// batchContext is a context no op's caller can end, which ends at the latest
-// of their deadlines if each has one.
-func batchContext(ops []*groupcommit.Op[op]) (context.Context, context.CancelFunc) {
-	var latest time.Time
-	for _, o := range ops {
-		d, ok := o.Ctx.Deadline()
-		if !ok {
-			return context.WithCancel(context.WithoutCancel(ops[0].Ctx))
-		}
-		if d.After(latest) {
-			latest = d
-		}
-	}
-	return context.WithDeadline(context.WithoutCancel(ops[0].Ctx), latest)
 }

@@ -105,12 +105,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 	if cfg.lanes == 0 {
 		cfg.lanes = max(1, int(pool.Config().MaxConns))
 	}
-	v, err := schemaVersion(ctx, pool)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading the schema version: %w", err)
-	}
-	if v != SchemaVersion {
-		return nil, &SchemaError{Have: v, Want: SchemaVersion}
+	if err := CheckSchema(ctx, pool); err != nil {
+		return nil, err
 	}
 	s := &Store{
 		pool:          pool,

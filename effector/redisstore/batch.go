@@ -58,22 +58,19 @@ func (s *Store) runBatch(batch []*groupcommit.Op[scriptCall]) {
 		o.In.cmd = o.In.script.Run(o.Ctx, s.rdb, o.In.keys, o.In.args...)
 		return
 	}
+	live := groupcommit.Live(batch)
+	if len(live) == 0 {
+		return
+	}
 	// No caller may end the pipeline: it carries the other callers' calls.
-	ctx := context.WithoutCancel(batch[0].Ctx)
+	ctx, cancel := groupcommit.Context(live)
+	defer cancel()
 	pipe := s.rdb.Pipeline()
-	sent := 0
-	for _, o := range batch {
-		if err := o.Ctx.Err(); err != nil {
-			o.Err = err
-			continue
-		}
+	for _, o := range live {
 		o.In.cmd = o.In.script.EvalSha(ctx, pipe, o.In.keys, o.In.args...)
-		sent++
 	}
-	if sent > 0 {
-		_, _ = pipe.Exec(ctx) // each command holds its own error
-	}
-	for _, o := range batch {
+	_, _ = pipe.Exec(ctx) // each command holds its own error
+	for _, o := range live {
 		if o.In.cmd != nil && o.In.cmd.Err() != nil && strings.HasPrefix(o.In.cmd.Err().Error(), "NOSCRIPT") {
 			// The server has not cached the script yet: Run loads it.
 			o.In.cmd = o.In.script.Run(ctx, s.rdb, o.In.keys, o.In.args...)

@@ -185,11 +185,11 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 }
 
 // queryRow runs query in tx, as a statement prepared at Open if it is one.
-func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Row, error) {
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	if st := s.wstmts.lookup(query); st != nil {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...), nil
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
-	return tx.QueryRowContext(ctx, query, args...), nil
+	return tx.QueryRowContext(ctx, query, args...)
 }
 
 // read runs query on the read connections as a prepared statement.

@@ -297,12 +297,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		var done bool
 		var result []byte
 		var expiresAt, flags int64
-		row, err := s.queryRow(ctx, tx, claimRead,
-			intentID, call.Digest[:])
-		if err != nil {
-			return err
-		}
-		err = row.Scan(&done, &result, &expiresAt, &flags)
+		err := s.queryRow(ctx, tx, claimRead, intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err

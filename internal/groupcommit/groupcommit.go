@@ -208,3 +208,36 @@ func (g *Group[T]) lead(self *Op[T]) {
 	default:
 	}
 }
+
+// Live sets ctx's error as Err of each op whose caller's context has ended,
+// and returns the others, in their order: a commit function hands only these
+// to the store.
+func Live[T any](batch []*Op[T]) []*Op[T] {
+	live := make([]*Op[T], 0, len(batch))
+	for _, o := range batch {
+		if err := o.Ctx.Err(); err != nil {
+			o.Err = err
+			continue
+		}
+		live = append(live, o)
+	}
+	return live
+}
+
+// Context is the context for a round trip carrying ops, which is every
+// op's: no one caller can end it (its cancellation or a short deadline would
+// fail the other callers' ops), and it ends at the latest of their deadlines
+// if each has one. ops must not be empty.
+func Context[T any](ops []*Op[T]) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, o := range ops {
+		d, ok := o.Ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.WithoutCancel(ops[0].Ctx))
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(ops[0].Ctx), latest)
+}

@@ -112,3 +112,32 @@ func TestAbandonedOpIsNeverCommitted(t *testing.T) {
 		t.Error("a leader remains with nothing queued")
 	}
 }
+
+// TestContextOutlivesEveryCallerButTheLast: the shared round trip's context
+// is ended by none of its callers, and lasts as long as the latest deadline.
+func TestContextOutlivesEveryCallerButTheLast(t *testing.T) {
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	soon, c1 := context.WithTimeout(context.Background(), time.Millisecond)
+	defer c1()
+	later, c2 := context.WithTimeout(context.Background(), time.Hour)
+	defer c2()
+	ops := []*Op[int]{{Ctx: gone}, {Ctx: soon, In: 1}, {Ctx: later, In: 2}}
+	live := Live(ops)
+	if len(live) != 2 || live[0].In != 1 || live[1].In != 2 || ops[0].Err != context.Canceled || ops[1].Err != nil {
+		t.Fatalf("Live: %d ops, ended op's Err %v; want the 2 live ones and context.Canceled", len(live), ops[0].Err)
+	}
+	ctx, cancel := Context(live)
+	defer cancel()
+	if ctx.Err() != nil {
+		t.Fatalf("shared context ended by a caller: %v", ctx.Err())
+	}
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(func() time.Time { d, _ := later.Deadline(); return d }()) {
+		t.Fatalf("shared deadline %v (%v), want the latest caller's", d, ok)
+	}
+	ctx2, cancel2 := Context([]*Op[int]{{Ctx: soon}, {Ctx: context.Background()}})
+	defer cancel2()
+	if _, ok := ctx2.Deadline(); ok {
+		t.Fatal("shared context has a deadline though one caller has none")
+	}
+}
