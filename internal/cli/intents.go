@@ -137,7 +137,9 @@ func runIntents(e *env, sub string, args []string) int {
 	return exitOK
 }
 
-// openInspector opens the store STORE names. Only SQLite files for now.
+// openInspector opens the store STORE names: a SQLite file path, a redis://
+// URL or a postgres:// URL. When a server does not answer, the error names
+// it (never its password) and says what to check.
 func openInspector(ctx context.Context, spec string) (effector.Inspector, func(), error) {
 	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
 		opts, err := redis.ParseURL(spec)
@@ -147,7 +149,7 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 		rdb := redis.NewClient(opts)
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			rdb.Close()
-			return nil, nil, fmt.Errorf("store %s: %w", opts.Addr, err)
+			return nil, nil, fmt.Errorf("store redis %s: %w; check that redis-server runs there and the URL is right", opts.Addr, err)
 		}
 		return redisstore.New(rdb), func() { rdb.Close() }, nil
 	}
@@ -158,8 +160,9 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 		}
 		s, err := pgstore.Open(ctx, pool, pgstore.WithSweepInterval(0))
 		if err != nil {
+			cc := pool.Config().ConnConfig
 			pool.Close()
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("store postgres %s:%d: %w; check that Postgres runs there, the URL is right and toolreg migrate was run on it", cc.Host, cc.Port, err)
 		}
 		return s, func() { s.Close(); pool.Close() }, nil
 	}
