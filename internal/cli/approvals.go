@@ -127,12 +127,8 @@ func runApprovals(e *env, sub string, args []string) int {
 		}
 	}
 	if err != nil {
-		var conflict *effector.DecisionConflictError
-		var expired *effector.ApprovalExpiredError
-		switch {
-		case errors.Is(err, effector.ErrUnknownApproval):
+		if errors.Is(err, effector.ErrUnknownApproval) {
 			err = fmt.Errorf("%w; toolreg approvals list %s shows the pending ones", err, fs.Arg(0))
-		case errors.As(err, &conflict), errors.As(err, &expired):
 		}
 		fmt.Fprintf(e.stderr, "toolreg approvals %s: %v\n", sub, err)
 		return exitFindings
