@@ -170,7 +170,8 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 		return nil, nil, fmt.Errorf("store %q: want a SQLite file path, a redis:// URL or a postgres:// URL", spec)
 	}
 	if _, err := os.Stat(spec); err != nil {
-		return nil, nil, fmt.Errorf("store %q: %w", spec, err) // Open would create it
+		// Open would create it, an empty store that hides the mistyped path.
+		return nil, nil, fmt.Errorf("store %q: %w; give the SQLite file an effector writes, or a redis:// or postgres:// URL", spec, err)
 	}
 	s, err := sqlitestore.Open(ctx, spec, sqlitestore.WithSweepInterval(0))
 	if err != nil {
