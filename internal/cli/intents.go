@@ -137,10 +137,17 @@ func runIntents(e *env, sub string, args []string) int {
 	return exitOK
 }
 
+// inspectStore is what the intents and approvals commands need of a store: every
+// store of this module is both an Inspector and a DedupStore.
+type inspectStore interface {
+	effector.Inspector
+	effector.DedupStore
+}
+
 // openInspector opens the store STORE names: a SQLite file path, a redis://
 // URL or a postgres:// URL. When a server does not answer, the error names
 // it (never its password) and says what to check.
-func openInspector(ctx context.Context, spec string) (effector.Inspector, func(), error) {
+func openInspector(ctx context.Context, spec string) (inspectStore, func(), error) {
 	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
 		opts, err := redis.ParseURL(spec)
 		if err != nil {
