@@ -153,6 +153,9 @@ func openInspector(ctx context.Context, spec string) (inspectStore, func(), erro
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: %w", err)
 		}
+		// The client's own log lines (each failed dial of its pool) would
+		// bury the one error below that says what to check.
+		redis.SetLogger(quietRedis{})
 		rdb := redis.NewClient(opts)
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			rdb.Close()
@@ -186,6 +189,12 @@ func openInspector(ctx context.Context, spec string) (inspectStore, func(), erro
 	}
 	return s, func() { s.Close() }, nil
 }
+
+// quietRedis drops go-redis's log lines: a one-shot command reports its
+// errors itself.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 type recordJSON struct {
 	ID       string          `json:"intent_id"`
