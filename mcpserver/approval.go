@@ -183,22 +183,19 @@ func (s *Server) decide(ctx context.Context, t *toolreg.Tool, req *mcp.CallToolR
 	return s.outcome(t, id, res)
 }
 
-// outcome renders the result of approval id's execution.
+// outcome renders the result of approval id's execution: effectResult's,
+// with a message saying nothing ran when the approval was denied or expired.
 func (s *Server) outcome(t *toolreg.Tool, id string, res intent.Result) *mcp.CallToolResult {
-	exec := intent.ExecutionID(id)
-	var r *mcp.CallToolResult
-	state := "approved"
+	r := effectResult(intent.ExecutionID(id), res)
+	state, verb := "approved", ""
 	switch res.Status {
 	case intent.StatusRejected:
-		state = "denied"
-		r = errorResult(fmt.Sprintf("%s was not executed: approval %s was denied (%s); nothing ran.", t.Name(), id, res.ErrorMessage))
-		r.Meta = mcp.Meta{MetaIntentID: exec, MetaStatus: res.Status.String()}
+		state, verb = "denied", "was denied"
 	case intent.StatusExpired:
-		state = "expired"
-		r = errorResult(fmt.Sprintf("%s was not executed: approval %s expired with no decision (%s); nothing ran.", t.Name(), id, res.ErrorMessage))
-		r.Meta = mcp.Meta{MetaIntentID: exec, MetaStatus: res.Status.String()}
-	default:
-		r = effectResult(exec, res)
+		state, verb = "expired", "expired with no decision"
+	}
+	if verb != "" {
+		r.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s was not executed: approval %s %s (%s); nothing ran.", t.Name(), id, verb, res.ErrorMessage)}}
 	}
 	r.Meta[MetaApprovalID] = id
 	r.Meta[MetaApprovalState] = state

@@ -506,3 +506,95 @@ func TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport(t *testing.T) {
 		}
 	}
 }
+
+// A second caller that sends the first one's idempotency key gets its own
+// approval: it neither reads the first call's pending approval nor, once a
+// person approves that one, runs it or reads its result. (Keys are scoped
+// to the caller WithPrincipal finds; without one, the package doc says, a
+// key is shared by every client.)
+func TestASecondCallerWithTheSameKeyGetsItsOwnApproval(t *testing.T) {
+	t.Parallel()
+	f := newApprovalFixture(t, mcpserver.WithPrincipal(func(req *mcp.CallToolRequest) string {
+		u, _ := req.Params.Meta["user"].(string)
+		return u
+	}))
+	ctx := context.Background()
+	call := func(cs *mcp.ClientSession, user string) *mcp.CallToolResult {
+		t.Helper()
+		p := refundCall("k1")
+		p.Meta["user"] = user
+		res, err := cs.CallTool(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	alice, bob := f.client(t, "", nil, nil), f.client(t, "", nil, nil)
+
+	res := call(alice, "alice")
+	id1, _ := res.Meta[mcpserver.MetaApprovalID].(string)
+	if !res.IsError || id1 == "" {
+		t.Fatalf("alice's call: isError %v, _meta %v; want a pending approval", res.IsError, res.Meta)
+	}
+	if _, err := effector.RecordDecision(ctx, f.store, id1, effector.Decision{Verdict: effector.Approve, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+
+	res = call(bob, "bob")
+	id2, _ := res.Meta[mcpserver.MetaApprovalID].(string)
+	if !res.IsError || id2 == "" || id2 == id1 || res.Meta[mcpserver.MetaApprovalState] != "pending" {
+		t.Fatalf("bob with alice's key: isError %v, _meta %v: %s; want his own pending approval, not %s", res.IsError, res.Meta, text(t, res), id1)
+	}
+	if n := f.runs.Load(); n != 0 {
+		t.Fatalf("bob's call ran alice's approved call (%d runs)", n)
+	}
+	if res = call(alice, "alice"); res.IsError || f.runs.Load() != 1 {
+		t.Fatalf("alice's retry after her approval: %s, runs %d; want her result, one run", text(t, res), f.runs.Load())
+	}
+}
+
+// A retry that keeps the key but changes the arguments is refused whether
+// the approval is pending or granted: an approval of 900 never runs 5000,
+// nor asks for a second approval under the same key.
+func TestARetryWithOtherArgumentsNeverRunsUnderTheApproval(t *testing.T) {
+	t.Parallel()
+	f := newApprovalFixture(t)
+	ctx := context.Background()
+	cs := f.client(t, "", nil, nil)
+	other := refundCall("k1")
+	other.Arguments = map[string]any{"order_id": "ord_1", "amount": 5000}
+
+	res, err := cs.CallTool(ctx, refundCall("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.Meta[mcpserver.MetaApprovalID].(string)
+	if id == "" {
+		t.Fatalf("first call: _meta %v, want a pending approval", res.Meta)
+	}
+	for _, when := range []string{"pending", "approved"} {
+		if when == "approved" {
+			if _, err := effector.RecordDecision(ctx, f.store, id, effector.Decision{Verdict: effector.Approve, By: "ops"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err = cs.CallTool(ctx, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError || !strings.Contains(text(t, res), "other arguments") || strings.Contains(text(t, res), "refund_id") {
+			t.Fatalf("%s: the key with other arguments = %s; want an isError refusal without the result", when, text(t, res))
+		}
+		if n := f.runs.Load(); n != 0 {
+			t.Fatalf("%s: the retry with other arguments ran the tool %d times", when, n)
+		}
+	}
+	n := 0
+	if err := effector.Approvals(ctx, f.store, func(effector.Approval) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("%d approvals recorded (%v), want 1", n, err)
+	}
+	res, err = cs.CallTool(ctx, refundCall("k1"))
+	if err != nil || res.IsError || marshal(t, res.StructuredContent) != `{"amount":900,"order_id":"ord_1","refund_id":"re_1"}` {
+		t.Fatalf("the approved call retried as asked: %v %s; want its 900 refund", err, text(t, res))
+	}
+}

@@ -31,9 +31,11 @@ func TestToolCallsJoinTheClientsTraceFromMeta(t *testing.T) {
 	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "Ada"}, Meta: meta}); err != nil || res.IsError {
 		t.Fatalf("greet: %v %v", res, err)
 	}
-	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "charge", Arguments: map[string]any{"amount": 5}, Meta: meta}); err != nil || res.IsError {
-		t.Fatalf("charge: %v %v", text(t, res), err)
+	charged, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "charge", Arguments: map[string]any{"amount": 5}, Meta: meta})
+	if err != nil || charged.IsError {
+		t.Fatalf("charge: %v %v", text(t, charged), err)
 	}
+	intentID, _ := charged.Meta[mcpserver.MetaIntentID].(string)
 	seen := map[string]bool{}
 	for _, s := range exp.GetSpans() {
 		if s.Name != "execute_tool greet" && s.Name != "execute_tool charge" {
@@ -51,6 +53,10 @@ func TestToolCallsJoinTheClientsTraceFromMeta(t *testing.T) {
 		}
 		if callID == "" {
 			t.Errorf("%s has no gen_ai.tool.call.id", s.Name)
+		}
+		// The effect's call id is its intent's, the id the result names.
+		if s.Name == "execute_tool charge" && (intentID == "" || callID != intentID) {
+			t.Errorf("%s: gen_ai.tool.call.id %q, want the intent id %q of the result's _meta", s.Name, callID, intentID)
 		}
 	}
 	if !seen["execute_tool greet"] || !seen["execute_tool charge"] {

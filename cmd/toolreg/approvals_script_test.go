@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-	"testing"
 	"testing/fstest"
 	"time"
 
@@ -20,34 +18,9 @@ import (
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
-	"github.com/beam-agents/toolreg/internal/pgtest"
-	"github.com/beam-agents/toolreg/internal/redistest"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/runner"
 )
-
-// TestApprovalsScript runs testdata/approvals/*.txtar against a real SQLite
-// file, redis-server ($REDIS_URL) and Postgres ($PG_URL), which the
-// stageapprovals command fills with approvals an effector recorded.
-func TestApprovalsScript(t *testing.T) {
-	t.Parallel()
-	redisURL := "redis://" + redistest.Start(t).Addr
-	pool, pgURL := pgtest.Start(t).NewDatabase(t)
-	if err := pgstore.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("testdata", "approvals"),
-		UpdateScripts:       *update,
-		RequireExplicitExec: true,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("REDIS_URL", redisURL)
-			e.Setenv("PG_URL", pgURL)
-			return nil
-		},
-		Cmds: map[string]func(*testscript.TestScript, bool, []string){"stageapprovals": stageApprovals, "resume": resumeApproval},
-	})
-}
 
 const approvalManifest = `name: refund
 description: Refund an order.

@@ -93,17 +93,12 @@ func runApprovals(e *env, sub string, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	insp, closeStore, err := openInspector(ctx, fs.Arg(0))
+	store, closeStore, err := openInspector(ctx, fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolreg approvals: %v\n", err)
 		return exitFindings
 	}
 	defer closeStore()
-	store, ok := insp.(effector.DedupStore)
-	if !ok {
-		fmt.Fprintf(e.stderr, "toolreg approvals: the store %T is not a dedup store\n", insp)
-		return exitFindings
-	}
 	switch sub {
 	case "list":
 		err = listApprovals(ctx, e, store, state, asJSON)
@@ -127,12 +122,8 @@ func runApprovals(e *env, sub string, args []string) int {
 		}
 	}
 	if err != nil {
-		var conflict *effector.DecisionConflictError
-		var expired *effector.ApprovalExpiredError
-		switch {
-		case errors.Is(err, effector.ErrUnknownApproval):
+		if errors.Is(err, effector.ErrUnknownApproval) {
 			err = fmt.Errorf("%w; toolreg approvals list %s shows the pending ones", err, fs.Arg(0))
-		case errors.As(err, &conflict), errors.As(err, &expired):
 		}
 		fmt.Fprintf(e.stderr, "toolreg approvals %s: %v\n", sub, err)
 		return exitFindings

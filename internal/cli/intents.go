@@ -137,17 +137,29 @@ func runIntents(e *env, sub string, args []string) int {
 	return exitOK
 }
 
-// openInspector opens the store STORE names. Only SQLite files for now.
-func openInspector(ctx context.Context, spec string) (effector.Inspector, func(), error) {
+// inspectStore is what the intents and approvals commands need of a store: every
+// store of this module is both an Inspector and a DedupStore.
+type inspectStore interface {
+	effector.Inspector
+	effector.DedupStore
+}
+
+// openInspector opens the store STORE names: a SQLite file path, a redis://
+// URL or a postgres:// URL. When a server does not answer, the error names
+// it (never its password) and says what to check.
+func openInspector(ctx context.Context, spec string) (inspectStore, func(), error) {
 	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
 		opts, err := redis.ParseURL(spec)
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: %w", err)
 		}
+		// The client's own log lines (each failed dial of its pool) would
+		// bury the one error below that says what to check.
+		redis.SetLogger(quietRedis{})
 		rdb := redis.NewClient(opts)
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			rdb.Close()
-			return nil, nil, fmt.Errorf("store %s: %w", opts.Addr, err)
+			return nil, nil, fmt.Errorf("store redis %s: %w; check that redis-server runs there and the URL is right", opts.Addr, err)
 		}
 		return redisstore.New(rdb), func() { rdb.Close() }, nil
 	}
@@ -158,8 +170,9 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 		}
 		s, err := pgstore.Open(ctx, pool, pgstore.WithSweepInterval(0))
 		if err != nil {
+			cc := pool.Config().ConnConfig
 			pool.Close()
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("store postgres %s:%d: %w; check that Postgres runs there, the URL is right and toolreg migrate was run on it", cc.Host, cc.Port, err)
 		}
 		return s, func() { s.Close(); pool.Close() }, nil
 	}
@@ -167,7 +180,8 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 		return nil, nil, fmt.Errorf("store %q: want a SQLite file path, a redis:// URL or a postgres:// URL", spec)
 	}
 	if _, err := os.Stat(spec); err != nil {
-		return nil, nil, fmt.Errorf("store %q: %w", spec, err) // Open would create it
+		// Open would create it, an empty store that hides the mistyped path.
+		return nil, nil, fmt.Errorf("store %q: %w; give the SQLite file an effector writes, or a redis:// or postgres:// URL", spec, err)
 	}
 	s, err := sqlitestore.Open(ctx, spec, sqlitestore.WithSweepInterval(0))
 	if err != nil {
@@ -175,6 +189,12 @@ func openInspector(ctx context.Context, spec string) (effector.Inspector, func()
 	}
 	return s, func() { s.Close() }, nil
 }
+
+// quietRedis drops go-redis's log lines: a one-shot command reports its
+// errors itself.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 type recordJSON struct {
 	ID       string          `json:"intent_id"`
