@@ -599,31 +599,11 @@ func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error)
 			return intent.Result{}, err
 		}
 	}
+	// A late one (the effector was down) is Process's too: it claims
+	// the execution even past its expiry, and gate records the denial, or
+	// EXPIRED for an approved call, without running it.
 	in := e.execution(a)
-	if now := e.cfg.now(); a.Result == nil && expired(in, now) {
-		// Its decision came in time but no one carried it out within the
-		// approval's lifetime: nothing runs this late, and the EXPIRED is
-		// recorded, so ResumeDecided does not come back to it.
-		return e.recordExpiredExecution(ctx, in, now)
-	}
 	return e.Process(context.WithValue(ctx, resumeKey{}, id), in)
-}
-
-// recordExpiredExecution records EXPIRED as the result of the execution in,
-// which is past its expiry, unless it has a result already.
-func (e *Effector) recordExpiredExecution(ctx context.Context, in *intent.Intent, now time.Time) (intent.Result, error) {
-	leaseEnd := monoNow() + int64(e.cfg.lease)
-	c, err := e.claim(ctx, nil, in, CallOf(in))
-	if err != nil {
-		return intent.Result{}, fmt.Errorf("effector: recording the expiry of approval execution %q: %w", in.ID, err)
-	}
-	switch c.State {
-	case Done:
-		return storedResult(in, c.Result)
-	case Claimed:
-		return e.record(ctx, in, claim{token: c.Token, leaseEnd: leaseEnd}, e.expiredResult(ctx, in, now))
-	}
-	return intent.Result{}, fmt.Errorf("effector: approval execution %q is %s: try again once it is done", in.ID, c.State)
 }
 
 // resumeKey is the context key under which Resume names the approval whose

@@ -665,3 +665,81 @@ func TestADecisionRacingTheExpiryAtTheDeadlineHasOneOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestADenialCarriedOutLateIsStillTheDenial: a denial recorded by another
+// process (toolreg approvals deny) and carried out by Resume only after the
+// execution's window (the effector was down) records the denial, REJECTED
+// with its note, as Resume documents, not an EXPIRED that loses why.
+func TestADenialCarriedOutLateIsStillTheDenial(t *testing.T) {
+	t.Parallel()
+	a, c := clockedApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Deny, By: "ana@example.com", Note: "order was cancelled", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	a.advance(c, 3*time.Hour)
+	res, err := a.eff.Resume(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, "order was cancelled") {
+		t.Fatalf("late Resume of a denial = %s %q; want REJECTED with the note", res.Status, res.ErrorMessage)
+	}
+	again, err := a.eff.Resume(ctx, in.ID)
+	if err != nil || !bytes.Equal(marshal(t, res), marshal(t, again)) {
+		t.Fatalf("a second Resume = %s %q, %v; want the recorded denial", again.Status, again.ErrorMessage, err)
+	}
+	if a.runs.Load() != 0 {
+		t.Fatal("a denied call ran")
+	}
+}
+
+// TestAnApprovedCallResumedAfterItsWindowDoesNotRunAndIsRecorded: an
+// approval decided in time whose execution no one carried out before its
+// window ended does not run late; its EXPIRED is recorded, so a second
+// Resume answers the same and ResumeDecided does not come back to it.
+func TestAnApprovedCallResumedAfterItsWindowDoesNotRunAndIsRecorded(t *testing.T) {
+	t.Parallel()
+	a, c := clockedApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Approve, By: "ana@example.com", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	a.advance(c, 3*time.Hour)
+	res, err := a.eff.Resume(ctx, in.ID)
+	if err != nil || res.Status != intent.StatusExpired {
+		t.Fatalf("late Resume = %s %q, %v; want EXPIRED", res.Status, res.ErrorMessage, err)
+	}
+	n, err := a.eff.ResumeDecided(ctx, func(context.Context, intent.Result) error { return nil })
+	if err != nil || n != 0 {
+		t.Fatalf("ResumeDecided = %d, %v; want 0: the EXPIRED was not recorded", n, err)
+	}
+	if a.runs.Load() != 0 {
+		t.Fatal("an approved call ran after its window")
+	}
+}
+
+// TestResumeAfterTheWindowAnswersTheRecordedResult: once the approved call
+// ran, a Resume after the execution's window (a repeated Decide, a
+// redelivered decision) answers the recorded OK, not EXPIRED, and runs
+// nothing.
+func TestResumeAfterTheWindowAnswersTheRecordedResult(t *testing.T) {
+	t.Parallel()
+	a, c := clockedApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	first, err := a.eff.Decide(ctx, in.ID, approver(effector.Approve, ""))
+	if err != nil || first.Status != intent.StatusOK {
+		t.Fatalf("Decide = %s, %v", first.Status, err)
+	}
+	a.advance(c, 3*time.Hour)
+	again, err := a.eff.Resume(ctx, in.ID)
+	if err != nil || !bytes.Equal(marshal(t, first), marshal(t, again)) {
+		t.Fatalf("Resume after the window = %s %q, %v; want the recorded OK", again.Status, again.ErrorMessage, err)
+	}
+	if a.runs.Load() != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", a.runs.Load())
+	}
+}

@@ -227,8 +227,8 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 		return intent.Result{}, e.refuse(ctx, in, err)
 	}
 	// An approval's execution that Resume carries out late is claimed
-	// first, so that its outcome (gate: EXPIRED, or the denial) is recorded
-	// once, not answered anew on each Resume.
+	// first: the recorded result if it ran, else gate records its outcome
+	// (EXPIRED, or the denial) once, not answered anew on each Resume.
 	if now := e.cfg.now(); expired(in, now) && resuming(ctx) == "" {
 		return e.expiredResult(ctx, in, now), nil
 	}
