@@ -695,32 +695,6 @@ func TestADenialCarriedOutLateIsStillTheDenial(t *testing.T) {
 	}
 }
 
-// TestAnApprovedCallResumedAfterItsWindowDoesNotRunAndIsRecorded: an
-// approval decided in time whose execution no one carried out before its
-// window ended does not run late; its EXPIRED is recorded, so a second
-// Resume answers the same and ResumeDecided does not come back to it.
-func TestAnApprovedCallResumedAfterItsWindowDoesNotRunAndIsRecorded(t *testing.T) {
-	t.Parallel()
-	a, c := clockedApprovals(t)
-	ctx := context.Background()
-	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
-	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Approve, By: "ana@example.com", At: a.clock()}); err != nil {
-		t.Fatal(err)
-	}
-	a.advance(c, 3*time.Hour)
-	res, err := a.eff.Resume(ctx, in.ID)
-	if err != nil || res.Status != intent.StatusExpired {
-		t.Fatalf("late Resume = %s %q, %v; want EXPIRED", res.Status, res.ErrorMessage, err)
-	}
-	n, err := a.eff.ResumeDecided(ctx, func(context.Context, intent.Result) error { return nil })
-	if err != nil || n != 0 {
-		t.Fatalf("ResumeDecided = %d, %v; want 0: the EXPIRED was not recorded", n, err)
-	}
-	if a.runs.Load() != 0 {
-		t.Fatal("an approved call ran after its window")
-	}
-}
-
 // TestResumeAfterTheWindowAnswersTheRecordedResult: once the approved call
 // ran, a Resume after the execution's window (a repeated Decide, a
 // redelivered decision) answers the recorded OK, not EXPIRED, and runs
