@@ -675,8 +675,11 @@ func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Resu
 	case ApprovalApproved:
 		if now := e.cfg.now(); expired(in, now) {
 			// Carried out after its window (the effector was down): it
-			// does not run late; EXPIRED is recorded.
-			return e.expiredResult(ctx, in, now), false, nil
+			// does not run late; EXPIRED is recorded. The producer's
+			// intent TTL has no say here, so the message names what does.
+			e.cfg.logger.WarnContext(ctx, "effector: an approved call was carried out after its window; nothing ran", "intent_id", in.ID, "approval_id", approvalID, "tool", in.ToolName, "expires_at_ms", in.ExpiresAtMs)
+			return e.result(in, intent.StatusExpired, nil, fmt.Sprintf("effector: approval %q was approved, and no effector carried it out before %s (now %s); nothing ran: keep an effector running ResumeDecided while approvals are pending, and the pipeline may ask again",
+				approvalID, time.UnixMilli(in.ExpiresAtMs).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))), false, nil
 		}
 		return intent.Result{}, true, nil
 	case ApprovalDenied:

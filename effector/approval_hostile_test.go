@@ -586,6 +586,11 @@ func TestAnApprovedCallResumedAfterItsWindowIsRecordedExpiredOnce(t *testing.T) 
 		if r.Status != intent.StatusExpired {
 			t.Errorf("published %s, want EXPIRED", r.Status)
 		}
+		// The producer's intent TTL has nothing to do with it: the
+		// message must name the approval and what carries decisions out.
+		if !strings.Contains(r.ErrorMessage, in.ID) || !strings.Contains(r.ErrorMessage, "ResumeDecided") || strings.Contains(r.ErrorMessage, "WithIntentTTL") {
+			t.Errorf("EXPIRED message %q: want the approval id and ResumeDecided, not WithIntentTTL", r.ErrorMessage)
+		}
 		return nil
 	}
 	for range 3 {
