@@ -255,9 +255,9 @@ func (e *Effector) approvalTTL(in *intent.Intent) time.Duration {
 // may still run: the execution of an approval is valid as long as the
 // approval was, which may well exceed the result time-to-live.
 func (e *Effector) recordTTL(ctx context.Context, in *intent.Intent, cl claim) time.Duration {
-	// Under derived ids verify marks every execution (cl.execution); only
-	// producer ids need Resume's mark in ctx, a walk the hot path skips.
-	if in.Kind != intent.KindApproval && !cl.execution && (!e.cfg.underivedIDs || resuming(ctx) == "") {
+	// Under derived ids verify marks every execution (cl.execution); under
+	// producer ids only Resume's cl.resume does.
+	if in.Kind != intent.KindApproval && !cl.execution && cl.resume == "" {
 		return e.cfg.resultTTL
 	}
 	left := time.UnixMilli(in.ExpiresAtMs).Sub(e.cfg.now())
@@ -603,18 +603,7 @@ func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error)
 	// the execution even past its expiry, and gate records the denial, or
 	// EXPIRED for an approved call, without running it.
 	in := e.execution(a)
-	return e.Process(context.WithValue(ctx, resumeKey{}, id), in)
-}
-
-// resumeKey is the context key under which Resume names the approval whose
-// execution it processes, for gate (so that an approval staged under an id
-// of the producer's own, WithUnderivedIDs, is found too).
-type resumeKey struct{}
-
-// resuming returns the approval id Resume set in ctx, or "".
-func resuming(ctx context.Context) string {
-	id, _ := ctx.Value(resumeKey{}).(string)
-	return id
+	return e.process(ctx, in, id)
 }
 
 // execution is the TOOL intent that carries out a's decision: a's call,
@@ -643,8 +632,9 @@ func (e *Effector) execution(a Approval) *intent.Intent {
 // exactly this call. It returns the result to record instead of executing
 // (REJECTED for a denial, EXPIRED for an expiry), or an error that refuses
 // the intent unrecorded (no such approval, no decision yet, another call).
-func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Result, run bool, err error) {
-	approvalID := resuming(ctx)
+// approvalID is the approval Resume carries out, or "" for the one at in's
+// position.
+func (e *Effector) gate(ctx context.Context, in *intent.Intent, approvalID string) (res intent.Result, run bool, err error) {
 	if approvalID == "" {
 		approvalID = intent.IntentID(in.EntityKey, in.Seq, in.StepIndex)
 	}

@@ -94,6 +94,9 @@ func echoApprovals(t *testing.T, opts ...effector.Option) (*approvals, *atomic.I
 	b := bindings.New(specs)
 	bindings.Effect(b, "big_refund", func(ctx context.Context, args bigRefundArgs) (map[string]any, error) {
 		a.runs.Add(1)
+		if a.nested != nil {
+			a.nested(ctx)
+		}
 		return map[string]any{"refunded": args.Amount}, nil
 	})
 	var echoes atomic.Int32
@@ -720,5 +723,32 @@ func TestResumeAfterTheWindowAnswersTheRecordedResult(t *testing.T) {
 	}
 	if a.runs.Load() != 1 {
 		t.Fatalf("the approved call ran %d times, want 1", a.runs.Load())
+	}
+}
+
+// TestAToolResumedByAnApprovalCannotRunAnotherIntentLate: Resume's mark
+// that lets an approval's late execution be claimed must not reach the
+// approved function's context: an intent that function processes with it
+// (a workflow tool driving the effector) is an ordinary intent, so an
+// expired one answers EXPIRED and does not run late.
+func TestAToolResumedByAnApprovalCannotRunAnotherIntentLate(t *testing.T) {
+	t.Parallel()
+	a, echoes := echoApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	staged := func() time.Time { return a.clock().Add(-2 * time.Hour) }
+	old, err := runner.NewActivation(a.bound.Pipeline, []byte("customer-8"), 1, runner.WithClock(staged)).Act("echo", json.RawMessage(`{"payload":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nested intent.Result
+	a.nested = func(ctx context.Context) {
+		nested, err = a.eff.Process(ctx, old)
+	}
+	if _, err := a.eff.Decide(ctx, in.ID, approver(effector.Approve, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || nested.Status != intent.StatusExpired || echoes.Load() != 0 {
+		t.Fatalf("an expired intent processed inside an approved call = %s, %v, ran %d times; want EXPIRED, not run", nested.Status, err, echoes.Load())
 	}
 }
