@@ -255,9 +255,9 @@ func (e *Effector) approvalTTL(in *intent.Intent) time.Duration {
 // may still run: the execution of an approval is valid as long as the
 // approval was, which may well exceed the result time-to-live.
 func (e *Effector) recordTTL(ctx context.Context, in *intent.Intent, cl claim) time.Duration {
-	// Under derived ids verify marks every execution (cl.execution); only
-	// producer ids need Resume's mark in ctx, a walk the hot path skips.
-	if in.Kind != intent.KindApproval && !cl.execution && (!e.cfg.underivedIDs || resuming(ctx) == "") {
+	// Under derived ids verify marks every execution (cl.execution); under
+	// producer ids only Resume's cl.resume does.
+	if in.Kind != intent.KindApproval && !cl.execution && cl.resume == "" {
 		return e.cfg.resultTTL
 	}
 	left := time.UnixMilli(in.ExpiresAtMs).Sub(e.cfg.now())
@@ -599,42 +599,11 @@ func (e *Effector) Resume(ctx context.Context, id string) (intent.Result, error)
 			return intent.Result{}, err
 		}
 	}
+	// A late one (the effector was down) is Process's too: it claims
+	// the execution even past its expiry, and gate records the denial, or
+	// EXPIRED for an approved call, without running it.
 	in := e.execution(a)
-	if now := e.cfg.now(); a.Result == nil && expired(in, now) {
-		// Its decision came in time but no one carried it out within the
-		// approval's lifetime: nothing runs this late, and the EXPIRED is
-		// recorded, so ResumeDecided does not come back to it.
-		return e.recordExpiredExecution(ctx, in, now)
-	}
-	return e.Process(context.WithValue(ctx, resumeKey{}, id), in)
-}
-
-// recordExpiredExecution records EXPIRED as the result of the execution in,
-// which is past its expiry, unless it has a result already.
-func (e *Effector) recordExpiredExecution(ctx context.Context, in *intent.Intent, now time.Time) (intent.Result, error) {
-	leaseEnd := monoNow() + int64(e.cfg.lease)
-	c, err := e.claim(ctx, nil, in, CallOf(in))
-	if err != nil {
-		return intent.Result{}, fmt.Errorf("effector: recording the expiry of approval execution %q: %w", in.ID, err)
-	}
-	switch c.State {
-	case Done:
-		return storedResult(in, c.Result)
-	case Claimed:
-		return e.record(ctx, in, claim{token: c.Token, leaseEnd: leaseEnd}, e.expiredResult(ctx, in, now))
-	}
-	return intent.Result{}, fmt.Errorf("effector: approval execution %q is %s: try again once it is done", in.ID, c.State)
-}
-
-// resumeKey is the context key under which Resume names the approval whose
-// execution it processes, for gate (so that an approval staged under an id
-// of the producer's own, WithUnderivedIDs, is found too).
-type resumeKey struct{}
-
-// resuming returns the approval id Resume set in ctx, or "".
-func resuming(ctx context.Context) string {
-	id, _ := ctx.Value(resumeKey{}).(string)
-	return id
+	return e.process(ctx, in, id)
 }
 
 // execution is the TOOL intent that carries out a's decision: a's call,
@@ -663,8 +632,9 @@ func (e *Effector) execution(a Approval) *intent.Intent {
 // exactly this call. It returns the result to record instead of executing
 // (REJECTED for a denial, EXPIRED for an expiry), or an error that refuses
 // the intent unrecorded (no such approval, no decision yet, another call).
-func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Result, run bool, err error) {
-	approvalID := resuming(ctx)
+// approvalID is the approval Resume carries out, or "" for the one at in's
+// position.
+func (e *Effector) gate(ctx context.Context, in *intent.Intent, approvalID string) (res intent.Result, run bool, err error) {
 	if approvalID == "" {
 		approvalID = intent.IntentID(in.EntityKey, in.Seq, in.StepIndex)
 	}
@@ -695,8 +665,11 @@ func (e *Effector) gate(ctx context.Context, in *intent.Intent) (res intent.Resu
 	case ApprovalApproved:
 		if now := e.cfg.now(); expired(in, now) {
 			// Carried out after its window (the effector was down): it
-			// does not run late; EXPIRED is recorded.
-			return e.expiredResult(ctx, in, now), false, nil
+			// does not run late; EXPIRED is recorded. The producer's
+			// intent TTL has no say here, so the message names what does.
+			e.cfg.logger.WarnContext(ctx, "effector: an approved call was carried out after its window; nothing ran", "intent_id", in.ID, "approval_id", approvalID, "tool", in.ToolName, "expires_at_ms", in.ExpiresAtMs)
+			return e.result(in, intent.StatusExpired, nil, fmt.Sprintf("effector: approval %q was approved, and no effector carried it out before %s (now %s); nothing ran: keep an effector running ResumeDecided while approvals are pending, and the pipeline may ask again",
+				approvalID, time.UnixMilli(in.ExpiresAtMs).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))), false, nil
 		}
 		return intent.Result{}, true, nil
 	case ApprovalDenied:

@@ -94,6 +94,9 @@ func echoApprovals(t *testing.T, opts ...effector.Option) (*approvals, *atomic.I
 	b := bindings.New(specs)
 	bindings.Effect(b, "big_refund", func(ctx context.Context, args bigRefundArgs) (map[string]any, error) {
 		a.runs.Add(1)
+		if a.nested != nil {
+			a.nested(ctx)
+		}
 		return map[string]any{"refunded": args.Amount}, nil
 	})
 	var echoes atomic.Int32
@@ -586,6 +589,11 @@ func TestAnApprovedCallResumedAfterItsWindowIsRecordedExpiredOnce(t *testing.T) 
 		if r.Status != intent.StatusExpired {
 			t.Errorf("published %s, want EXPIRED", r.Status)
 		}
+		// The producer's intent TTL has nothing to do with it: the
+		// message must name the approval and what carries decisions out.
+		if !strings.Contains(r.ErrorMessage, in.ID) || !strings.Contains(r.ErrorMessage, "ResumeDecided") || strings.Contains(r.ErrorMessage, "WithIntentTTL") {
+			t.Errorf("EXPIRED message %q: want the approval id and ResumeDecided, not WithIntentTTL", r.ErrorMessage)
+		}
 		return nil
 	}
 	for range 3 {
@@ -663,5 +671,84 @@ func TestADecisionRacingTheExpiryAtTheDeadlineHasOneOutcome(t *testing.T) {
 				t.Fatalf("state %s", ap.State)
 			}
 		})
+	}
+}
+
+// TestADenialCarriedOutLateIsStillTheDenial: a denial recorded by another
+// process (toolreg approvals deny) and carried out by Resume only after the
+// execution's window (the effector was down) records the denial, REJECTED
+// with its note, as Resume documents, not an EXPIRED that loses why.
+func TestADenialCarriedOutLateIsStillTheDenial(t *testing.T) {
+	t.Parallel()
+	a, c := clockedApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	if _, err := effector.RecordDecision(ctx, a.store, in.ID, effector.Decision{Verdict: effector.Deny, By: "ana@example.com", Note: "order was cancelled", At: a.clock()}); err != nil {
+		t.Fatal(err)
+	}
+	a.advance(c, 3*time.Hour)
+	res, err := a.eff.Resume(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, "order was cancelled") {
+		t.Fatalf("late Resume of a denial = %s %q; want REJECTED with the note", res.Status, res.ErrorMessage)
+	}
+	again, err := a.eff.Resume(ctx, in.ID)
+	if err != nil || !bytes.Equal(marshal(t, res), marshal(t, again)) {
+		t.Fatalf("a second Resume = %s %q, %v; want the recorded denial", again.Status, again.ErrorMessage, err)
+	}
+	if a.runs.Load() != 0 {
+		t.Fatal("a denied call ran")
+	}
+}
+
+// TestResumeAfterTheWindowAnswersTheRecordedResult: once the approved call
+// ran, a Resume after the execution's window (a repeated Decide, a
+// redelivered decision) answers the recorded OK, not EXPIRED, and runs
+// nothing.
+func TestResumeAfterTheWindowAnswersTheRecordedResult(t *testing.T) {
+	t.Parallel()
+	a, c := clockedApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	first, err := a.eff.Decide(ctx, in.ID, approver(effector.Approve, ""))
+	if err != nil || first.Status != intent.StatusOK {
+		t.Fatalf("Decide = %s, %v", first.Status, err)
+	}
+	a.advance(c, 3*time.Hour)
+	again, err := a.eff.Resume(ctx, in.ID)
+	if err != nil || !bytes.Equal(marshal(t, first), marshal(t, again)) {
+		t.Fatalf("Resume after the window = %s %q, %v; want the recorded OK", again.Status, again.ErrorMessage, err)
+	}
+	if a.runs.Load() != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", a.runs.Load())
+	}
+}
+
+// TestAToolResumedByAnApprovalCannotRunAnotherIntentLate: Resume's mark
+// that lets an approval's late execution be claimed must not reach the
+// approved function's context: an intent that function processes with it
+// (a workflow tool driving the effector) is an ordinary intent, so an
+// expired one answers EXPIRED and does not run late.
+func TestAToolResumedByAnApprovalCannotRunAnotherIntentLate(t *testing.T) {
+	t.Parallel()
+	a, echoes := echoApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	staged := func() time.Time { return a.clock().Add(-2 * time.Hour) }
+	old, err := runner.NewActivation(a.bound.Pipeline, []byte("customer-8"), 1, runner.WithClock(staged)).Act("echo", json.RawMessage(`{"payload":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nested intent.Result
+	a.nested = func(ctx context.Context) {
+		nested, err = a.eff.Process(ctx, old)
+	}
+	if _, err := a.eff.Decide(ctx, in.ID, approver(effector.Approve, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || nested.Status != intent.StatusExpired || echoes.Load() != 0 {
+		t.Fatalf("an expired intent processed inside an approved call = %s, %v, ran %d times; want EXPIRED, not run", nested.Status, err, echoes.Load())
 	}
 }

@@ -51,6 +51,9 @@ type approvals struct {
 	mu    sync.Mutex
 	seen  []string // the arguments of each run, as JSON
 	onRun func()   // called on each run, when set
+	// nested is called with its context on each run of echoApprovals'
+	// big_refund, when set.
+	nested func(context.Context)
 }
 
 func newApprovals(t testing.TB, store effector.DedupStore, opts ...effector.Option) *approvals {

@@ -210,7 +210,15 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 // (*UnrecordedError), the approval sink failed) leaves the intent to be
 // redelivered and processed again: never acknowledge it. Nothing ran, or the
 // store will answer with what did, or the next owner runs it as reclaimed.
-func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.Result, err error) {
+func (e *Effector) Process(ctx context.Context, in *intent.Intent) (intent.Result, error) {
+	return e.process(ctx, in, "")
+}
+
+// process is Process; resume is the approval whose execution in is, when
+// Resume carries it out, else "". It is a parameter, not a context value,
+// so that it costs no context walk and never reaches the function's
+// context, where an intent the function processed would inherit it.
+func (e *Effector) process(ctx context.Context, in *intent.Intent, resume string) (res intent.Result, err error) {
 	if in == nil {
 		return intent.Result{}, errors.New("effector: Process called with a nil intent: decode the delivery first, and dead-letter what does not decode")
 	}
@@ -227,9 +235,9 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 		return intent.Result{}, e.refuse(ctx, in, err)
 	}
 	// An approval's execution that Resume carries out late is claimed
-	// first, so that its outcome (gate: EXPIRED, or the denial) is recorded
-	// once, not answered anew on each Resume.
-	if now := e.cfg.now(); expired(in, now) && resuming(ctx) == "" {
+	// first: the recorded result if it ran, else gate records its outcome
+	// (EXPIRED, or the denial) once, not answered anew on each Resume.
+	if now := e.cfg.now(); expired(in, now) && resume == "" {
 		return e.expiredResult(ctx, in, now), nil
 	}
 	backoff := e.cfg.minBackoff
@@ -256,7 +264,7 @@ func (e *Effector) Process(ctx context.Context, in *intent.Intent) (res intent.R
 			}
 			return res, err
 		case Claimed:
-			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, execution: execution}
+			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, execution: execution, resume: resume}
 			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
 				return e.giveUp(ctx, in, cl, n)
 			}
@@ -343,9 +351,10 @@ func (e *Effector) expiredResult(ctx context.Context, in *intent.Intent, now tim
 // claim is this owner's hold on an intent.
 type claim struct {
 	token     string
-	leaseEnd  int64 // the monoNow reading by which the store's lease has ended
-	reclaimed bool  // Claim.Reclaimed
-	execution bool  // the intent is an approval's execution (verify)
+	leaseEnd  int64  // the monoNow reading by which the store's lease has ended
+	reclaimed bool   // Claim.Reclaimed
+	execution bool   // the intent is an approval's execution (verify)
+	resume    string // the approval Resume carries out with this intent, or ""
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim.
@@ -522,8 +531,8 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
 	}
-	if cl.execution || t.Spec().Approval != nil || e.cfg.underivedIDs && resuming(ctx) != "" {
-		if res, run, err := e.gate(ctx, in); !run { // approval.go
+	if cl.execution || t.Spec().Approval != nil || cl.resume != "" {
+		if res, run, err := e.gate(ctx, in, cl.resume); !run { // approval.go
 			return res, false, err
 		}
 	}

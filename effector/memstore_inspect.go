@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -37,15 +38,7 @@ func (s *MemoryStore) Records(ctx context.Context, fn func(Record) error) error 
 		recs = append(recs, s.record(r, now))
 	}
 	s.mu.Unlock()
-	slices.SortFunc(recs, func(a, b Record) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
 	for _, r := range recs {
 		if err := ctx.Err(); err != nil {
 			return err
