@@ -159,5 +159,19 @@ func (s *Store) PurgeProgress(ctx context.Context, olderThan time.Duration, prog
 		if n < inspectPage {
 			return total, nil
 		}
+		// Let other processes' writers in between batches: SQLite's busy
+		// handler retries every 25ms at most, and a batch that takes the
+		// lock again at once could starve them past their busy timeout.
+		t := time.NewTimer(purgePause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return total, fmt.Errorf("sqlitestore: purging: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
 }
+
+// purgePause is Purge's pause between batches, above SQLite's longest
+// busy-handler sleep (25ms), so a writer waiting on the lock gets it.
+const purgePause = 30 * time.Millisecond
