@@ -25,8 +25,11 @@ import (
 // The window adapts: a caller alone finds no batch in progress and commits at
 // once, as without batching. A leader waits for more ops only while other
 // callers are inside the store on their way to queue one (a claim's first
-// read, say), and then at most the batch delay (WithBatch; 200µs by default),
-// and never once the batch is full.
+// read, say) or fewer ops are queued than the last batch held (its callers
+// are on their way back: a claim's with its completion), and then at most
+// the batch delay (WithBatch; 200µs by default), and never once the batch is
+// full. Without that wait, the callers a commit releases come back a moment
+// after the next batch left, and every op waits for nearly two commits.
 
 // DefaultBatchSize and DefaultBatchDelay are WithBatch's defaults.
 const (

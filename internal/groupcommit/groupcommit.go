@@ -38,6 +38,7 @@ type Group[T any] struct {
 	queue   []*Op[T]
 	leading bool
 	coming  int           // callers between Enter and Leave
+	recent  int           // ops in the last batch: their callers may be back with more
 	arrived chan struct{} // buffered 1: an op was queued, for a lingering leader
 
 	Batches, Ops atomic.Int64 // committed so far, for benchmarks and tests
@@ -49,10 +50,16 @@ func New[T any](size int, commit func(batch []*Op[T])) *Group[T] {
 	return &Group[T]{size: max(size, 1), commit: commit, arrived: make(chan struct{}, 1)}
 }
 
-// WithLinger makes a leader wait, before taking its batch, while callers
-// that said Enter have not yet said Leave (they are on their way to queue an
-// op) and the batch is not full, for at most delay. A caller alone never
-// waits. It returns g.
+// WithLinger makes a leader wait, before taking its batch, while the batch
+// is not full and more ops are on their way, for at most delay: ops are on
+// their way while callers that said Enter have not yet said Leave, and while
+// fewer ops are queued than the last batch held (the callers that batch
+// released are likely back soon with their next op: a claim's caller with
+// its completion, say). Without it, ops queued a moment after a batch is
+// taken wait for the whole next commit, so each op waits nearly two. A
+// caller alone never waits: the last batch held only its op. When the load
+// drops, a leader waits at most delay once, and the next batch is sized
+// by what came. It returns g.
 func (g *Group[T]) WithLinger(delay time.Duration) *Group[T] {
 	g.delay = delay
 	return g
@@ -71,6 +78,15 @@ func (g *Group[T]) Leave() {
 	g.mu.Lock()
 	g.coming--
 	g.mu.Unlock()
+	g.wake()
+}
+
+// wake tells a lingering leader that something changed.
+func (g *Group[T]) wake() {
+	select {
+	case g.arrived <- struct{}{}:
+	default:
+	}
 }
 
 // Do queues in as an op, waits for its batch, and returns the op once done:
@@ -87,10 +103,7 @@ func (g *Group[T]) Do(ctx context.Context, in T) *Op[T] {
 	lead := o.leader
 	g.mu.Unlock()
 	if !lead {
-		select {
-		case g.arrived <- struct{}{}:
-		default:
-		}
+		g.wake()
 	}
 	for {
 		if lead {
@@ -168,7 +181,7 @@ func (g *Group[T]) lead(self *Op[T]) {
 	self.leader = false
 	if g.delay > 0 {
 		deadline := time.Now().Add(g.delay)
-		for len(g.queue) < g.size && g.coming > 0 {
+		for len(g.queue) < g.size && (g.coming > 0 || len(g.queue) < g.recent) {
 			left := time.Until(deadline)
 			if left <= 0 {
 				break
@@ -184,6 +197,7 @@ func (g *Group[T]) lead(self *Op[T]) {
 		}
 	}
 	n := min(len(g.queue), g.size)
+	g.recent = n
 	batch := make([]*Op[T], n)
 	copy(batch, g.queue)
 	g.queue = append(g.queue[:0], g.queue[n:]...)
