@@ -161,7 +161,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdb.SetMaxOpenConns(readConns)
 	rdb.SetMaxIdleConns(readConns)
 	ws := &stmts{db: db}
-	for _, q := range []string{claimRead, claimWrite, completeWrite} {
+	for _, q := range []string{claimFresh, claimRead, claimWrite, completeWrite} {
 		if err := ws.prepare(ctx, q); err != nil {
 			ws.close()
 			rdb.Close()
@@ -190,6 +190,8 @@ const (
 	claimRead = `SELECT done, result, expires_at,
 		(call IS NULL OR substr(call, 1, 32) = ?2) + 2 * (token IS NOT NULL) + 4 * attempts
 		FROM effector_dedup WHERE intent_id = ?1`
+	claimFresh = `INSERT INTO effector_dedup (intent_id, token, done, result, expires_at, call, attempts)
+		VALUES (?1, ?2, 0, NULL, ?3, ?4, 1) ON CONFLICT (intent_id) DO NOTHING`
 	claimWrite = `INSERT OR REPLACE INTO effector_dedup (intent_id, token, done, result, expires_at, call, attempts)
 		VALUES (?1, ?2, 0, NULL, ?3, ?4, ?5)`
 	completeWrite = `UPDATE effector_dedup
@@ -294,6 +296,13 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		// costs the driver allocations on the hot path): bit 0, the row's call
 		// matches (or it has none: an older version's row); bit 1, a token is
 		// set (claimed, live or lapsed; not released); the rest, the attempts.
+		// Most claims are of an id never seen: one statement takes those.
+		if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
+			claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
+			return nil
+		} else if !errors.Is(err, effector.ErrNotOwner) {
+			return err
+		}
 		var done bool
 		var result []byte
 		var expiresAt, flags int64
