@@ -38,7 +38,7 @@ type Group[T any] struct {
 	queue   []*Op[T]
 	leading bool
 	coming  int           // callers between Enter and Leave
-	recent  int           // ops in the last batch: their callers may be back with more
+	busy    int           // callers the last batch released plus those that queued while it ran
 	arrived chan struct{} // buffered 1: an op was queued, for a lingering leader
 
 	Batches, Ops atomic.Int64 // committed so far, for benchmarks and tests
@@ -52,10 +52,10 @@ func New[T any](size int, commit func(batch []*Op[T])) *Group[T] {
 
 // WithLinger makes a leader wait, before taking its batch, while the batch
 // is not full and more ops are on their way, for at most delay: ops are on
-// their way while callers that said Enter have not yet said Leave, and while
-// fewer ops are queued than the last batch held (the callers that batch
-// released are likely back soon with their next op: a claim's caller with
-// its completion, say). Without it, ops queued a moment after a batch is
+// their way while callers that said Enter have not yet said Leave, and until
+// the callers the last batch released are back (likely soon, with their next
+// op: a claim's caller with its completion, say) beside those that queued
+// while it ran. Without it, ops queued a moment after a batch is
 // taken wait for the whole next commit, so each op waits nearly two. A
 // caller alone never waits: the last batch held only its op. When the load
 // drops, a leader waits at most delay once, and the next batch is sized
@@ -181,7 +181,8 @@ func (g *Group[T]) lead(self *Op[T]) {
 	self.leader = false
 	if g.delay > 0 {
 		deadline := time.Now().Add(g.delay)
-		for len(g.queue) < g.size && (g.coming > 0 || len(g.queue) < g.recent) {
+		want := min(g.busy, g.size)
+		for len(g.queue) < g.size && (g.coming > 0 || len(g.queue) < want) {
 			left := time.Until(deadline)
 			if left <= 0 {
 				break
@@ -197,7 +198,6 @@ func (g *Group[T]) lead(self *Op[T]) {
 		}
 	}
 	n := min(len(g.queue), g.size)
-	g.recent = n
 	batch := make([]*Op[T], n)
 	copy(batch, g.queue)
 	g.queue = append(g.queue[:0], g.queue[n:]...)
@@ -208,6 +208,7 @@ func (g *Group[T]) lead(self *Op[T]) {
 	g.Ops.Add(int64(n))
 
 	g.mu.Lock()
+	g.busy = n + len(g.queue)
 	for _, o := range batch {
 		o.finished = true
 		select {

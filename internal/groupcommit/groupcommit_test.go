@@ -228,3 +228,46 @@ func TestLingerLoneCallerAndDroppingLoad(t *testing.T) {
 		t.Fatalf("batch sizes %v, want %v", sizes, want)
 	}
 }
+
+// Ops that queued while a batch ran do not stand in for the callers it
+// released: the next batch waits for both, so batches grow to the number of
+// busy callers instead of staying at the last one's size.
+func TestLingerCountsQueuedAndReleased(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var sizes []int
+	release := make(chan struct{})
+	g := New(64, func(batch []*Op[int]) {
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+	}).WithLinger(time.Hour)
+	var wg sync.WaitGroup
+	wg.Go(func() { g.Do(context.Background(), 0) }) // batch 1: one op, held
+	for g.Batches.Load() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 0 }() {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i <= 2; i++ { // queued while batch 1 runs
+		wg.Go(func() { g.Do(context.Background(), i) })
+	}
+	for g.Queued() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	// Batch 2 must wait for batch 1's caller too: 2 queued + 1 released.
+	for g.Queued() < 2 || g.Batches.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(2 * time.Millisecond)
+	wg.Go(func() { g.Do(context.Background(), 3) }) // batch 1's caller, back
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 3}; !slices.Equal(sizes, want) {
+		t.Fatalf("batch sizes %v, want %v", sizes, want)
+	}
+}
