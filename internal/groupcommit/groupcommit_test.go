@@ -245,7 +245,7 @@ func TestLingerCountsQueuedAndReleased(t *testing.T) {
 		if first {
 			<-release
 		}
-	}).WithLinger(time.Hour)
+	}).WithLinger(2 * time.Second) // long enough for the late caller; short enough to fail, not hang
 	var wg sync.WaitGroup
 	wg.Go(func() { g.Do(context.Background(), 0) }) // batch 1: one op, held
 	for g.Batches.Load() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 0 }() {
