@@ -6,9 +6,7 @@
 // means a second execution of a side effect: the file runs in WAL mode with
 // synchronous=FULL, every write is a BEGIN IMMEDIATE transaction (so two
 // processes never both read "free" and both claim), and a busy timeout makes
-// writers queue instead of failing. A claim that finds the intent done or in
-// flight is answered from a plain read, which in WAL mode waits for no
-// writer; only taking a claim, completing and releasing take the write lock.
+// writers queue instead of failing.
 //
 // A row is either a claim (a random token and a lease deadline) or a terminal
 // result (the bytes and an expiry), with the call it was claimed for (the
@@ -42,12 +40,14 @@
 // while a transaction commits queue, and the first of them then runs all
 // queued (up to WithBatch's size, DefaultBatchSize) in one transaction, one
 // fsync; a caller alone commits at once, as without batching. A leader waits
-// for more only while other callers are inside the store on their way to
-// write, and at most WithBatch's delay (DefaultBatchDelay, 200µs). Each op
-// fails alone: a failing statement undoes only itself, and an op of several
-// statements (a release) runs in a savepoint rolled back on failure. Every
-// caller returns only once the transaction holding its op has committed.
-// Reads (a claim's first look) use connections of their own.
+// for more only while callers the last batch released (or that queued while
+// it ran) have not queued their next op, and at most WithBatch's delay
+// (DefaultBatchDelay, 200µs). Each op fails alone: a failing statement undoes
+// only itself, and an op of several statements (a release) runs in a
+// savepoint rolled back on failure. Every caller returns only once the
+// transaction holding its op has committed. A claim that finds its intent
+// done or in flight writes nothing, so a batch of redeliveries commits
+// without an fsync.
 //
 // The store refuses non-positive leases and result lifetimes, and refuses a
 // Complete or Release whose token no longer holds a live claim, with

@@ -145,16 +145,7 @@ func TestDurability(t *testing.T) {
 func TestBusyTimeout(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "busy.db")
-	// The clock tells when a claim has started: Claim reads it first thing.
-	started := make(chan struct{}, 1)
-	s := openForTest(t, path, WithBusyTimeout(5*time.Second), WithClock(func() time.Time {
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		return time.Now()
-	}))
-	<-started // Open's own reading
+	s := openForTest(t, path, WithBusyTimeout(5*time.Second))
 	impatient := openForTest(t, path, WithBusyTimeout(50*time.Millisecond))
 
 	other, err := sql.Open("sqlite", dsn(path, time.Second))
@@ -187,7 +178,9 @@ func TestBusyTimeout(t *testing.T) {
 			}
 			done <- c
 		}()
-		<-started
+		for !s.group.Leading() { // its batch has begun: BEGIN IMMEDIATE waits for the lock
+			time.Sleep(time.Millisecond)
+		}
 		// The claim has begun while the other connection holds the lock: it
 		// must still be waiting after a while, and return only after the commit.
 		time.Sleep(200 * time.Millisecond)
@@ -331,5 +324,55 @@ func TestEmptyResultIsDoneNotNull(t *testing.T) {
 	c := storetest.WantState(t, s, "empty", effector.Done)
 	if c.Result == nil || len(c.Result) != 0 {
 		t.Fatalf("result = %#v, want an empty, non-nil slice", c.Result)
+	}
+}
+
+// A claim that finds its intent done or in flight writes nothing: a batch of
+// redeliveries adds no frame to the WAL, so it costs no fsync.
+func TestRedeliveredClaimsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dedup.db")
+	s := openForTest(t, path, WithSweepInterval(0))
+	call := effector.Call{Tool: "refund"}
+	done, err := s.Claim(ctx, "done-1", call, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, "done-1", done.Token, []byte(`{"ok":true}`), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "flight-1", call, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := walSize()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			id, want := "done-1", effector.Done
+			if i%2 == 1 {
+				id, want = "flight-1", effector.InFlight
+			}
+			c, err := s.Claim(ctx, id, call, time.Minute)
+			if err != nil || c.State != want {
+				t.Errorf("Claim(%s) = %v, %v; want %v", id, c.State, err, want)
+			}
+		})
+	}
+	wg.Wait()
+	if after := walSize(); after != before {
+		t.Fatalf("16 redelivered claims grew the WAL from %d to %d bytes: they wrote", before, after)
+	}
+	if _, err := s.Claim(ctx, "fresh-1", call, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if walSize() == before {
+		t.Fatal("a fresh claim did not grow the WAL: the size is not a measure of writes here")
 	}
 }
