@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench-throughput.sh: issue 20's throughput figures, each beside the floor
+# its benchmark writes in the same run.
+#
+# For each durable path it runs the benchmark (-count N) and prints, per
+# sub-benchmark, the median intents/s and the ratio to the floor:
+#   sqlite, redis, postgres: BenchmarkProcessWorkers (effector.Process from 1,
+#     4, 16 and 64 workers on one store) against 100 intents per transaction
+#     (or pipeline), written with the same kind of ids (goal: >= 0.5x at 16
+#     and 64 workers);
+#   jsonl: BenchmarkServeJSONL (effector.Serve over durable JSONL at 1 and 16
+#     workers) against a copy that fsyncs once per 100 lines (goal: >= 0.5x).
+# redis-server and postgres must be installed (the benchmarks start their own).
+# The machine's load (uptime) is printed before and after: compare ratios,
+# not absolute figures, on a shared machine.
+#
+# Usage: scripts/bench-throughput.sh [count] [benchtime] [paths...]
+#   (default 3, 2s, all of: sqlite redis postgres jsonl)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-3}
+benchtime=${2:-2s}
+shift $(($# < 2 ? $# : 2))
+paths=("$@")
+[ ${#paths[@]} -gt 0 ] || paths=(sqlite redis postgres jsonl)
+
+# ratios reads benchmark lines and prints, per name, the median intents/s
+# and its ratio to the floor: the name whose impl matches floor_re, within
+# the same workers=N when the floor has one (postgres runs a floor per
+# worker count), else the one floor.
+ratios() { # floor_re
+	awk -v floor_re="$1" '
+	function median(list,   n, a, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+	}
+	/^Benchmark/ {
+		name = $1; sub(/-[0-9]+$/, "", name)
+		for (i = 2; i < NF; i++) if ($(i+1) == "intents/s") v = $i
+		if (!(name in runs)) order[++n] = name
+		runs[name] = runs[name] " " v
+	}
+	END {
+		for (k = 1; k <= n; k++) {
+			name = order[k]; med[name] = median(runs[name])
+			if (name ~ floor_re) {
+				w = ""; if (match(name, /workers=[0-9]+/)) w = substr(name, RSTART, RLENGTH)
+				floor[w] = med[name]
+			}
+		}
+		for (k = 1; k <= n; k++) {
+			name = order[k]
+			w = ""; if (match(name, /workers=[0-9]+/)) w = substr(name, RSTART, RLENGTH)
+			f = (w in floor) ? floor[w] : floor[""]
+			printf "%-72s %10.0f intents/s", name, med[name]
+			if (f > 0 && name !~ floor_re) printf "  %5.2fx floor", med[name] / f
+			printf "\n"
+		}
+	}'
+}
+
+run() { # package bench floor_re
+	echo "== $1 ($2, -count $count, -benchtime $benchtime)"
+	out=$(go test -run '^$' -bench "$2" -benchtime "$benchtime" -count "$count" "$1" 2>&1) || {
+		echo "$out"
+		exit 1
+	}
+	echo "$out" | grep '^Benchmark' | ratios "$3"
+}
+
+uptime
+for p in "${paths[@]}"; do
+	case $p in
+	sqlite) run ./effector/sqlitestore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
+	redis) run ./effector/redisstore/ '^BenchmarkProcessWorkers$' 'impl=floor-pipeline100$' ;;
+	postgres) run ./effector/pgstore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
+	jsonl) run ./effector/ '^BenchmarkServeJSONL$' 'impl=floor-copy-fsync-per-100$' ;;
+	*) echo "unknown path $p: want sqlite, redis, postgres or jsonl" >&2; exit 2 ;;
+	esac
+done
+uptime
