@@ -59,52 +59,71 @@ func (s *Store) write(ctx context.Context, multi bool, fn func(ctx context.Conte
 	return s.group.Do(ctx, writeOp{fn: fn, multi: multi}).Err
 }
 
-// commitBatch commits batch, and gives each op without an error of its own
-// the transaction's.
-func (s *Store) commitBatch(batch []*groupcommit.Op[writeOp]) {
-	err := s.commit(batch)
-	for _, o := range batch {
+// commitBatch commits batch and the ops more hands over while it runs (see
+// groupcommit.NewStream), and gives each op without an error of its own the
+// transaction's.
+func (s *Store) commitBatch(batch []*groupcommit.Op[writeOp], more func() []*groupcommit.Op[writeOp]) {
+	all, err := s.commit(batch, more)
+	for _, o := range all {
 		if o.Err == nil {
 			o.Err = err
 		}
 	}
 }
 
-// commit runs batch in one BEGIN IMMEDIATE transaction, with the current time
-// in unix ns read once the write lock is held, and commits it. Each op's
-// error is set in it; the returned error is the transaction's, for every op
-// that had none of its own. When an automatic sweep is due it runs in the
-// same transaction, so it costs no extra fsync.
-func (s *Store) commit(batch []*groupcommit.Op[writeOp]) error {
+// commit runs batch in one BEGIN IMMEDIATE transaction, then the ops more
+// hands over while it runs (callers on their way back: their statements run
+// while others are still coming, not after), each with the current time in
+// unix ns read once the write lock is held, and commits once more has none.
+// It returns every op it ran. Each op's error is set in it; the returned
+// error is the transaction's, for every op that had none of its own. Ops
+// more did not hand over stay queued for the next batch. When an automatic
+// sweep is due it runs in the same transaction, so it costs no extra fsync.
+func (s *Store) commit(batch []*groupcommit.Op[writeOp], more func() []*groupcommit.Op[writeOp]) ([]*groupcommit.Op[writeOp], error) {
 	// The statements run with a context no caller can end: interrupting one
 	// would roll back the whole transaction, other callers' ops with it.
 	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil) // waits for the write lock, up to the busy timeout
 	if err != nil {
-		return explainBusy(err)
+		return batch, explainBusy(err)
 	}
 	defer tx.Rollback()
-	now := s.now()
-	alone := len(batch) == 1
-	for _, o := range batch {
+	var all []*groupcommit.Op[writeOp]
+	var now time.Time
+	for ops := batch; len(ops) > 0; ops = more() {
+		all = append(all, ops...)
+		now = s.now()
+		if err := s.run(ctx, tx, now.UnixNano(), ops); err != nil {
+			return all, err
+		}
+	}
+	if s.sweepDue(now) {
+		if _, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE intent_id IN
+			(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`,
+			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
+			return all, fmt.Errorf("sweeping expired rows: %w", err)
+		}
+	}
+	return all, tx.Commit()
+}
+
+// run runs ops in tx, setting each one's error. An op of several statements
+// runs in a savepoint, rolled back if it fails; a single statement that
+// fails undoes itself. The error returned is one that ends the transaction.
+func (s *Store) run(ctx context.Context, tx *sql.Tx, now int64, ops []*groupcommit.Op[writeOp]) error {
+	for _, o := range ops {
 		if err := o.Ctx.Err(); err != nil {
 			o.Err = err
 			continue
 		}
-		if alone {
-			if o.Err = o.In.fn(ctx, tx, now.UnixNano()); o.Err != nil {
-				return nil // rolled back: the op failed, with its own error
-			}
-			continue
-		}
 		if !o.In.multi {
-			o.Err = o.In.fn(ctx, tx, now.UnixNano())
+			o.Err = o.In.fn(ctx, tx, now)
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
 			return err
 		}
-		if o.Err = o.In.fn(ctx, tx, now.UnixNano()); o.Err != nil {
+		if o.Err = o.In.fn(ctx, tx, now); o.Err != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
 				return fmt.Errorf("rolling back a failed op: %w", err)
 			}
@@ -113,14 +132,7 @@ func (s *Store) commit(batch []*groupcommit.Op[writeOp]) error {
 			return err
 		}
 	}
-	if s.sweepDue(now) {
-		if _, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE intent_id IN
-			(SELECT intent_id FROM effector_dedup WHERE `+sweepable+` LIMIT ?3)`,
-			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
-			return fmt.Errorf("sweeping expired rows: %w", err)
-		}
-	}
-	return tx.Commit()
+	return nil
 }
 
 // stmts holds a database's statements, each prepared once: parsing a

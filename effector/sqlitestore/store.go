@@ -180,7 +180,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     cfg.now(),
 	}
-	s.group = groupcommit.New(cfg.batchSize, s.commitBatch).WithLinger(cfg.batchDelay)
+	s.group = groupcommit.NewStream(cfg.batchSize, s.commitBatch).WithLinger(cfg.batchDelay)
 	return s, nil
 }
 

@@ -33,6 +33,7 @@ type Group[T any] struct {
 	size   int
 	delay  time.Duration
 	commit func(batch []*Op[T])
+	stream func(batch []*Op[T], more func() []*Op[T])
 
 	mu      sync.Mutex
 	queue   []*Op[T]
@@ -48,6 +49,16 @@ type Group[T any] struct {
 // which must set each op's Err.
 func New[T any](size int, commit func(batch []*Op[T])) *Group[T] {
 	return &Group[T]{size: max(size, 1), commit: commit, arrived: make(chan struct{}, 1)}
+}
+
+// NewStream returns a group whose leader hands commit the ops queued when
+// it took over, at once, and more, which returns the ops queued since (up to
+// the group's size in all), first waiting for them as WithLinger says, or
+// nil when no more are coming: commit runs the first ops while the rest are
+// on their way, instead of idling until they are all there. commit must set
+// the Err of every op it was given, by either.
+func NewStream[T any](size int, commit func(batch []*Op[T], more func() []*Op[T])) *Group[T] {
+	return &Group[T]{size: max(size, 1), stream: commit, arrived: make(chan struct{}, 1)}
 }
 
 // WithLinger makes a leader wait, before taking its batch, while the batch
@@ -179,31 +190,27 @@ func (g *Group[T]) handOff() {
 func (g *Group[T]) lead(self *Op[T]) {
 	g.mu.Lock()
 	self.leader = false
-	if g.delay > 0 {
-		deadline := time.Now().Add(g.delay)
-		want := min(g.busy, g.size)
-		for len(g.queue) < g.size && (g.coming > 0 || len(g.queue) < want) {
-			left := time.Until(deadline)
-			if left <= 0 {
-				break
-			}
-			g.mu.Unlock()
-			t := time.NewTimer(left)
-			select {
-			case <-g.arrived:
-			case <-t.C:
-			}
-			t.Stop()
+	deadline := time.Now().Add(g.delay)
+	want := min(g.busy, g.size)
+	var batch []*Op[T]
+	if g.stream == nil {
+		g.linger(deadline, want, 0)
+		batch = g.take(0)
+		g.mu.Unlock()
+		g.commit(batch)
+	} else {
+		batch = g.take(0)
+		g.mu.Unlock()
+		g.stream(batch, func() []*Op[T] {
 			g.mu.Lock()
-		}
+			defer g.mu.Unlock()
+			g.linger(deadline, want, len(batch))
+			more := g.take(len(batch))
+			batch = append(batch, more...)
+			return more
+		})
 	}
-	n := min(len(g.queue), g.size)
-	batch := make([]*Op[T], n)
-	copy(batch, g.queue)
-	g.queue = append(g.queue[:0], g.queue[n:]...)
-	g.mu.Unlock()
-
-	g.commit(batch)
+	n := len(batch)
 	g.Batches.Add(1)
 	g.Ops.Add(int64(n))
 
@@ -222,6 +229,42 @@ func (g *Group[T]) lead(self *Op[T]) {
 	case self.signal <- struct{}{}:
 	default:
 	}
+}
+
+// linger waits, as WithLinger says, while a batch that has taken have ops
+// could take more: until deadline, while callers said Enter and not Leave or
+// fewer than want ops are taken or queued. g.mu is held.
+func (g *Group[T]) linger(deadline time.Time, want, have int) {
+	if g.delay <= 0 {
+		return
+	}
+	for n := have + len(g.queue); n < g.size && (g.coming > 0 || n < want); n = have + len(g.queue) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		g.mu.Unlock()
+		t := time.NewTimer(left)
+		select {
+		case <-g.arrived:
+		case <-t.C:
+		}
+		t.Stop()
+		g.mu.Lock()
+	}
+}
+
+// take removes from the queue as many ops as a batch that has taken have may
+// still take, and returns them (nil if none). g.mu is held.
+func (g *Group[T]) take(have int) []*Op[T] {
+	n := min(len(g.queue), g.size-have)
+	if n <= 0 {
+		return nil
+	}
+	ops := make([]*Op[T], n)
+	copy(ops, g.queue)
+	g.queue = append(g.queue[:0], g.queue[n:]...)
+	return ops
 }
 
 // Live sets ctx's error as Err of each op whose caller's context has ended,

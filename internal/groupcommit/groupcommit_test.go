@@ -271,3 +271,91 @@ func TestLingerCountsQueuedAndReleased(t *testing.T) {
 		t.Fatalf("batch sizes %v, want %v", sizes, want)
 	}
 }
+
+// A streaming leader runs the ops queued when it took over at once, and
+// takes those queued while they run from more: one batch, each op with its
+// own error. Ops queued after more said no more wait for the next batch.
+func TestStreamTakesOpsQueuedWhileItRuns(t *testing.T) {
+	t.Parallel()
+	running := make(chan struct{})
+	proceed := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]int
+	g := NewStream(64, func(batch []*Op[int], more func() []*Op[int]) {
+		var got []int
+		for ops := batch; len(ops) > 0; ops = more() {
+			for _, o := range ops {
+				got = append(got, o.In)
+				if o.In%3 == 0 {
+					o.Err = errors.New("three")
+				}
+			}
+			if len(got) == 1 && got[0] == 1 {
+				running <- struct{}{} // the first op runs; the others queue now
+				<-proceed
+			}
+		}
+		mu.Lock()
+		batches = append(batches, got)
+		first := len(batches) == 1
+		mu.Unlock()
+		if first {
+			running <- struct{}{} // more said no more; a late op queues now
+			<-proceed
+		}
+	}).WithLinger(20 * time.Millisecond) // the second batch waits this long for the first's callers
+	var wg sync.WaitGroup
+	do := func(i int) {
+		wg.Go(func() {
+			if o := g.Do(context.Background(), i); (o.Err != nil) != (i%3 == 0) {
+				t.Errorf("op %d: err %v", i, o.Err)
+			}
+		})
+	}
+	do(1)
+	<-running
+	for i := 2; i <= 6; i++ {
+		do(i)
+	}
+	for g.Queued() < 5 {
+		time.Sleep(time.Millisecond)
+	}
+	proceed <- struct{}{}
+	<-running
+	do(7)
+	for g.Queued() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	proceed <- struct{}{}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(batches) == 2 {
+		slices.Sort(batches[0]) // 2..6 queued in no set order
+	}
+	if len(batches) != 2 || !slices.Equal(batches[0], []int{1, 2, 3, 4, 5, 6}) || !slices.Equal(batches[1], []int{7}) {
+		t.Fatalf("batches %v, want [[1 2 3 4 5 6] [7]]", batches)
+	}
+	if g.Batches.Load() != 2 || g.Ops.Load() != 7 {
+		t.Fatalf("counted %d batches, %d ops; want 2, 7", g.Batches.Load(), g.Ops.Load())
+	}
+}
+
+// A streaming leader alone never waits in more, whatever the delay.
+func TestStreamLoneCallerNeverWaits(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	g := NewStream(8, func(batch []*Op[int], more func() []*Op[int]) {
+		for ops := batch; len(ops) > 0; ops = more() {
+			calls.Add(int32(len(ops)))
+		}
+	}).WithLinger(time.Hour)
+	for i := range 5 {
+		if o := g.Do(context.Background(), i); o.Err != nil {
+			t.Fatal(o.Err)
+		}
+	}
+	if calls.Load() != 5 || g.Batches.Load() != 5 {
+		t.Fatalf("%d ops in %d batches, want 5 in 5", calls.Load(), g.Batches.Load())
+	}
+}
