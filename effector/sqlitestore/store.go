@@ -151,8 +151,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: preparing %s: %w", path, err)
 	}
-	// Reads (a claim's first look, a mismatch's recorded call) take
-	// connections of their own, so they need not wait for a batch's commit.
+	// Reads outside a batch (a mismatch's recorded call) take connections of
+	// their own, so they need not wait for a batch's commit.
 	rdb, err := sql.Open("sqlite", dsn(path, cfg.busyTimeout))
 	if err != nil {
 		db.Close()
