@@ -55,21 +55,43 @@ func BenchmarkClaimComplete(b *testing.B) {
 // floors written here, against the same redis-server: floor=rt-per-intent
 // sends each intent's claim (SET NX) and completion (SET) in one round trip
 // of its own; floor=pipeline100 sends 100 intents' claims in one pipeline,
-// then their completions in another. batch=1 is the store without group
-// commit (each script call its own round trip, as before issue 20).
+// then their completions in another. The floors write keys as the store's
+// (the prefix, "{i:", an id as Process's intents have, "}"), so both fill
+// the server with the same kind of keys. batch=1 is the store without group
+// commit (each script call its own round trip, as before issue 20). The
+// server persists nothing: BenchmarkProcessWorkersDurable is the same on a
+// server with appendfsync always, as the store's users run it.
 func BenchmarkProcessWorkers(b *testing.B) {
+	benchProcessWorkers(b, redistest.Start(b))
+}
+
+// BenchmarkProcessWorkersDurable is BenchmarkProcessWorkers on a server that
+// writes every reply's effect to its append-only file and fsyncs it before
+// replying (appendonly yes, appendfsync always), floors and store alike.
+func BenchmarkProcessWorkersDurable(b *testing.B) {
+	benchProcessWorkers(b, redistest.Start(b, redistest.WithDurability()))
+}
+
+func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 	ctx := context.Background()
-	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	result := []byte(`{"status":1,"payload":{"ok":true}}`)
 	perSec := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
 	}
+	// floorKeys are b.N fresh keys as the store names intents' records.
+	floorKeys := func(b *testing.B, prefix string) []string {
+		keys := effectortest.FloorIDs(b.N)
+		for i, id := range keys {
+			keys[i] = prefix + "{i:" + id + "}"
+		}
+		return keys
+	}
 	b.Run("impl=floor-rt-per-intent", func(b *testing.B) {
-		prefix := strconv.FormatInt(rounds.Add(1), 10) + "floor1:"
+		keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor1:")
+		b.ResetTimer()
 		start := time.Now()
-		for i := range b.N {
-			key := prefix + strconv.Itoa(i)
+		for _, key := range keys {
 			pipe := rdb.Pipeline()
 			pipe.SetNX(ctx, key, "token", time.Minute)
 			pipe.Set(ctx, key, result, time.Hour)
@@ -80,19 +102,20 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		perSec(b, start)
 	})
 	b.Run("impl=floor-pipeline100", func(b *testing.B) {
-		prefix := strconv.FormatInt(rounds.Add(1), 10) + "floor100:"
+		keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor100:")
+		b.ResetTimer()
 		start := time.Now()
 		for lo := 0; lo < b.N; lo += 100 {
 			hi := min(lo+100, b.N)
 			pipe := rdb.Pipeline()
-			for i := lo; i < hi; i++ {
-				pipe.SetNX(ctx, prefix+strconv.Itoa(i), "token", time.Minute)
+			for _, key := range keys[lo:hi] {
+				pipe.SetNX(ctx, key, "token", time.Minute)
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatal(err)
 			}
-			for i := lo; i < hi; i++ {
-				pipe.Set(ctx, prefix+strconv.Itoa(i), result, time.Hour)
+			for _, key := range keys[lo:hi] {
+				pipe.Set(ctx, key, result, time.Hour)
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatal(err)
