@@ -128,7 +128,7 @@ func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 			b.Run("impl=store/batch="+strconv.Itoa(batch)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
 				s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithBatch(batch))
 				effectortest.BenchmarkProcessWorkers(b, s, workers)
-				b.ReportMetric(float64(s.group.Ops.Load())/float64(max(1, s.group.Batches.Load())), "calls/rt")
+				b.ReportMetric(float64(s.calls())/float64(max(1, s.batches())), "calls/rt")
 			})
 		}
 	}

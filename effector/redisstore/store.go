@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,7 +31,9 @@ type Store struct {
 	unpersistedOK bool         // WithUnpersistedServer
 	logger        *slog.Logger // WithLogger
 	batchSize     int          // WithBatch
-	group         *groupcommit.Group[scriptCall]
+	nlanes        int          // WithLanes
+	lanes         []*lane      // none with WithBatch(1): see batch.go
+	nextLane      atomic.Uint32
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -73,7 +76,15 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.group = groupcommit.New(s.batchSize, s.runBatch)
+	if s.nlanes < 1 {
+		s.nlanes = DefaultLanes
+	}
+	if s.batchSize > 1 {
+		s.lanes = make([]*lane, s.nlanes)
+		for i := range s.lanes {
+			s.lanes[i] = &lane{group: groupcommit.New(s.batchSize, s.runBatch)}
+		}
+	}
 	if s.attemptMemory < time.Millisecond {
 		s.attemptMemory = 24 * time.Hour
 	}
