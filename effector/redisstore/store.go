@@ -380,14 +380,18 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
 	}
-	bad := fmt.Errorf("redisstore: claiming intent %q: the claim script replied %v", intentID, reply)
+	// bad is made only when needed: formatting the reply on every claim
+	// cost the client 6% of its CPU.
+	bad := func() error {
+		return fmt.Errorf("redisstore: claiming intent %q: the claim script replied %v", intentID, reply)
+	}
 	if len(reply) < 2 {
-		return effector.Claim{}, bad
+		return effector.Claim{}, bad()
 	}
 	switch state, _ := reply[0].(int64); state {
 	case 1:
 		if len(reply) != 3 {
-			return effector.Claim{}, bad
+			return effector.Claim{}, bad()
 		}
 		reclaimed, _ := reply[1].(int64)
 		attempts, _ := reply[2].(int64)
