@@ -2,10 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/redistest"
@@ -79,14 +82,6 @@ func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 	perSec := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
 	}
-	// floorKeys are b.N fresh keys as the store names intents' records.
-	floorKeys := func(b *testing.B, prefix string) []string {
-		keys := effectortest.FloorIDs(b.N)
-		for i, id := range keys {
-			keys[i] = prefix + "{i:" + id + "}"
-		}
-		return keys
-	}
 	b.Run("impl=floor-rt-per-intent", func(b *testing.B) {
 		keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor1:")
 		b.ResetTimer()
@@ -101,28 +96,7 @@ func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 		}
 		perSec(b, start)
 	})
-	b.Run("impl=floor-pipeline100", func(b *testing.B) {
-		keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor100:")
-		b.ResetTimer()
-		start := time.Now()
-		for lo := 0; lo < b.N; lo += 100 {
-			hi := min(lo+100, b.N)
-			pipe := rdb.Pipeline()
-			for _, key := range keys[lo:hi] {
-				pipe.SetNX(ctx, key, "token", time.Minute)
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				b.Fatal(err)
-			}
-			for _, key := range keys[lo:hi] {
-				pipe.Set(ctx, key, result, time.Hour)
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		perSec(b, start)
-	})
+	b.Run("impl=floor-pipeline100", func(b *testing.B) { floorPipeline100(b, rdb) })
 	for _, batch := range []int{1, DefaultBatchSize} {
 		for _, workers := range []int{1, 4, 16, 64} {
 			b.Run("impl=store/batch="+strconv.Itoa(batch)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
@@ -132,4 +106,75 @@ func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 			})
 		}
 	}
+}
+
+// BenchmarkProcessWorkersLanes is BenchmarkProcessWorkers's floor=pipeline100
+// and store at 16 and 64 workers with 1, 2 and 4 lanes (WithLanes), over a
+// proxy that holds each request for $REDISSTORE_BENCH_DELAY (default 200µs),
+// as a network between client and server would, and without it
+// (delay=0): where one pipeline at a time waits on the network, several
+// lanes keep the server busy; on loopback they cost CPU.
+func BenchmarkProcessWorkersLanes(b *testing.B) {
+	delay := 200 * time.Microsecond
+	if d, err := time.ParseDuration(os.Getenv("REDISSTORE_BENCH_DELAY")); err == nil {
+		delay = d
+	}
+	srv := redistest.Start(b)
+	for _, d := range []time.Duration{0, delay} {
+		rdb := srv.Client(b)
+		if d > 0 {
+			p := srv.Proxy(b)
+			p.Delay(d)
+			rdb = redis.NewClient(&redis.Options{Addr: p.Addr})
+			b.Cleanup(func() { rdb.Close() })
+		}
+		b.Run("delay="+d.String(), func(b *testing.B) {
+			b.Run("impl=floor-pipeline100", func(b *testing.B) { floorPipeline100(b, rdb) })
+			for _, workers := range []int{16, 64} {
+				for _, lanes := range []int{1, 2, 4} {
+					b.Run("impl=store/lanes="+strconv.Itoa(lanes)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
+						s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithLanes(lanes))
+						effectortest.BenchmarkProcessWorkers(b, s, workers)
+						b.ReportMetric(float64(s.calls())/float64(max(1, s.batches())), "calls/rt")
+					})
+				}
+			}
+		})
+	}
+}
+
+// floorKeys are b.N fresh keys named as the store names intents' records.
+func floorKeys(b *testing.B, prefix string) []string {
+	keys := effectortest.FloorIDs(b.N)
+	for i, id := range keys {
+		keys[i] = prefix + "{i:" + id + "}"
+	}
+	return keys
+}
+
+// floorPipeline100 sends 100 intents' claims (SET NX) in one pipeline,
+// then their completions (SET) in another, and reports intents/s.
+func floorPipeline100(b *testing.B, rdb *redis.Client) {
+	ctx := context.Background()
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor100:")
+	b.ResetTimer()
+	start := time.Now()
+	for lo := 0; lo < b.N; lo += 100 {
+		hi := min(lo+100, b.N)
+		pipe := rdb.Pipeline()
+		for _, key := range keys[lo:hi] {
+			pipe.SetNX(ctx, key, "token", time.Minute)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, key := range keys[lo:hi] {
+			pipe.Set(ctx, key, result, time.Hour)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
 }

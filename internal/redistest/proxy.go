@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a server, and cuts the one connection
@@ -20,8 +21,9 @@ type Proxy struct {
 	ln net.Listener
 
 	mu    sync.Mutex
-	cutOn []byte     // CutOn's string, nil for none
-	cut   int        // connections cut so far
+	cutOn []byte // CutOn's string, nil for none
+	cut   int    // connections cut so far
+	delay time.Duration
 	conns []net.Conn // every connection, both sides, closed at cleanup
 }
 
@@ -46,6 +48,15 @@ func (p *Proxy) CutOn(marker string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cutOn = []byte(marker)
+}
+
+// Delay makes the proxy hold what each client sends for d before
+// forwarding it, as a network with a round trip of d would: benchmarks use
+// it to see a store whose server is not on the same host.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
 }
 
 // Cut is how many connections the proxy has cut.
@@ -94,8 +105,11 @@ func (p *Proxy) forward(c, srv net.Conn) {
 		n, err := c.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			marker := p.cutOn
+			marker, delay := p.cutOn, p.delay
 			p.mu.Unlock()
+			if delay > 0 {
+				time.Sleep(delay)
+			}
 			seen := append(tail, buf[:n]...)
 			if marker != nil && bytes.Contains(seen, marker) {
 				p.mu.Lock()
