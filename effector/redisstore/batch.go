@@ -32,8 +32,14 @@ import (
 const DefaultBatchSize = 128
 
 // DefaultLanes is how many pipelines a store has out at once, unless
-// WithLanes sets another number.
-const DefaultLanes = 2
+// WithLanes sets another number. One: on a 2-core host with redis-server on
+// loopback (BenchmarkProcessWorkersLanes, delay=0s), where the client's and
+// the server's CPU is the limit, 2 lanes ran 10-25% slower than 1 at 16
+// workers and no faster at 64, and on a durable server (appendfsync always)
+// the figures did not tell 1 and 2 apart. Behind a proxy delaying each
+// request by 200µs, as a network would, 2 lanes ran 10-40% faster and 4 lanes
+// 15-60%: set WithLanes for a server across a network.
+const DefaultLanes = 1
 
 // WithBatch sets the most calls one pipeline sends; 1 sends each call on its
 // own, at once, as a store without group commit does (lanes do not apply).
@@ -44,8 +50,8 @@ func WithBatch(size int) Option {
 // WithLanes sets how many pipelines a store may have out at once, each on a
 // connection of its own (the client's pool must hold that many; go-redis's
 // default holds 10 per CPU). Fewer lanes make bigger pipelines, which cost
-// the client and the server less per call; more overlap the client's work
-// with the server's. A number under 1 means DefaultLanes.
+// the client and the server less CPU per call; more keep the server busy
+// while a pipeline is on the network. A number under 1 means DefaultLanes.
 func WithLanes(n int) Option {
 	return func(s *Store) { s.nlanes = n }
 }
