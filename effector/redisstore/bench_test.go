@@ -2,10 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/redistest"
@@ -55,21 +58,35 @@ func BenchmarkClaimComplete(b *testing.B) {
 // floors written here, against the same redis-server: floor=rt-per-intent
 // sends each intent's claim (SET NX) and completion (SET) in one round trip
 // of its own; floor=pipeline100 sends 100 intents' claims in one pipeline,
-// then their completions in another. batch=1 is the store without group
-// commit (each script call its own round trip, as before issue 20).
+// then their completions in another. The floors write keys as the store's
+// (the prefix, "{i:", an id as Process's intents have, "}"), so both fill
+// the server with the same kind of keys. batch=1 is the store without group
+// commit (each script call its own round trip, as before issue 20). The
+// server persists nothing: BenchmarkProcessWorkersDurable is the same on a
+// server with appendfsync always, as the store's users run it.
 func BenchmarkProcessWorkers(b *testing.B) {
+	benchProcessWorkers(b, redistest.Start(b))
+}
+
+// BenchmarkProcessWorkersDurable is BenchmarkProcessWorkers on a server that
+// writes every reply's effect to its append-only file and fsyncs it before
+// replying (appendonly yes, appendfsync always), floors and store alike.
+func BenchmarkProcessWorkersDurable(b *testing.B) {
+	benchProcessWorkers(b, redistest.Start(b, redistest.WithDurability()))
+}
+
+func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 	ctx := context.Background()
-	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	result := []byte(`{"status":1,"payload":{"ok":true}}`)
 	perSec := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
 	}
 	b.Run("impl=floor-rt-per-intent", func(b *testing.B) {
-		prefix := strconv.FormatInt(rounds.Add(1), 10) + "floor1:"
+		keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor1:")
+		b.ResetTimer()
 		start := time.Now()
-		for i := range b.N {
-			key := prefix + strconv.Itoa(i)
+		for _, key := range keys {
 			pipe := rdb.Pipeline()
 			pipe.SetNX(ctx, key, "token", time.Minute)
 			pipe.Set(ctx, key, result, time.Hour)
@@ -79,34 +96,85 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		}
 		perSec(b, start)
 	})
-	b.Run("impl=floor-pipeline100", func(b *testing.B) {
-		prefix := strconv.FormatInt(rounds.Add(1), 10) + "floor100:"
-		start := time.Now()
-		for lo := 0; lo < b.N; lo += 100 {
-			hi := min(lo+100, b.N)
-			pipe := rdb.Pipeline()
-			for i := lo; i < hi; i++ {
-				pipe.SetNX(ctx, prefix+strconv.Itoa(i), "token", time.Minute)
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				b.Fatal(err)
-			}
-			for i := lo; i < hi; i++ {
-				pipe.Set(ctx, prefix+strconv.Itoa(i), result, time.Hour)
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		perSec(b, start)
-	})
+	b.Run("impl=floor-pipeline100", func(b *testing.B) { floorPipeline100(b, rdb) })
 	for _, batch := range []int{1, DefaultBatchSize} {
 		for _, workers := range []int{1, 4, 16, 64} {
 			b.Run("impl=store/batch="+strconv.Itoa(batch)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
 				s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithBatch(batch))
 				effectortest.BenchmarkProcessWorkers(b, s, workers)
-				b.ReportMetric(float64(s.group.Ops.Load())/float64(max(1, s.group.Batches.Load())), "calls/rt")
+				b.ReportMetric(float64(s.calls())/float64(max(1, s.batches())), "calls/rt")
 			})
 		}
 	}
+}
+
+// BenchmarkProcessWorkersLanes is BenchmarkProcessWorkers's floor=pipeline100
+// and store at 16 and 64 workers with 1, 2 and 4 lanes (WithLanes), over a
+// proxy that holds each request for $REDISSTORE_BENCH_DELAY (default 200µs),
+// as a network between client and server would, and without it
+// (delay=0): where one pipeline at a time waits on the network, several
+// lanes keep the server busy; on loopback they cost CPU.
+func BenchmarkProcessWorkersLanes(b *testing.B) {
+	delay := 200 * time.Microsecond
+	if d, err := time.ParseDuration(os.Getenv("REDISSTORE_BENCH_DELAY")); err == nil {
+		delay = d
+	}
+	srv := redistest.Start(b)
+	for _, d := range []time.Duration{0, delay} {
+		rdb := srv.Client(b)
+		if d > 0 {
+			p := srv.Proxy(b)
+			p.Delay(d)
+			rdb = redis.NewClient(&redis.Options{Addr: p.Addr})
+			b.Cleanup(func() { rdb.Close() })
+		}
+		b.Run("delay="+d.String(), func(b *testing.B) {
+			b.Run("impl=floor-pipeline100", func(b *testing.B) { floorPipeline100(b, rdb) })
+			for _, workers := range []int{16, 64} {
+				for _, lanes := range []int{1, 2, 4} {
+					b.Run("impl=store/lanes="+strconv.Itoa(lanes)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
+						s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithLanes(lanes))
+						effectortest.BenchmarkProcessWorkers(b, s, workers)
+						b.ReportMetric(float64(s.calls())/float64(max(1, s.batches())), "calls/rt")
+					})
+				}
+			}
+		})
+	}
+}
+
+// floorKeys are b.N fresh keys named as the store names intents' records.
+func floorKeys(b *testing.B, prefix string) []string {
+	keys := effectortest.FloorIDs(b.N)
+	for i, id := range keys {
+		keys[i] = prefix + "{i:" + id + "}"
+	}
+	return keys
+}
+
+// floorPipeline100 sends 100 intents' claims (SET NX) in one pipeline,
+// then their completions (SET) in another, and reports intents/s.
+func floorPipeline100(b *testing.B, rdb *redis.Client) {
+	ctx := context.Background()
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	keys := floorKeys(b, strconv.FormatInt(rounds.Add(1), 10)+"floor100:")
+	b.ResetTimer()
+	start := time.Now()
+	for lo := 0; lo < b.N; lo += 100 {
+		hi := min(lo+100, b.N)
+		pipe := rdb.Pipeline()
+		for _, key := range keys[lo:hi] {
+			pipe.SetNX(ctx, key, "token", time.Minute)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, key := range keys[lo:hi] {
+			pipe.Set(ctx, key, result, time.Hour)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
 }

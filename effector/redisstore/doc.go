@@ -50,10 +50,14 @@
 // append-only file, no snapshots) unless WithUnpersistedServer accepts it,
 // with a warning; New checks nothing.
 //
-// Calls are group-committed: script calls that arrive while a pipeline is
-// out wait, and the first of them then sends all waiting (up to WithBatch's
-// size, DefaultBatchSize) in one pipeline; a caller alone sends its call at
-// once. Each script replies, and fails, on its own.
+// Calls are group-committed: a store has lanes (WithLanes; DefaultLanes is
+// one), each with at most one pipeline out at a time, on a connection of its
+// own. A call goes out at once, alone, while a lane is free; calls that
+// arrive while every lane has a pipeline out wait on the lane with the
+// fewest, and the first of them then sends all waiting there (up to
+// WithBatch's size, DefaultBatchSize) in one pipeline. Each script
+// replies, and fails, on its own, and a pipeline whose connection fails
+// fails its own calls only.
 //
 // The store refuses non-positive leases and result lifetimes, and a key
 // prefix whose first hash tag is empty ("{}"), which would part an intent's

@@ -158,3 +158,35 @@ func TestMissingRedisServerFailsTheTest(t *testing.T) {
 		}
 	}
 }
+
+// The proxy forwards every connection, and cuts only the one that sends the
+// marker: its request never reaches the server, and the client's other
+// connection still answers.
+func TestProxyCutsOnlyTheConnectionThatSendsTheMarker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := Start(t)
+	p := srv.Proxy(t)
+	a := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	defer a.Close()
+	b := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	defer b.Close()
+	for _, c := range []*redis.Client{a, b} {
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("PING through the proxy: %v", err)
+		}
+	}
+	p.CutOn("poison-marker")
+	if err := a.Set(ctx, "poison-marker", "v", 0).Err(); err == nil {
+		t.Fatal("SET of the marker through the proxy succeeded, want its connection cut")
+	}
+	if err := b.Set(ctx, "other", "v", 0).Err(); err != nil {
+		t.Fatalf("SET on the other connection: %v", err)
+	}
+	if n := srv.Client(t).Exists(ctx, "poison-marker").Val(); n != 0 {
+		t.Fatal("the cut request reached the server")
+	}
+	if p.Cut() != 1 {
+		t.Fatalf("Cut() = %d, want 1", p.Cut())
+	}
+}
