@@ -15,14 +15,15 @@
 # not absolute figures, on a shared machine.
 #
 # Usage: scripts/bench-throughput.sh [count] [benchtime] [paths...]
-#   (default 3, 2s, all of: sqlite redis postgres jsonl)
+#   (default 3, 2s, all of: sqlite redis redis-durable postgres jsonl;
+#   redis-durable runs the Redis rows on a server with appendfsync always)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-3}
 benchtime=${2:-2s}
 shift $(($# < 2 ? $# : 2))
 paths=("$@")
-[ ${#paths[@]} -gt 0 ] || paths=(sqlite redis postgres jsonl)
+[ ${#paths[@]} -gt 0 ] || paths=(sqlite redis redis-durable postgres jsonl)
 
 # ratios reads benchmark lines and prints, per name, the median intents/s
 # and its ratio to the floor: the name whose impl matches floor_re, within
@@ -74,9 +75,10 @@ for p in "${paths[@]}"; do
 	case $p in
 	sqlite) run ./effector/sqlitestore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
 	redis) run ./effector/redisstore/ '^BenchmarkProcessWorkers$' 'impl=floor-pipeline100$' ;;
+	redis-durable) run ./effector/redisstore/ '^BenchmarkProcessWorkersDurable$' 'impl=floor-pipeline100$' ;;
 	postgres) run ./effector/pgstore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
 	jsonl) run ./effector/ '^BenchmarkServeJSONL$' 'impl=floor-copy-fsync-per-100$' ;;
-	*) echo "unknown path $p: want sqlite, redis, postgres or jsonl" >&2; exit 2 ;;
+	*) echo "unknown path $p: want sqlite, redis, redis-durable, postgres or jsonl" >&2; exit 2 ;;
 	esac
 done
 uptime
