@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,7 +161,9 @@ func parallelIDs(b *testing.B, workers int, id func(i int64) string, round func(
 //
 // All share one pool of pgxpool's default size (max(4, GOMAXPROCS)
 // connections: 4 on a 2-core machine), as a service that does not size its
-// pool runs; $PGSTORE_BENCH_CONNS sets another. The store's lanes default to
+// pool runs; $PGSTORE_BENCH_CONNS sets another. $PGSTORE_BENCH_IMPLS, a
+// space-separated list, replaces the store's impls: process,
+// process-unbatched, process-lanes=N (the store WithLanes(N)). The store's lanes default to
 // the pool's size, so it batches once every connection is busy.
 func BenchmarkProcessWorkers(b *testing.B) {
 	ctx := context.Background()
@@ -205,6 +209,12 @@ func BenchmarkProcessWorkers(b *testing.B) {
 	// implementation pays for the rows, the vacuuming or the dirty pages of
 	// those run before it. (go test -count repeats each sub-benchmark in a
 	// row, so the unbatched store always runs before the batched one.)
+	//
+	// It also reports what each intent cost in processor time, the
+	// server's (pg-cpu-µs/intent: every backend, the WAL writer, ...) and
+	// this process's (go-cpu-µs/intent), from the end of the checkpoint to
+	// the end of the benchmark function: figures that do not move with the
+	// machine's load as intents/s does.
 	empty := func(b *testing.B) {
 		if _, err := pool.Exec(ctx, `TRUNCATE toolreg_effector_dedup, floor`); err != nil {
 			b.Fatal(err)
@@ -212,8 +222,17 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 			b.Fatal(err)
 		}
+		pg, self := srv.CPU(), selfCPU()
+		b.Cleanup(func() {
+			n := float64(b.N)
+			b.ReportMetric(float64((srv.CPU()-pg).Microseconds())/n, "pg-cpu-µs/intent")
+			b.ReportMetric(float64((selfCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
+		})
 	}
 	impls := []string{"process-unbatched", "process"}
+	if os.Getenv("PGSTORE_BENCH_IMPLS") != "" {
+		impls = strings.Fields(os.Getenv("PGSTORE_BENCH_IMPLS"))
+	}
 	for _, workers := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("workers=%d/impl=floor-tx-per-intent", workers), func(b *testing.B) {
 			empty(b)
@@ -245,6 +264,10 @@ func BenchmarkProcessWorkers(b *testing.B) {
 				var opts []Option
 				if impl == "process-unbatched" {
 					opts = append(opts, WithBatch(1))
+				}
+				var lanes int
+				if _, err := fmt.Sscanf(impl, "process-lanes=%d", &lanes); err == nil {
+					opts = append(opts, WithLanes(lanes))
 				}
 				empty(b)
 				s, err := Open(ctx, pool, opts...)
@@ -306,4 +329,13 @@ func batch100(b *testing.B, workers int, send func(*pgx.Batch) error, id func(i 
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+}
+
+// selfCPU is the processor time this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
