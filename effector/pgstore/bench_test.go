@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,6 +110,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 // reports the throughput of all of them as intents/s.
 func parallel(b *testing.B, workers int, round func(id string) error) {
 	prefix := "bench-" + strconv.FormatInt(rounds.Add(1), 10) + "-"
+	parallelIDs(b, workers, func(i int64) string { return prefix + strconv.FormatInt(i, 10) }, round)
+}
+
+// parallelIDs is parallel with the ids id gives, for i from 1 to b.N.
+func parallelIDs(b *testing.B, workers int, id func(i int64) string, round func(id string) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -120,7 +127,7 @@ func parallel(b *testing.B, workers int, round func(id string) error) {
 				if i > int64(b.N) {
 					return
 				}
-				if err := round(prefix + strconv.FormatInt(i, 10)); err != nil {
+				if err := round(id(i)); err != nil {
 					errs <- err
 					return
 				}
@@ -144,14 +151,19 @@ func parallel(b *testing.B, workers int, round func(id string) error) {
 // then an UPDATE) in one transaction of its own, sent in one round trip;
 // floor=batch100 writes 100 intents' claims in one transaction, then their
 // completions in another, each in one round trip, as a perfect group commit
-// of 100 would. impl=process-unbatched is the store with WithBatch(1), every
+// of 100 would. Both write the ids the store's intents have (UUIDv5s, in no
+// order: effectortest.FloorIDs); floor=batch100-ordered-keys is batch100
+// with ordered keys ("batch-N-i"), which fill one B-tree page after another,
+// a cheaper workload than the store's. impl=process-unbatched is the store with WithBatch(1), every
 // claim and completion a transaction of its own: the store before group
 // commit. Issue 20's goal: at 16 workers and more, at least half of
 // batch100; at 1 worker, no slower than unbatched.
 //
 // All share one pool of pgxpool's default size (max(4, GOMAXPROCS)
 // connections: 4 on a 2-core machine), as a service that does not size its
-// pool runs; $PGSTORE_BENCH_CONNS sets another. The store's lanes default to
+// pool runs; $PGSTORE_BENCH_CONNS sets another. $PGSTORE_BENCH_IMPLS, a
+// space-separated list, replaces the store's impls: process,
+// process-unbatched, process-lanes=N (the store WithLanes(N)). The store's lanes default to
 // the pool's size, so it batches once every connection is busy.
 func BenchmarkProcessWorkers(b *testing.B) {
 	ctx := context.Background()
@@ -197,6 +209,12 @@ func BenchmarkProcessWorkers(b *testing.B) {
 	// implementation pays for the rows, the vacuuming or the dirty pages of
 	// those run before it. (go test -count repeats each sub-benchmark in a
 	// row, so the unbatched store always runs before the batched one.)
+	//
+	// It also reports what each intent cost in processor time, the
+	// server's (pg-cpu-µs/intent: every backend, the WAL writer, ...) and
+	// this process's (go-cpu-µs/intent), from the end of the checkpoint to
+	// the end of the benchmark function: figures that do not move with the
+	// machine's load as intents/s does.
 	empty := func(b *testing.B) {
 		if _, err := pool.Exec(ctx, `TRUNCATE toolreg_effector_dedup, floor`); err != nil {
 			b.Fatal(err)
@@ -204,67 +222,52 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 			b.Fatal(err)
 		}
+		pg, self := srv.CPU(), selfCPU()
+		b.Cleanup(func() {
+			n := float64(b.N)
+			b.ReportMetric(float64((srv.CPU()-pg).Microseconds())/n, "pg-cpu-µs/intent")
+			b.ReportMetric(float64((selfCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
+		})
 	}
 	impls := []string{"process-unbatched", "process"}
+	if os.Getenv("PGSTORE_BENCH_IMPLS") != "" {
+		impls = strings.Fields(os.Getenv("PGSTORE_BENCH_IMPLS"))
+	}
 	for _, workers := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("workers=%d/impl=floor-tx-per-intent", workers), func(b *testing.B) {
 			empty(b)
-			parallel(b, workers, func(id string) error {
+			ids := effectortest.FloorIDs(b.N + 1)
+			parallelIDs(b, workers, func(i int64) string { return ids[i] }, func(id string) error {
 				batch := &pgx.Batch{}
 				batch.Queue(insertSQL, id, []byte("token"))
 				batch.Queue(updateSQL, id, result)
 				return send(batch)
 			})
 		})
+		// floor-batch100 writes the ids the store's intents have (UUIDv5s,
+		// in no order, each landing on a B-tree page of its own);
+		// floor-batch100-ordered-keys writes ordered keys, which fill one
+		// page after another: a cheaper workload than the store's, kept to
+		// show by how much.
 		b.Run(fmt.Sprintf("workers=%d/impl=floor-batch100", workers), func(b *testing.B) {
-			// Each goroutine takes 100 ids at a time; parallel hands them out
-			// one by one, so count rounds of 100 here.
+			empty(b)
+			ids := effectortest.FloorIDs(b.N)
+			batch100(b, workers, send, func(i int64) string { return ids[i] })
+		})
+		b.Run(fmt.Sprintf("workers=%d/impl=floor-batch100-ordered-keys", workers), func(b *testing.B) {
 			empty(b)
 			prefix := "batch-" + strconv.FormatInt(rounds.Add(1), 10) + "-"
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, workers)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range workers {
-				wg.Go(func() {
-					for {
-						hi := next.Add(100)
-						lo := hi - 100
-						if lo >= int64(b.N) {
-							return
-						}
-						hi = min(hi, int64(b.N))
-						claims, completions := &pgx.Batch{}, &pgx.Batch{}
-						for i := lo; i < hi; i++ {
-							id := prefix + strconv.FormatInt(i, 10)
-							claims.Queue(insertSQL, id, []byte("token"))
-							completions.Queue(updateSQL, id, result)
-						}
-						if err := send(claims); err != nil {
-							errs <- err
-							return
-						}
-						if err := send(completions); err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+			batch100(b, workers, send, func(i int64) string { return prefix + strconv.FormatInt(i, 10) })
 		})
 		for _, impl := range impls {
 			b.Run(fmt.Sprintf("workers=%d/impl=%s", workers, impl), func(b *testing.B) {
 				var opts []Option
 				if impl == "process-unbatched" {
 					opts = append(opts, WithBatch(1))
+				}
+				var lanes int
+				if _, err := fmt.Sscanf(impl, "process-lanes=%d", &lanes); err == nil {
+					opts = append(opts, WithLanes(lanes))
 				}
 				empty(b)
 				s, err := Open(ctx, pool, opts...)
@@ -277,4 +280,62 @@ func BenchmarkProcessWorkers(b *testing.B) {
 			})
 		}
 	}
+}
+
+// batch100 is the floor that writes 100 intents' claims in one transaction,
+// then their completions in another, each in one round trip, from workers
+// goroutines at once, for b.N intents whose ids id gives.
+func batch100(b *testing.B, workers int, send func(*pgx.Batch) error, id func(i int64) string) {
+	const (
+		insertSQL = `INSERT INTO floor (id, v) VALUES ($1, $2)`
+		updateSQL = `UPDATE floor SET v = $2 WHERE id = $1`
+	)
+	result := []byte(`{"status":1,"payload":{"ok":true}}`)
+	// Each goroutine takes 100 ids at a time.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range workers {
+		wg.Go(func() {
+			for {
+				hi := next.Add(100)
+				lo := hi - 100
+				if lo >= int64(b.N) {
+					return
+				}
+				hi = min(hi, int64(b.N))
+				claims, completions := &pgx.Batch{}, &pgx.Batch{}
+				for i := lo; i < hi; i++ {
+					claims.Queue(insertSQL, id(i), []byte("token"))
+					completions.Queue(updateSQL, id(i), result)
+				}
+				if err := send(claims); err != nil {
+					errs <- err
+					return
+				}
+				if err := send(completions); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+}
+
+// selfCPU is the processor time this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

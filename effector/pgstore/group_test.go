@@ -377,3 +377,40 @@ func TestLanesDefaultToThePoolsSize(t *testing.T) {
 		}
 	}
 }
+
+// Ops fill the first lane up to a batch before a second lane opens: while
+// the first lane's batch waits on a lock, the next ops queue behind it, not
+// on a free lane, until it holds a full batch; the op after that opens the
+// second lane, and every op commits once the lock is gone.
+func TestOpsFillTheFirstLaneBeforeTheNext(t *testing.T) {
+	t.Parallel()
+	pool := migrated(t, pgtest.Start(t))
+	const size = 6
+	s := openForTest(t, pool, WithLanes(3), WithBatch(size))
+	unlock := lockTable(t, pool)
+	defer unlock() // on a failure too, so that the claims end
+	var wg sync.WaitGroup
+	claim := func(id string) {
+		wg.Go(func() { storetest.MustClaim(t, s, id, time.Minute) })
+	}
+	claim("leader")
+	leaderBlocked(t, s)
+	for i := range size - 1 {
+		claim(fmt.Sprintf("q-%d", i))
+	}
+	queued(t, s, size-1)
+	if s.lanes[1].group.Leading() || s.lanes[2].group.Leading() {
+		t.Fatal("an op took a second lane while the first held less than a batch")
+	}
+	claim("spill")
+	for deadline := time.Now().Add(10 * time.Second); !s.lanes[1].group.Leading(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the op after a full batch did not open the second lane")
+		}
+	}
+	if got := s.lanes[0].group.Queued(); got != size-1 {
+		t.Errorf("%d ops queued on the first lane, want %d", got, size-1)
+	}
+	unlock()
+	wg.Wait()
+}

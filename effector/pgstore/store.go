@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,10 +33,10 @@ type Store struct {
 
 	listener listener // WaitInFlight's LISTEN connection
 
-	lanes       []*lane       // claims and completions (group.go)
-	unbatched   bool          // WithBatch(1): every op on its own, no group
-	nextLane    atomic.Uint32 // where lane starts looking
-	beforeBatch func()        // for tests: runs before a batch of two or more is sent
+	lanes       []*lane // claims and completions (group.go)
+	batchSize   int32   // the most ops a lane's batch holds
+	unbatched   bool    // WithBatch(1): every op on its own, no group
+	beforeBatch func()  // for tests: runs before a batch of two or more is sent
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -116,6 +116,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 		lastSweep:     time.Now(),
 	}
 	s.unbatched = cfg.batchSize == 1
+	s.batchSize = int32(min(cfg.batchSize, math.MaxInt32))
 	for range cfg.lanes {
 		s.lanes = append(s.lanes, &lane{group: groupcommit.New(cfg.batchSize, s.runBatch)})
 	}

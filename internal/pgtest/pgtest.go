@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -289,3 +290,55 @@ func (s *Server) pool(t testing.TB, u string) *pgxpool.Pool {
 }
 
 var dbSeq atomic.Int64
+
+// CPU is the processor time (user and system) the server's processes have
+// used so far: the postmaster, the children it has reaped, and its live
+// children (the backends, the WAL writer, the checkpointer, ...), as Linux's
+// /proc counts it. Benchmarks report it per intent, a figure that does not
+// move with the machine's load as throughput does. It returns 0 where /proc
+// cannot tell.
+func (s *Server) CPU() time.Duration {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	postmaster := cmd.Process.Pid
+	ticks := int64(0)
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// Fields after the command, which is in parentheses and may hold
+		// spaces: state ppid ... utime(14) stime(15) cutime(16) cstime(17).
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		ppid, _ := strconv.Atoi(f[1])
+		if pid != postmaster && ppid != postmaster {
+			continue
+		}
+		n := 2 // utime, stime
+		if pid == postmaster {
+			n = 4 // and its reaped children's
+		}
+		for _, v := range f[11 : 11+n] {
+			t, _ := strconv.ParseInt(v, 10, 64)
+			ticks += t
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's times: 100 on
+// every Linux architecture Go runs on.
+const clockTicks = 100

@@ -135,3 +135,17 @@ func TestMissingBinariesFailTheTest(t *testing.T) {
 		t.Fatalf("without postgres binaries: Fatalf(%q), want a failure saying to install postgresql", r.fatal)
 	}
 }
+
+// CPU counts the backends' work: a query that keeps one busy raises it.
+func TestCPUCountsTheBackends(t *testing.T) {
+	t.Parallel()
+	srv := Start(t)
+	p := srv.Pool(t)
+	before := srv.CPU()
+	if _, err := p.Exec(context.Background(), `SELECT count(*) FROM generate_series(1, 5000000)`); err != nil {
+		t.Fatal(err)
+	}
+	if after := srv.CPU(); after <= before {
+		t.Fatalf("CPU went from %v to %v over a query that counts five million rows", before, after)
+	}
+}
