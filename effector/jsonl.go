@@ -473,21 +473,33 @@ func syncDir(dir string) error {
 }
 
 // JSONLSink writes results as JSONL, one result a line in the JSON form of
-// intent.Result, each line in one write. Writing to a regular file, it
-// fsyncs after every line, so a published result survives a crash.
+// intent.Result. Writing to a regular file, it fsyncs before Publish returns,
+// so a published result survives a crash.
 //
-// The fsyncs are group-committed: a Publish that finds another's fsync under
-// way waits for it, then one fsync covers every line written by then, so
-// concurrent workers share them. Publish returns only once its own line is
-// synced.
+// On a regular file, writes and fsyncs are group-committed: Publish buffers
+// its line, and the first Publish to find no fsync under way writes every
+// line buffered by then in one write and fsyncs once; Publishes that come
+// while it works wait for it, then the next of them writes and fsyncs
+// whatever gathered meanwhile. So the batch adapts to the load: a lone
+// result is written and synced at once (there is no timer to wait for), and
+// under load one write and one fsync cover every line that arrived during
+// the previous fsync. Publish returns only once its own line is synced.
+// Anywhere else (a pipe, a terminal) each line is written at once, and
+// there is nothing to sync.
+//
+// A write that fails part way keeps the line's unwritten rest, which the
+// next write puts first, so that lines stay whole; the Publish whose batch
+// it was fails, and Serve publishes its result again (a duplicate line,
+// harmless to consumers, which key results by intent id).
 type JSONLSink struct {
 	mu      sync.Mutex
 	w       io.Writer
 	sync    func() error
-	buf     []byte
-	written uint64 // lines written
+	buf     []byte // bytes not yet written, whole lines but for a failed write's rest first
+	written uint64 // lines staged
 
-	syncMu sync.Mutex    // one fsync at a time; taken before mu
+	syncMu sync.Mutex    // one write and fsync at a time; taken before mu
+	spare  []byte        // the buffer the last write emptied, reused; under syncMu
 	synced atomic.Uint64 // lines known synced
 	syncs  atomic.Int64  // fsyncs done, for tests and benchmarks
 }
@@ -513,9 +525,10 @@ func (s *JSONLSink) Publish(ctx context.Context, res intent.Result) error {
 	return wait()
 }
 
-// stage writes res's line and returns what waits until it is synced: Publish
-// in two steps, so that Serve can write results in order and wait for their
-// fsyncs, shared, while its workers go on (stagedSink).
+// stage buffers res's line (or, with nothing to sync, writes it) and returns
+// what waits until it is written and synced: Publish in two steps, so that
+// Serve can stage results in order and wait for their writes and fsyncs,
+// shared, while its workers go on (stagedSink).
 func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -525,31 +538,52 @@ func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() e
 		return nil, fmt.Errorf("effector: encoding the result of intent %q: %w", res.IntentID, err)
 	}
 	s.mu.Lock()
-	s.buf = append(append(s.buf[:0], b...), '\n')
-	if _, err := s.w.Write(s.buf); err != nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
-	}
+	s.buf = append(append(s.buf, b...), '\n')
 	s.written++
 	seq := s.written
+	if s.sync == nil {
+		// Nothing to sync: write at once, so consumers see each result.
+		n, err := s.w.Write(s.buf)
+		s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+		s.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("effector: writing the result of intent %q: %w", res.IntentID, err)
+		}
+		return func() error { return nil }, nil
+	}
 	s.mu.Unlock()
 	return func() error { return s.syncTo(seq, res.IntentID) }, nil
 }
 
-// syncTo returns once line seq is synced, fsyncing unless an fsync that
-// began after it was written has done it.
+// syncTo returns once line seq is written and synced, writing what is
+// buffered and fsyncing unless a write and fsync that began after it was
+// staged have done it.
 func (s *JSONLSink) syncTo(seq uint64, id string) error {
-	if s.sync == nil || s.synced.Load() >= seq {
+	if s.synced.Load() >= seq {
 		return nil
 	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	if s.synced.Load() >= seq {
-		return nil // an fsync while this one waited covered its line
+		return nil // a batch while this one waited covered its line
 	}
 	s.mu.Lock()
 	upTo := s.written
+	data := s.buf
+	s.buf = s.spare[:0]
 	s.mu.Unlock()
+	if len(data) > 0 {
+		n, err := s.w.Write(data)
+		if err != nil {
+			// Keep the unwritten rest first, so the next write completes
+			// the line it cut.
+			s.mu.Lock()
+			s.buf = append(data[:copy(data, data[n:])], s.buf...)
+			s.mu.Unlock()
+			return fmt.Errorf("effector: writing the result of intent %q: %w", id, err)
+		}
+	}
+	s.spare = data
 	if err := s.sync(); err != nil {
 		return fmt.Errorf("effector: syncing the result of intent %q: %w", id, err)
 	}
