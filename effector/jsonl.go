@@ -162,7 +162,7 @@ func newJSONLSource(name string, maxLine int, ck *checkpoint) *JSONLSource {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
-	return &JSONLSource{name: name, maxLine: maxLine, lines: make(chan Delivery), done: make(chan struct{}), ckpt: ck}
+	return &JSONLSource{name: name, maxLine: maxLine, lines: make(chan Delivery, readAhead), done: make(chan struct{}), ckpt: ck}
 }
 
 // Receive returns the next line's delivery, io.EOF after the last line, or
@@ -282,6 +282,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 		if s.ckpt != nil {
 			i := s.ckpt.add(offset, line, false)
 			d.Ack = func(ctx context.Context) error { return s.ckpt.ack(i) }
+			d.ckpt, d.ckIdx = s.ckpt, i
 		}
 		select {
 		case s.lines <- d:
@@ -290,6 +291,12 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 		}
 	}
 }
+
+// readAhead is how many lines a JSONLSource reads and decodes ahead of
+// Receive, so that decoding runs beside the workers rather than between
+// their intents. A line read ahead and never received is never acknowledged:
+// the checkpoint stays before it.
+const readAhead = 256
 
 // tornPoll is how often a file source reads again for a torn line's rest.
 const tornPoll = 20 * time.Millisecond
@@ -396,21 +403,40 @@ func (c *checkpoint) add(end int64, line int, acked bool) int {
 // line not acknowledged, and a line is acknowledged only once its result is
 // published (durably, with JSONLSink on a file).
 func (c *checkpoint) ack(i int) error {
+	c.mark(i)
+	return c.commit()
+}
+
+// mark marks line i answered and, if that extends the answered prefix,
+// moves the checkpoint in memory, for commit to save. Serve marks a batch's
+// lines, then commits once.
+func (c *checkpoint) mark(i int) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	j := i - c.base
 	if j >= 0 && j < len(c.pending) {
 		c.pending[j].acked = true
 	}
 	// j < 0 is a line already behind the checkpoint in memory: acknowledged
 	// twice, or the retry of an ack whose save failed. That retry must not
-	// succeed until the checkpoint is on disk, or the line would be
-	// acknowledged and still delivered again after a restart.
-	for len(c.pending) > 0 && c.pending[0].acked {
-		c.offset, c.line = c.pending[0].end, c.pending[0].line
-		c.pending = c.pending[1:]
-		c.base++
+	// succeed until the checkpoint is on disk (commit sees to it), or the
+	// line would be acknowledged and still delivered again after a restart.
+	k := 0
+	for k < len(c.pending) && c.pending[k].acked {
+		k++
+	}
+	if k > 0 {
+		c.offset, c.line = c.pending[k-1].end, c.pending[k-1].line
+		c.pending = c.pending[k:]
+		c.base += k
 		c.gen++
 	}
+}
+
+// commit returns once the checkpoint on disk is at least where mark has
+// moved it in memory by the time commit was called.
+func (c *checkpoint) commit() error {
+	c.mu.Lock()
 	want, durable := c.gen, c.savedGen >= c.gen
 	c.mu.Unlock()
 	if durable {

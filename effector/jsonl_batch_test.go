@@ -84,7 +84,20 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 	intents, all, _ := batchInput(t, dir, "kill", n)
 	ck := intents + ".ack"
 	results := filepath.Join(dir, "results.jsonl")
-	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+	// Intent n/2 waits for a first checkpoint, so that a batch is written
+	// after one was committed, however the batches fall.
+	hook := func(ctx context.Context) error {
+		if info, _ := effector.IntentFrom(ctx); info.ID == all[n/2].ID {
+			for {
+				if _, line := readCheckpoint(t, ck); line > 0 {
+					return nil
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return nil
+	}
+	e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
 	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
 
 	f := appendFile(t, results)
@@ -109,7 +122,8 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		check()
-		if syncs == 5 {
+		if _, line := readCheckpoint(t, ck); line > 0 {
+			// The kill: this batch is written, and will never be synced.
 			if unsynced == 0 {
 				fi, _ := f.Stat()
 				unsynced = int(fi.Size()) - len(durable)

@@ -1,0 +1,137 @@
+package effector
+
+import (
+	"context"
+	"sync"
+)
+
+// finisher finishes the intents Serve's workers hand off, in batches: it
+// takes every intent handed off by then, waits for their results to be
+// durable (the first wait writes and fsyncs every result staged by then, so
+// the rest return at once), marks them answered in their checkpoint, saves
+// the checkpoint once, and counts them answered. Meanwhile the workers go on,
+// and what they hand off gathers for the next batch: the batch adapts to the
+// load, with no timer. A lone intent is finished at once; one handed off
+// while a batch is being committed waits for that batch's fsync and save,
+// and no longer.
+//
+// So the checkpoint is saved once per batch, and only after every result it
+// covers is synced: a crash mid-batch leaves it before the batch, whose
+// lines are delivered again. It never passes a line not answered, as marking
+// moves it only over a contiguous prefix of answered lines (workers finish
+// out of order).
+//
+// Deliveries from other sources (no checkpoint) are finished one a goroutine,
+// concurrently, as their acknowledgements are round trips of their own.
+// A delivery whose fsync or checkpoint save fails leaves the batch for that
+// one-a-goroutine path, which retries it with backoff without holding up
+// the others.
+type finisher struct {
+	s           *server
+	work, stop  context.Context
+	release     func() // frees a finishing slot
+	mu          sync.Mutex
+	queue       []*finishItem
+	closed      bool
+	wake        chan struct{} // one token: the queue grew or closed
+	done        chan struct{}
+	single      sync.WaitGroup // one-a-goroutine finishes
+	batch, mark []*finishItem
+}
+
+func newFinisher(s *server, work, stop context.Context, release func()) *finisher {
+	f := &finisher{s: s, work: work, stop: stop, release: release, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go f.loop()
+	return f
+}
+
+// add hands it off to be finished.
+func (f *finisher) add(it *finishItem) {
+	if it.d.ckpt == nil {
+		f.goFinish(it, nil, false)
+		return
+	}
+	f.mu.Lock()
+	f.queue = append(f.queue, it)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close returns once everything handed off is finished (or given up).
+func (f *finisher) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	<-f.done
+	f.single.Wait()
+}
+
+func (f *finisher) goFinish(it *finishItem, waitErr error, waited bool) {
+	f.single.Go(func() {
+		defer f.release()
+		f.s.finish(f.work, f.stop, it, waitErr, waited)
+	})
+}
+
+func (f *finisher) loop() {
+	defer close(f.done)
+	for {
+		f.mu.Lock()
+		batch, closed := f.queue, f.closed
+		if len(batch) > 0 {
+			// Swap buffers: batch and queue never share an array.
+			f.queue, f.batch = f.batch[:0], nil
+		}
+		f.mu.Unlock()
+		if len(batch) == 0 {
+			if closed {
+				return
+			}
+			<-f.wake
+			continue
+		}
+		f.finish(batch)
+		clear(batch)
+		f.batch = batch
+	}
+}
+
+// finish finishes one batch.
+func (f *finisher) finish(batch []*finishItem) {
+	marked := f.mark[:0]
+	for _, it := range batch {
+		if it.wait != nil {
+			if err := it.wait(); err != nil {
+				f.goFinish(it, err, true)
+				continue
+			}
+		}
+		it.d.ckpt.mark(it.d.ckIdx)
+		marked = append(marked, it)
+	}
+	// Save each checkpoint once (a Serve has one source, so one).
+	var ck *checkpoint
+	var err error
+	for _, it := range marked {
+		if it.d.ckpt != ck {
+			ck = it.d.ckpt
+			err = ck.commit()
+		}
+		if err != nil {
+			// Its ack retries the save, with backoff.
+			f.goFinish(it, nil, true)
+			continue
+		}
+		f.s.answeredOne(f.work, it)
+		f.release()
+	}
+	clear(marked)
+	f.mark = marked
+}
