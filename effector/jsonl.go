@@ -41,6 +41,22 @@ const DefaultMaxLineBytes = 1 << 20
 // store answers those that ran). From a plain stream (NewJSONLSource, such as
 // stdin) acknowledgements are no-ops: the producer must resend intents that
 // have no result line when an effector dies.
+//
+// Serve acknowledges a file's lines in batches: it takes every intent whose
+// result was handed off by then, waits until their result lines are written
+// and synced (one write and one fsync with JSONLSink), then saves the
+// checkpoint once over them. The checkpoint is never saved before the results
+// it covers are durable, and never passes a line not answered, however out
+// of order concurrent workers answer them; a crash mid-batch leaves it before
+// the batch, whose lines are delivered again. There is no timer: a batch is
+// what gathered while the previous one was being synced and saved, so a lone
+// intent waits at most for the batch in progress (one fsync and one
+// checkpoint save, about a millisecond on a local SSD) before its own.
+//
+// A source reads and decodes up to 256 lines ahead of Receive, so that
+// decoding runs beside the workers (at most 256 lines of WithMaxLineBytes
+// each held at once). Lines read ahead are not acknowledged until Serve
+// answers them.
 type JSONLSource struct {
 	name    string
 	maxLine int
@@ -464,6 +480,15 @@ func (c *checkpoint) commit() error {
 // save writes the checkpoint durably: a temporary file, fsynced, renamed over
 // the old one, then the directory fsynced, so a crash leaves the old or the
 // new checkpoint, never a torn one.
+//
+// Each step is needed. Without the file's fsync before the rename, a crash
+// could leave the new name on an empty or partly written file. Without the
+// directory's fsync, a crash could lose the rename and bring back the
+// previous checkpoint: still safe (every checkpoint written covers only
+// durable results, so an older one only delivers a batch again), but an
+// acknowledgement would return before its checkpoint is durable, and that is
+// what ack promises. Serve saves once per batch, so these two fsyncs are
+// shared by every intent of the batch (under load, fewer than one per 100).
 func (c *checkpoint) save(offset int64, line int) error {
 	tmp := c.path + ".tmp"
 	f, err := os.Create(tmp)

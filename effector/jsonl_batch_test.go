@@ -306,3 +306,59 @@ func TestServeJSONLCheckpointNeverPassesAnUnansweredIntent(t *testing.T) {
 		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
 	}
 }
+
+// A checkpoint save that fails fails the whole batch's acknowledgement:
+// Serve retries it, and answers none of the batch before the checkpoint is
+// on disk; once saves work again, it ends with the checkpoint at the end.
+func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 30
+	intents, _, ends := batchInput(t, dir, "ckfail", n)
+	ck := intents + ".ack"
+	// A directory where the save writes its temporary file fails the save.
+	blocker := ck + ".tmp"
+	if err := os.Mkdir(blocker, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "results.jsonl")
+	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, effector.WithWorkers(4),
+			effector.WithServeLogger(slog.New(slog.NewTextHandler(&logs, nil))), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
+	}()
+	for {
+		b, err := os.ReadFile(results)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if bytes.Count(b, []byte("\n")) >= n && strings.Contains(logs.String(), "acknowledging intent failed; retrying") {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := os.Stat(ck); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("checkpoint file while saves fail: %v, want none", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned %v while no checkpoint could be saved", err)
+	default:
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if off, line := readCheckpoint(t, ck); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}

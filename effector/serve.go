@@ -339,7 +339,9 @@ type server struct {
 }
 
 // maxFinishing is how many processed intents may wait at once for their
-// results to be durable and their acknowledgement (at least the workers).
+// results to be durable and their acknowledgement (at least the workers):
+// enough that the workers go on while a batch's fsync and checkpoint save
+// take a few milliseconds, and a bound on the results held meanwhile.
 const maxFinishing = 1024
 
 // stagedSink is a Sink that publishes in two steps: stage writes res where
