@@ -298,8 +298,15 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 		}
 		if s.ckpt != nil {
 			i := s.ckpt.add(offset, line, false)
-			d.Ack = func(ctx context.Context) error { return s.ckpt.ack(i) }
-			d.ckpt, d.ckIdx = s.ckpt, i
+			d.Ack = func(ctx context.Context) error {
+				if b, ok := ctx.Value(ackBatchKey{}).(*ackBatch); ok {
+					s.ckpt.mark(i) // Serve saves the checkpoint once for the batch
+					b.ckpt = s.ckpt
+					return nil
+				}
+				return s.ckpt.ack(i)
+			}
+			d.batchAck = true
 		}
 		select {
 		case s.lines <- d:

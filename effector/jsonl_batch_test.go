@@ -362,3 +362,56 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
 	}
 }
+
+// wrappingSource wraps each delivery's Ack, as a middleware source might.
+type wrappingSource struct {
+	effector.Source
+	mu    sync.Mutex
+	acked map[string]int
+}
+
+func (w *wrappingSource) Receive(ctx context.Context) (effector.Delivery, error) {
+	d, err := w.Source.Receive(ctx)
+	if err != nil || d.Ack == nil {
+		return d, err
+	}
+	inner, pos := d.Ack, d.Pos
+	d.Ack = func(ctx context.Context) error {
+		if err := inner(ctx); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.acked[pos]++
+		w.mu.Unlock()
+		return nil
+	}
+	return d, nil
+}
+
+// Batching acknowledgements still calls each delivery's own Ack, so a source
+// that wraps a JSONL file source's deliveries sees every one of them.
+func TestServeJSONLBatchesCallTheDeliverysOwnAck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 50
+	intents, _, ends := batchInput(t, dir, "wrap", n)
+	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	w := &wrappingSource{Source: src, acked: map[string]int{}}
+	if err := effector.Serve(context.Background(), w, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+		effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	for i := range n {
+		if pos := fmt.Sprintf("%s:%d", intents, i+1); w.acked[pos] != 1 {
+			t.Errorf("%s acknowledged %d times through its own Ack, want once", pos, w.acked[pos])
+		}
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}

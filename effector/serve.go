@@ -43,12 +43,18 @@ type Delivery struct {
 	// Nil means the source needs no acknowledgement.
 	Ack func(ctx context.Context) error
 
-	// ckpt and ckIdx are set by a JSONL file source: Serve marks a batch's
-	// lines answered in the checkpoint and saves it once, rather than one
-	// Ack (and save) per line.
-	ckpt  *checkpoint
-	ckIdx int
+	// batchAck is set by a JSONL file source, whose Ack, called with an
+	// ackBatch in its context, marks the line answered in the checkpoint
+	// and leaves the save to Serve, once for the batch.
+	batchAck bool
 }
+
+// ackBatchKey is the context key of an *ackBatch.
+type ackBatchKey struct{}
+
+// ackBatch collects, from one Ack called with it in the context, the
+// checkpoint the Ack marked and Serve must save.
+type ackBatch struct{ ckpt *checkpoint }
 
 // Source hands out intents to execute.
 type Source interface {

@@ -21,22 +21,24 @@ import (
 // moves it only over a contiguous prefix of answered lines (workers finish
 // out of order).
 //
-// Deliveries from other sources (no checkpoint) are finished one a goroutine,
-// concurrently, as their acknowledgements are round trips of their own.
-// A delivery whose fsync or checkpoint save fails leaves the batch for that
-// one-a-goroutine path, which retries it with backoff without holding up
-// the others.
+// Deliveries from other sources (whose Ack cannot be batched) are finished
+// one a goroutine, concurrently, as their acknowledgements are round trips
+// of their own. A delivery whose fsync or checkpoint save fails leaves the
+// batch for that one-a-goroutine path, which retries it with backoff without
+// holding up the others: there its Ack is called again, without the batch,
+// and returns only once the checkpoint is saved.
 type finisher struct {
-	s           *server
-	work, stop  context.Context
-	release     func() // frees a finishing slot
-	mu          sync.Mutex
-	queue       []*finishItem
-	closed      bool
-	wake        chan struct{} // one token: the queue grew or closed
-	done        chan struct{}
-	single      sync.WaitGroup // one-a-goroutine finishes
-	batch, mark []*finishItem
+	s          *server
+	work, stop context.Context
+	release    func() // frees a finishing slot
+	mu         sync.Mutex
+	queue      []*finishItem
+	closed     bool
+	wake       chan struct{} // one token: the queue grew or closed
+	done       chan struct{}
+	single     sync.WaitGroup // one-a-goroutine finishes
+	batch      []*finishItem  // reused arrays
+	mark       []markedItem
 }
 
 func newFinisher(s *server, work, stop context.Context, release func()) *finisher {
@@ -47,7 +49,7 @@ func newFinisher(s *server, work, stop context.Context, release func()) *finishe
 
 // add hands it off to be finished.
 func (f *finisher) add(it *finishItem) {
-	if it.d.ckpt == nil {
+	if !it.d.batchAck {
 		f.goFinish(it, nil, false)
 		return
 	}
@@ -103,9 +105,13 @@ func (f *finisher) loop() {
 	}
 }
 
-// finish finishes one batch.
+// finish finishes one batch. Each delivery's own Ack is called (a source
+// may wrap the JSONL source's), with an ackBatch in its context, so that the
+// JSONL source's marks the line and leaves the save for once per batch.
 func (f *finisher) finish(batch []*finishItem) {
 	marked := f.mark[:0]
+	ab := &ackBatch{}
+	actx := context.WithValue(f.work, ackBatchKey{}, ab)
 	for _, it := range batch {
 		if it.wait != nil {
 			if err := it.wait(); err != nil {
@@ -113,25 +119,35 @@ func (f *finisher) finish(batch []*finishItem) {
 				continue
 			}
 		}
-		it.d.ckpt.mark(it.d.ckIdx)
-		marked = append(marked, it)
+		ab.ckpt = nil
+		if err := ack(actx, it.d); err != nil {
+			f.goFinish(it, nil, true) // its Ack, retried without the batch
+			continue
+		}
+		marked = append(marked, markedItem{it, ab.ckpt})
 	}
 	// Save each checkpoint once (a Serve has one source, so one).
 	var ck *checkpoint
 	var err error
-	for _, it := range marked {
-		if it.d.ckpt != ck {
-			ck = it.d.ckpt
+	for _, m := range marked {
+		if m.ckpt != nil && m.ckpt != ck {
+			ck = m.ckpt
 			err = ck.commit()
 		}
-		if err != nil {
-			// Its ack retries the save, with backoff.
-			f.goFinish(it, nil, true)
+		if m.ckpt != nil && err != nil {
+			// Its Ack, retried without the batch, retries the save.
+			f.goFinish(m.it, nil, true)
 			continue
 		}
-		f.s.answeredOne(f.work, it)
+		f.s.answeredOne(f.work, m.it)
 		f.release()
 	}
 	clear(marked)
 	f.mark = marked
+}
+
+// markedItem is an intent whose Ack marked ckpt (nil: none) in a batch.
+type markedItem struct {
+	it   *finishItem
+	ckpt *checkpoint
 }
