@@ -221,11 +221,15 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 	// torn holds a last fragment without its newline, and tornN the bytes
 	// it took, while the source waits for the rest; offset stays at its start.
 	var torn []byte
+	var buf []byte // the last line's array, reused
 	var tornN int
 	var tornLong bool
 	var waited time.Duration
 	for {
-		text, n, tooLong, err := readLine(r, s.maxLine)
+		text, n, tooLong, err := readLine(r, s.maxLine, buf[:0])
+		if cap(text) > cap(buf) {
+			buf = text[:0] // reused for the next line: nothing keeps text but a clone
+		}
 		if torn != nil {
 			tooLong = tornLong || tooLong || len(torn)+len(text) > s.maxLine
 			text, n = appendLimited(torn, text, s.maxLine), n+tornN
@@ -248,7 +252,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			te := &TornLineError{Name: s.name, Line: line + 1, Offset: offset, Len: n}
 			if s.ckpt == nil {
 				// A stream's end is for good: dead-letter the fragment.
-				d := Delivery{Pos: s.name + ":" + strconv.Itoa(line+1), Err: te, Bytes: text, Offset: offset}
+				d := Delivery{Pos: s.name + ":" + strconv.Itoa(line+1), Err: te, Bytes: bytes.Clone(text), Offset: offset}
 				select {
 				case s.lines <- d:
 				case <-s.done:
@@ -281,7 +285,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 		switch {
 		case tooLong:
 			d.Err = fmt.Errorf("effector: %s: line is longer than %d bytes; split it or raise WithMaxLineBytes", d.Pos, s.maxLine)
-			d.Bytes, d.Offset = text, start
+			d.Bytes, d.Offset = bytes.Clone(text), start
 		case len(bytes.TrimSpace(text)) == 0:
 			if s.ckpt != nil {
 				s.ckpt.add(offset, line, true)
@@ -291,8 +295,8 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			in := new(intent.Intent)
 			if err := in.UnmarshalJSON(text); err != nil {
 				d.Err = fmt.Errorf("effector: %s: %w", d.Pos, err)
-				d.Bytes, d.Offset = text, start
-			} else {
+				d.Bytes, d.Offset = bytes.Clone(text), start
+			} else { // UnmarshalJSON keeps nothing of text
 				d.Intent = in
 			}
 		}
@@ -336,7 +340,8 @@ func appendLimited(dst, b []byte, limit int) []byte {
 // readLine reads one line, without its newline, keeping at most max bytes:
 // n counts every byte consumed, tooLong says the line was longer than max.
 // A line cut short by an error (io.EOF: no newline) comes with the error.
-func readLine(r *bufio.Reader, max int) (line []byte, n int, tooLong bool, err error) {
+// The line is appended to line (empty), whose array it may reuse.
+func readLine(r *bufio.Reader, max int, line []byte) (_ []byte, n int, tooLong bool, err error) {
 	for {
 		frag, err := r.ReadSlice('\n')
 		n += len(frag)
