@@ -48,11 +48,13 @@ const DefaultMaxLineBytes = 1 << 20
 // checkpoint once over them. The checkpoint is never saved before the results
 // it covers are durable, and never passes a line not answered, however out
 // of order concurrent workers answer them; a crash mid-batch leaves it before
-// the batch, whose lines are delivered again. There is no timer: a batch is
-// what gathered while the previous one was being synced and saved, so a lone
-// intent waits at most for the batch in progress (one write and fsync of the
-// results and one checkpoint save: 1-2 ms measured here, more under load)
-// before its own.
+// the batch, whose lines are delivered again. The batch adapts to the load:
+// it is what gathered while the previous one was being synced and saved, and
+// while other intents are still being processed it waits for their results
+// until it holds 128 intents or its first has waited 1 ms (the most a batch
+// waits to grow). A lone intent starts its batch at once, so it waits at most
+// for the batch in progress (one write and fsync of the results and one
+// checkpoint save: 1-2 ms measured here, more under load) before its own.
 //
 // A source reads and decodes up to 256 lines ahead of Receive, so that
 // decoding runs beside the workers (at most 256 lines of WithMaxLineBytes

@@ -415,3 +415,50 @@ func TestServeJSONLBatchesCallTheDeliverysOwnAck(t *testing.T) {
 		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
 	}
 }
+
+// A batch waits for more results only a little while: with another intent
+// still being processed (its tool blocked), the results handed off are
+// synced and checkpointed without it.
+func TestServeJSONLBatchDoesNotWaitForAnIntentStillRunning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n, slow = 5, 3
+	intents, all, ends := batchInput(t, dir, "busy", n)
+	release := make(chan struct{})
+	hook := func(ctx context.Context) error {
+		if info, _ := effector.IntentFrom(ctx); info.ID == all[slow].ID {
+			<-release
+		}
+		return nil
+	}
+	e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+			effector.WithWorkers(1), effector.WithServeLogger(slog.New(slog.DiscardHandler)))
+	}()
+	// The test's own timeout bounds this wait.
+	for {
+		if off, line := readCheckpoint(t, intents+".ack"); line == slow {
+			if off != ends[slow-1] {
+				t.Fatalf("checkpoint at line %d, byte %d; want byte %d", line, off, ends[slow-1])
+			}
+			break
+		} else if line > slow {
+			t.Fatalf("checkpoint at line %d past the running line %d", line, slow+1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}

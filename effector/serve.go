@@ -282,12 +282,15 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		wg.Go(func() {
 			for d := range jobs {
 				it := s.answer(work, ctx, d)
+				busy := s.processing.Add(-1) > 0
 				if it != nil {
 					finishing <- struct{}{}
 				}
 				<-slots
 				if it != nil {
-					fin.add(it)
+					fin.add(it, busy)
+				} else if !busy {
+					fin.poke() // no more results are coming to wait for
 				}
 			}
 		})
@@ -314,6 +317,7 @@ receive:
 			break receive
 		}
 		s.received.Add(1)
+		s.processing.Add(1)
 		jobs <- d
 	}
 	close(jobs)
@@ -342,6 +346,7 @@ type server struct {
 	log  *slog.Logger
 
 	received, answered atomic.Int64
+	processing         atomic.Int64 // received and not yet answered or handed off
 }
 
 // maxFinishing is how many processed intents may wait at once for their

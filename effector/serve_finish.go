@@ -3,6 +3,7 @@ package effector
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // finisher finishes the intents Serve's workers hand off, in batches: it
@@ -11,9 +12,10 @@ import (
 // the rest return at once), marks them answered in their checkpoint, saves
 // the checkpoint once, and counts them answered. Meanwhile the workers go on,
 // and what they hand off gathers for the next batch: the batch adapts to the
-// load, with no timer. A lone intent is finished at once; one handed off
-// while a batch is being committed waits for that batch's fsync and save,
-// and no longer.
+// load. While other intents are being processed, a batch waits for their
+// results up to batchTarget intents or maxBatchDelay; when none is, it starts
+// at once, so a lone intent is finished at once, or, handed off while a batch
+// is being committed, after that batch's fsync and save.
 //
 // So the checkpoint is saved once per batch, and only after every result it
 // covers is synced: a crash mid-batch leaves it before the batch, whose
@@ -33,6 +35,7 @@ type finisher struct {
 	release    func() // frees a finishing slot
 	mu         sync.Mutex
 	queue      []*finishItem
+	first      time.Time // when the queue's first intent came
 	closed     bool
 	wake       chan struct{} // one token: the queue grew or closed
 	done       chan struct{}
@@ -47,15 +50,37 @@ func newFinisher(s *server, work, stop context.Context, release func()) *finishe
 	return f
 }
 
-// add hands it off to be finished.
-func (f *finisher) add(it *finishItem) {
+// maxBatchDelay is the longest a JSONL batch waits to grow while more
+// results are coming, and batchTarget the size at which it stops waiting:
+// a batch starts at once when no other intent is being processed (a lone
+// intent is not delayed), when it holds batchTarget intents, or when its
+// first intent has waited maxBatchDelay.
+const (
+	maxBatchDelay = time.Millisecond
+	batchTarget   = 128
+)
+
+// add hands it off to be finished; busy says other intents are being
+// processed, whose results may join its batch.
+func (f *finisher) add(it *finishItem, busy bool) {
 	if !it.d.batchAck {
 		f.goFinish(it, nil, false)
 		return
 	}
 	f.mu.Lock()
+	if len(f.queue) == 0 {
+		f.first = time.Now()
+	}
 	f.queue = append(f.queue, it)
+	n := len(f.queue)
 	f.mu.Unlock()
+	if n == 1 || n >= batchTarget || !busy {
+		f.poke()
+	}
+}
+
+// poke wakes the finisher to look at its queue again.
+func (f *finisher) poke() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -84,9 +109,27 @@ func (f *finisher) goFinish(it *finishItem, waitErr error, waited bool) {
 
 func (f *finisher) loop() {
 	defer close(f.done)
+	var timer *time.Timer
 	for {
 		f.mu.Lock()
-		batch, closed := f.queue, f.closed
+		batch, closed, first := f.queue, f.closed, f.first
+		if len(batch) > 0 && !closed && len(batch) < batchTarget && f.s.processing.Load() > 0 {
+			// More results are coming: let the batch grow a little.
+			if left := maxBatchDelay - time.Since(first); left > 0 {
+				f.mu.Unlock()
+				if timer == nil {
+					timer = time.NewTimer(left)
+				} else {
+					timer.Reset(left)
+				}
+				select {
+				case <-f.wake:
+					timer.Stop()
+				case <-timer.C:
+				}
+				continue
+			}
+		}
 		if len(batch) > 0 {
 			// Swap buffers: batch and queue never share an array.
 			f.queue, f.batch = f.batch[:0], nil
