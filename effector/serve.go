@@ -425,7 +425,7 @@ func (s *server) answer(work, stop context.Context, d Delivery) *finishItem {
 	return it
 }
 
-// finish waits for it's result to be durable (publishing it again if its
+// finish waits for its result to be durable (publishing it again if its
 // fsync failed: the retry's own fsync covers it, and a duplicate result line
 // is harmless to consumers) unless waited is set, acknowledges it, and
 // counts it answered. It is the finisher's path for one delivery at a time.
