@@ -15,3 +15,16 @@ func HookJSONLSink(s *JSONLSink, w func(io.Writer) io.Writer, sync func(real fun
 		s.sync = func() error { return sync(real) }
 	}
 }
+
+// JSONLFsyncs returns the fsyncs a sink and a file source's checkpoint have
+// done: one per sink batch, two per checkpoint save (the file's and its
+// directory's), for benchmarks to report beside their floors'.
+func JSONLFsyncs(sink *JSONLSink, src *JSONLSource) int64 {
+	n := sink.syncs.Load()
+	if src.ckpt != nil {
+		src.ckpt.mu.Lock()
+		n += 2 * int64(src.ckpt.saves)
+		src.ckpt.mu.Unlock()
+	}
+	return n
+}
