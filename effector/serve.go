@@ -42,7 +42,19 @@ type Delivery struct {
 	// the intent was refused and dead-lettered, or the entry is no intent).
 	// Nil means the source needs no acknowledgement.
 	Ack func(ctx context.Context) error
+
+	// batchAck is set by a JSONL file source, whose Ack, called with an
+	// ackBatch in its context, marks the line answered in the checkpoint
+	// and leaves the save to Serve, once for the batch.
+	batchAck bool
 }
+
+// ackBatchKey is the context key of an *ackBatch.
+type ackBatchKey struct{}
+
+// ackBatch collects, from one Ack called with it in the context, the
+// checkpoint the Ack marked and Serve must save.
+type ackBatch struct{ ckpt *checkpoint }
 
 // Source hands out intents to execute.
 type Source interface {
@@ -254,15 +266,35 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	defer stopDrain()
 
 	// A delivery is received only when a worker is free to take it, so that
-	// shutdown leaves nothing received and waiting.
+	// shutdown leaves nothing received and waiting. The workers live as long
+	// as Serve: a goroutine per intent would grow a fresh stack for each.
 	slots := make(chan struct{}, cfg.workers)
+	jobs := make(chan Delivery, cfg.workers)
 	// A worker hands an intent it has processed (and, to a staged sink such
-	// as JSONLSink, written) on to finish: wait for its result to be durable,
+	// as JSONLSink, staged) on to finish: wait for its result to be durable,
 	// then acknowledge it. Up to maxFinishing of those wait at once, so their
 	// fsyncs and checkpoint saves are shared (group commit) while the workers
 	// go on to the next intents.
 	finishing := make(chan struct{}, max(cfg.workers, maxFinishing))
+	fin := newFinisher(s, work, ctx, func() { <-finishing })
 	var wg sync.WaitGroup
+	for range cfg.workers {
+		wg.Go(func() {
+			for d := range jobs {
+				it := s.answer(work, ctx, d)
+				busy := s.processing.Add(-1) > 0
+				if it != nil {
+					finishing <- struct{}{}
+				}
+				<-slots
+				if it != nil {
+					fin.add(it, busy)
+				} else if !busy {
+					fin.poke() // no more results are coming to wait for
+				}
+			}
+		})
+	}
 	var stopErr error
 receive:
 	for {
@@ -274,6 +306,7 @@ receive:
 		}
 		d, err := source.Receive(ctx)
 		if err != nil {
+			<-slots
 			switch {
 			case errors.Is(err, io.EOF):
 			case ctx.Err() != nil:
@@ -284,23 +317,12 @@ receive:
 			break receive
 		}
 		s.received.Add(1)
-		wg.Go(func() {
-			handedOff := false
-			defer func() {
-				if handedOff {
-					<-finishing
-				} else {
-					<-slots
-				}
-			}()
-			s.answer(work, ctx, d, func() {
-				finishing <- struct{}{}
-				handedOff = true
-				<-slots
-			})
-		})
+		s.processing.Add(1)
+		jobs <- d
 	}
+	close(jobs)
 	wg.Wait()
+	fin.close()
 	cancelWork(nil)
 
 	unanswered := int(s.received.Load() - s.answered.Load())
@@ -324,48 +346,60 @@ type server struct {
 	log  *slog.Logger
 
 	received, answered atomic.Int64
+	processing         atomic.Int64 // received and not yet answered or handed off
 }
 
 // maxFinishing is how many processed intents may wait at once for their
-// results to be durable and their acknowledgement (at least the workers).
-const maxFinishing = 256
+// results to be durable and their acknowledgement (at least the workers):
+// enough that the workers go on while a batch's fsync and checkpoint save
+// take a few milliseconds, and a bound on the results held meanwhile.
+const maxFinishing = 1024
 
 // stagedSink is a Sink that publishes in two steps: stage writes res where
-// its consumers read it, in the order of the calls, and wait returns once it
-// is durable. Serve stages in the worker, which keeps results in order with
-// one worker, and waits after handing the intent off.
+// its consumers read it (or buffers it to), in the order of the calls, and
+// wait returns once it is there and durable. Serve stages in the worker,
+// which keeps results in order with one worker, and waits after handing the
+// intent off.
 type stagedSink interface {
 	stage(ctx context.Context, res intent.Result) (wait func() error, err error)
 }
 
-// answer processes, publishes and acknowledges one delivery, retrying each
-// step until it succeeds or work ends. Giving up leaves it unacknowledged.
-// stop is the serve context: once it ends, failed steps are not retried.
-// handOff frees the delivery's worker once the intent is processed and its
-// result staged or published: what is left (waiting for a staged result to
-// be durable, acknowledging) is shared with other deliveries' and needs no
-// worker.
-func (s *server) answer(work, stop context.Context, d Delivery, handOff func()) {
+// finishItem is a delivery processed, its result staged or published, that
+// waits for its result to be durable and its acknowledgement.
+type finishItem struct {
+	d       Delivery
+	res     intent.Result
+	wait    func() error // the staged result's fsync; nil when published
+	refused bool
+}
+
+// answer processes and publishes (or stages) one delivery, retrying each
+// step until it succeeds or work ends. Giving up leaves it unacknowledged,
+// and returns nil. stop is the serve context: once it ends, failed steps are
+// not retried. What is left, waiting for a staged result to be durable and
+// acknowledging, is returned for the finisher: it is shared with other
+// deliveries' and needs no worker. An entry that is no intent is answered
+// here, and nil returned.
+func (s *server) answer(work, stop context.Context, d Delivery) *finishItem {
 	if d.Err != nil {
 		if s.retry(work, stop, d, "dead-lettering the undecodable entry of", func() error { return s.cfg.deadEntry(work, d) }) &&
 			s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
 			s.answered.Add(1)
 		}
-		return
+		return nil
 	}
 	in := d.Intent
-	var res intent.Result
-	refused := false
+	it := &finishItem{d: d}
 	pctx := work
 	if d.Deliveries > 0 {
 		pctx = WithDeliveryCount(work, d.Deliveries)
 	}
 	ok := s.retry(work, stop, d, "processing", func() error {
 		var err error
-		res, err = s.p.Process(pctx, in)
+		it.res, err = s.p.Process(pctx, in)
 		var re *RefusedError
 		if errors.As(err, &re) && re.SinkErr == nil {
-			refused = true // dead-lettered: no result, and nothing to redeliver
+			it.refused = true // dead-lettered: no result, and nothing to redeliver
 			return nil
 		}
 		if nd := (*NonDeterministicError)(nil); errors.As(err, &nd) {
@@ -374,35 +408,45 @@ func (s *server) answer(work, stop context.Context, d Delivery, handOff func()) 
 		return err
 	})
 	if !ok {
-		return
+		return nil
 	}
-	var wait func() error // the staged result's fsync, once handed off
-	if !refused {
-		publish := func() error { return s.sink.Publish(work, res) }
+	if !it.refused {
+		publish := func() error { return s.sink.Publish(work, it.res) }
 		if ss, ok := s.sink.(stagedSink); ok {
 			publish = func() (err error) {
-				wait, err = ss.stage(work, res)
+				it.wait, err = ss.stage(work, it.res)
 				return err
 			}
 		}
 		if !s.retry(work, stop, d, "publishing the result of", publish) {
-			return
+			return nil
 		}
 	}
-	handOff()
-	if wait != nil {
-		// A failed fsync publishes the line again: the retry's own fsync
-		// covers it, and a duplicate result line is harmless to consumers.
-		if err := wait(); err != nil && !s.retry(work, stop, d, "publishing the result of", func() error { return s.sink.Publish(work, res) }) {
-			return
-		}
+	return it
+}
+
+// finish waits for its result to be durable (publishing it again if its
+// fsync failed: the retry's own fsync covers it, and a duplicate result line
+// is harmless to consumers) unless waited is set, acknowledges it, and
+// counts it answered. It is the finisher's path for one delivery at a time.
+func (s *server) finish(work, stop context.Context, it *finishItem, waitErr error, waited bool) {
+	d := it.d
+	if !waited && it.wait != nil {
+		waitErr = it.wait()
+	}
+	if waitErr != nil && !s.retry(work, stop, d, "publishing the result of", func() error { return s.sink.Publish(work, it.res) }) {
+		return
 	}
 	if !s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
 		return
 	}
+	s.answeredOne(work, it)
+}
+
+func (s *server) answeredOne(ctx context.Context, it *finishItem) {
 	s.answered.Add(1)
-	if s.log.Enabled(work, slog.LevelDebug) {
-		s.log.DebugContext(work, "effector: intent answered", "intent_id", in.ID, "pos", d.Pos, "status", res.Status.String(), "refused", refused)
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.DebugContext(ctx, "effector: intent answered", "intent_id", it.d.Intent.ID, "pos", it.d.Pos, "status", it.res.Status.String(), "refused", it.refused)
 	}
 }
 
