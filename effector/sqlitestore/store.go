@@ -285,11 +285,6 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	var claim effector.Claim
 	var recorded bool // the id is known for another call
 	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
-		// Under the write lock the row cannot change between this read and the
-		// write below. The flags pack three facts in one column (every column
-		// costs the driver allocations on the hot path): bit 0, the row's call
-		// matches (or it has none: an older version's row); bit 1, a token is
-		// set (claimed, live or lapsed; not released); the rest, the attempts.
 		// Most claims are of an id never seen: one statement takes those.
 		if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
 			claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
@@ -297,6 +292,12 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		} else if !errors.Is(err, effector.ErrNotOwner) {
 			return err
 		}
+		// The id has a row. Under the write lock it cannot change between
+		// this read and the write below. The flags pack three facts in one
+		// column (every column costs the driver allocations on the hot path):
+		// bit 0, the row's call matches (or it has none: an older version's
+		// row); bit 1, a token is set (claimed, live or lapsed; not
+		// released); the rest, the attempts.
 		var done bool
 		var result []byte
 		var expiresAt, flags int64
