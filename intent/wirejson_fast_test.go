@@ -283,4 +283,3 @@ func FuzzJSONFastPathWrites(f *testing.F) {
 		}
 	})
 }
-
