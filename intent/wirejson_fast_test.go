@@ -88,6 +88,7 @@ func sameError(a, b error) bool {
 // what the reference does.
 func checkIntentJSON(t *testing.T, data []byte) {
 	t.Helper()
+	data = bytes.Clone(data) // cleared below
 	want, wantErr := refUnmarshalIntentJSON(data)
 	got := Intent{ID: "stale", ArgsJSON: json.RawMessage(`{}`), Kind: 9, unknown: []byte{8, 1}} // all replaced
 	err := got.UnmarshalJSON(data)
