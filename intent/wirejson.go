@@ -66,6 +66,9 @@ func (in Intent) MarshalJSON() ([]byte, error) {
 	if err := in.checkUTF8(); err != nil {
 		return nil, err
 	}
+	if b, ok := in.appendJSON(make([]byte, 0, in.jsonSizeHint())); ok {
+		return b, nil
+	}
 	return json.Marshal(intentJSON{
 		IntentID: in.ID, EntityKey: in.EntityKey, Seq: jsonInt64(in.Seq), StepIndex: jsonUint32(in.StepIndex),
 		ToolName: in.ToolName, ArgsJSON: string(in.ArgsJSON),
@@ -79,6 +82,9 @@ func (in Intent) MarshalJSON() ([]byte, error) {
 // keys, trailing data and unknown_fields that are not protobuf bytes are
 // refused with an error naming them.
 func (in *Intent) UnmarshalJSON(data []byte) error {
+	if in.unmarshalJSONFast(data) {
+		return nil
+	}
 	var j intentJSON
 	if err := decodeStrictJSON(data, &j); err != nil {
 		return fmt.Errorf("toolreg: decoding ToolIntent JSON: %w", err)
@@ -107,6 +113,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if err := r.checkUTF8(); err != nil {
 		return nil, err
 	}
+	if b, ok := r.appendJSON(make([]byte, 0, r.jsonSizeHint())); ok {
+		return b, nil
+	}
 	return json.Marshal(resultJSON{
 		IntentID: r.IntentID, EntityKey: r.EntityKey, Seq: jsonInt64(r.Seq), Status: r.Status,
 		Payload: r.Payload, ErrorMessage: r.ErrorMessage, CompletedAtMs: jsonInt64(r.CompletedAtMs),
@@ -116,6 +125,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the form MarshalJSON writes, replacing all of r.
 func (r *Result) UnmarshalJSON(data []byte) error {
+	if r.unmarshalJSONFast(data) {
+		return nil
+	}
 	var j resultJSON
 	if err := decodeStrictJSON(data, &j); err != nil {
 		return fmt.Errorf("toolreg: decoding ToolResult JSON: %w", err)
