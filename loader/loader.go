@@ -10,16 +10,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/par"
 )
 
 // MaxFileSize is the largest manifest file the loader reads: 1 MiB. A
@@ -429,7 +428,7 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 	})
 
 	c := &checker{}
-	parallel(len(units), func(i int) {
+	par.Do(len(units), func(i int) {
 		u := units[i]
 		defer func() {
 			// A bug in the loader, or in CUE, must not take the caller down
@@ -609,29 +608,4 @@ func (u *unit) loadCUE(c *checker, index map[string]int) {
 			ok: len(own) == 0 && len(more) == 0, named: named(s, own)})
 	}
 	u.cue = nil
-}
-
-// parallel calls fn(0..n-1) on up to GOMAXPROCS goroutines.
-func parallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
 }
