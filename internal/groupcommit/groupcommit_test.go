@@ -359,3 +359,51 @@ func TestStreamLoneCallerNeverWaits(t *testing.T) {
 		t.Fatalf("%d ops in %d batches, want 5 in 5", calls.Load(), g.Batches.Load())
 	}
 }
+
+// A caller whose context ends while a streaming leader runs the first ops,
+// before more takes its op, gets its context's error and its op is never
+// handed to commit; the ops queued beside it still are.
+func TestStreamCancelledBeforeMoreTakesIt(t *testing.T) {
+	t.Parallel()
+	running := make(chan struct{})
+	proceed := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	g := NewStream(8, func(batch []*Op[string], more func() []*Op[string]) {
+		for ops := batch; len(ops) > 0; ops = more() {
+			for _, o := range ops {
+				mu.Lock()
+				got = append(got, o.In)
+				mu.Unlock()
+				if o.In == "leader" {
+					running <- struct{}{}
+					<-proceed
+				}
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { g.Do(context.Background(), "leader") })
+	<-running
+	ctx, cancel := context.WithCancel(context.Background())
+	var quitErr error
+	wg.Go(func() { quitErr = g.Do(ctx, "quitter").Err })
+	wg.Go(func() { g.Do(context.Background(), "stayer") })
+	for g.Queued() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	for g.Queued() > 1 {
+		time.Sleep(time.Millisecond)
+	}
+	proceed <- struct{}{}
+	wg.Wait()
+	if !errors.Is(quitErr, context.Canceled) {
+		t.Errorf("the quitter got %v, want context.Canceled", quitErr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []string{"leader", "stayer"}) {
+		t.Fatalf("committed %v, want [leader stayer]: the cancelled op was handed over, or the other was not", got)
+	}
+}
