@@ -13,21 +13,21 @@ import (
 
 // Group commit. Every write of a Store (a claim, a completion, a release, a
 // sweep) is an op queued on the store. The first caller to find no batch in
-// progress leads: it takes every op queued (up to the batch size) and runs
-// them in one BEGIN IMMEDIATE transaction, each in a savepoint of its own,
-// then commits once, so one fsync covers them all. Ops that arrive meanwhile
-// queue, and when the leader's commit is done the first of them leads the
-// next batch. A caller returns only when the transaction holding its own op
-// has committed (its record is durable) or failed; an op whose statement
-// fails is rolled back to its savepoint and fails alone, with its own error,
-// while the others commit.
+// progress leads: it runs every op queued in one BEGIN IMMEDIATE
+// transaction, takes the ops that arrive while they run into the same
+// transaction (up to the batch size), then commits once, so one fsync covers
+// them all. Ops that arrive after that queue, and when the leader's commit is
+// done the first of them leads the next batch. A caller returns only when
+// the transaction holding its own op has committed (its record is durable)
+// or failed; an op whose statement fails undoes itself (an op of several
+// statements is rolled back to its savepoint) and fails alone, with its own
+// error, while the others commit.
 //
 // The window adapts: a caller alone finds no batch in progress and commits at
-// once, as without batching. A leader waits for more ops only while other
-// callers are inside the store on their way to queue one (a claim's first
-// read, say) or fewer ops are queued than the last batch held (its callers
-// are on their way back: a claim's with its completion), and then at most
-// the batch delay (WithBatch; 200µs by default), and never once the batch is
+// once, as without batching. Before it commits, a leader waits for the
+// callers the last batch released and those that queued while it ran (they
+// are on their way back: a claim's caller with its completion), at most the
+// batch delay (WithBatch; 200µs by default), and never once the batch is
 // full. Without that wait, the callers a commit releases come back a moment
 // after the next batch left, and every op waits for nearly two commits.
 

@@ -38,7 +38,6 @@ type Group[T any] struct {
 	mu      sync.Mutex
 	queue   []*Op[T]
 	leading bool
-	coming  int           // callers between Enter and Leave
 	busy    int           // callers the last batch released plus those that queued while it ran
 	arrived chan struct{} // buffered 1: an op was queued, for a lingering leader
 
@@ -62,11 +61,10 @@ func NewStream[T any](size int, commit func(batch []*Op[T], more func() []*Op[T]
 }
 
 // WithLinger makes a leader wait, before taking its batch, while the batch
-// is not full and more ops are on their way, for at most delay: ops are on
-// their way while callers that said Enter have not yet said Leave, and until
-// the callers the last batch released are back (likely soon, with their next
-// op: a claim's caller with its completion, say) beside those that queued
-// while it ran. Without it, ops queued a moment after a batch is
+// is not full and more ops are on their way, for at most delay: until the
+// callers the last batch released are back (likely soon, with their next op:
+// a claim's caller with its completion, say) beside those that queued while
+// it ran. Without it, ops queued a moment after a batch is
 // taken wait for the whole next commit, so each op waits nearly two. A
 // caller alone never waits: the last batch held only its op. When the load
 // drops, a leader waits at most delay once, and the next batch is sized
@@ -74,22 +72,6 @@ func NewStream[T any](size int, commit func(batch []*Op[T], more func() []*Op[T]
 func (g *Group[T]) WithLinger(delay time.Duration) *Group[T] {
 	g.delay = delay
 	return g
-}
-
-// Enter says a caller is on its way to queue an op, Leave that it has
-// queued it or will not: see WithLinger.
-func (g *Group[T]) Enter() {
-	g.mu.Lock()
-	g.coming++
-	g.mu.Unlock()
-}
-
-// Leave ends Enter.
-func (g *Group[T]) Leave() {
-	g.mu.Lock()
-	g.coming--
-	g.mu.Unlock()
-	g.wake()
 }
 
 // wake tells a lingering leader that something changed.
@@ -232,13 +214,13 @@ func (g *Group[T]) lead(self *Op[T]) {
 }
 
 // linger waits, as WithLinger says, while a batch that has taken have ops
-// could take more: until deadline, while callers said Enter and not Leave or
-// fewer than want ops are taken or queued. g.mu is held.
+// could take more: until deadline, while fewer than want ops are taken or
+// queued. g.mu is held.
 func (g *Group[T]) linger(deadline time.Time, want, have int) {
 	if g.delay <= 0 {
 		return
 	}
-	for n := have + len(g.queue); n < g.size && (g.coming > 0 || n < want); n = have + len(g.queue) {
+	for n := have + len(g.queue); n < g.size && n < want; n = have + len(g.queue) {
 		left := time.Until(deadline)
 		if left <= 0 {
 			return

@@ -145,76 +145,87 @@ func TestContextOutlivesEveryCallerButTheLast(t *testing.T) {
 
 // The callers a batch releases come back one by one, a moment apart (a
 // claim's caller with its completion): with WithLinger, the next batch waits
-// for as many as the last one held, so they share one commit instead of
-// each waiting for the one after.
+// for all of them, so they share one commit instead of each waiting for the
+// one after.
 func TestLingerWaitsForTheLastBatchsCallers(t *testing.T) {
 	t.Parallel()
+	const n = 5
 	var mu sync.Mutex
 	var sizes []int
+	release := make(chan struct{})
 	g := New(64, func(batch []*Op[int]) {
 		mu.Lock()
 		sizes = append(sizes, len(batch))
+		first := len(sizes) == 1
 		mu.Unlock()
-	}).WithLinger(time.Hour) // a leader that waited for the clock would hang the test
-	const n = 5
-	var wg sync.WaitGroup
-	// First round: n ops queued together, behind a leader held at the gate.
-	g.Enter()
-	wg.Go(func() { g.Do(context.Background(), -1) })
-	for !g.Leading() {
-		time.Sleep(time.Millisecond)
-	}
-	for i := range n - 1 {
-		wg.Go(func() { g.Do(context.Background(), i) })
-	}
-	for g.Queued() < n {
-		time.Sleep(time.Millisecond)
-	}
-	g.Leave() // the leader was waiting for this caller; the batch is the n queued
-	wg.Wait()
-	// Second round: the same n callers come back one at a time.
-	for i := range n {
-		wg.Go(func() { g.Do(context.Background(), i) })
-		for g.Queued() < i+1 && func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) < 2 }() {
-			time.Sleep(time.Millisecond)
+		if first {
+			<-release
 		}
+	}).WithLinger(2 * time.Second) // long enough for the callers; short enough to fail, not hang
+	var wg sync.WaitGroup
+	// Batch 1 holds one op; n-1 queue behind it. Batch 2 waits for batch 1's
+	// caller, who comes back: n ops.
+	wg.Go(func() {
+		g.Do(context.Background(), 0)
+		g.Do(context.Background(), 100)
+	})
+	for g.Batches.Load() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 0 }() {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < n; i++ {
+		wg.Go(func() { g.Do(context.Background(), i) })
+	}
+	for g.Queued() < n-1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	// Batch 3: the same n callers come back one at a time.
+	for i := range n {
+		wg.Go(func() { g.Do(context.Background(), 200+i) })
 		time.Sleep(2 * time.Millisecond) // well after the leader took over
 	}
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sizes) != 2 || sizes[0] != n || sizes[1] != n {
-		t.Fatalf("batch sizes %v, want [%d %d]: the second batch left without the callers the first released", sizes, n, n)
+	if want := []int{1, n, n}; !slices.Equal(sizes, want) {
+		t.Fatalf("batch sizes %v, want %v: a batch left without the callers the last one released", sizes, want)
 	}
 }
 
 // A caller alone never lingers, even with a long delay: the last batch held
-// only its own op. When the load drops, a leader waits at most the delay once.
+// only its own op. When the load drops, a leader waits at most the delay
+// once per drop.
 func TestLingerLoneCallerAndDroppingLoad(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var sizes []int
+	release := make(chan struct{})
 	g := New(64, func(batch []*Op[int]) {
 		mu.Lock()
 		sizes = append(sizes, len(batch))
+		first := len(sizes) == 1
 		mu.Unlock()
+		if first {
+			<-release
+		}
 	}).WithLinger(20 * time.Millisecond)
 	var wg sync.WaitGroup
-	g.Enter()
 	wg.Go(func() { g.Do(context.Background(), 0) })
-	for !g.Leading() {
+	for g.Batches.Load() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 0 }() {
 		time.Sleep(time.Millisecond)
 	}
 	for i := 1; i < 3; i++ {
 		wg.Go(func() { g.Do(context.Background(), i) })
 	}
-	for g.Queued() < 3 {
+	for g.Queued() < 2 {
 		time.Sleep(time.Millisecond)
 	}
-	g.Leave()
+	close(release)
 	wg.Wait()
-	// Load dropped to one caller: its first op waits out the delay (the last
-	// batch held 3), after which the batches are its own.
+	// Batch 2 waited out the delay for batch 1's caller, who did not come
+	// back; so does the lone caller after it (batch 2 held 2), after which
+	// the batches are its own.
 	g.Do(context.Background(), 3)
 	g.WithLinger(time.Hour) // from here, any wait would hang the test
 	for i := range 3 {
@@ -224,7 +235,7 @@ func TestLingerLoneCallerAndDroppingLoad(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []int{3, 1, 1, 1, 1}; !slices.Equal(sizes, want) {
+	if want := []int{1, 2, 1, 1, 1, 1}; !slices.Equal(sizes, want) {
 		t.Fatalf("batch sizes %v, want %v", sizes, want)
 	}
 }
