@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -205,10 +207,13 @@ func transient(err error) bool {
 		// pg_terminate_backend); 40: serialization failure or deadlock.
 		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "40")
 	}
+	// The driver's own failures, by type: a socket error, a connection pgx
+	// closed, a server that hung up mid-message. Never by the error's text,
+	// which a statement's or a caller's message could share.
 	var ne net.Error
 	return errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
-		errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "conn closed") ||
-		strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "connection reset")
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // micros is d in whole microseconds, Postgres's resolution, rounded up.
