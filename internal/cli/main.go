@@ -145,8 +145,12 @@ Usage:
 The commands are:
 
 `)
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.short)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "\t%-*s %s\n", width, c.name, c.short)
 	}
 	fmt.Fprint(w, `
 Run 'toolreg <command> --help' for more about a command.

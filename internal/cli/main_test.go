@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,31 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		if got := Main([]string{c.name, "--help"}, &stdout, &stderr); got != 0 || !strings.HasPrefix(stdout.String(), "usage: toolreg "+c.name) {
 			t.Errorf("toolreg %s --help = %d with stdout %q, want 0 and its usage", c.name, got, stdout.String())
 		}
+	}
+}
+
+// TestTheCommandListIsAligned: every command's summary starts in one
+// column, whatever the longest command's name.
+func TestTheCommandListIsAligned(t *testing.T) {
+	var stdout bytes.Buffer
+	if got := Main([]string{"help"}, &stdout, io.Discard); got != 0 {
+		t.Fatalf("help: exit %d", got)
+	}
+	col := -1
+	for _, c := range commands {
+		var line string
+		for _, l := range strings.Split(stdout.String(), "\n") {
+			if strings.HasPrefix(l, "\t"+c.name+" ") {
+				line = l
+			}
+		}
+		at := strings.Index(line, c.short)
+		if line == "" || at < 0 {
+			t.Fatalf("help lists no line for %s:\n%s", c.name, stdout.String())
+		}
+		if col >= 0 && at != col {
+			t.Errorf("%s's summary starts at column %d, the others' at %d:\n%s", c.name, at, col, stdout.String())
+		}
+		col = at
 	}
 }
