@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	toolreg "github.com/beam-agents/toolreg"
@@ -694,37 +695,165 @@ func canonicalOrRaw(b []byte) []byte {
 // ResumeDecided carries out every decision recorded in the store whose
 // execution has no result yet (Resume), such as one made with `toolreg
 // approvals approve` in another process, or one whose execution a crash cut
-// short, and hands each result to publish, as Serve publishes Process's. It
+// short, and hands each outcome to publish, as Serve publishes Process's. It
 // also records as expired the approvals still pending past their deadline.
-// It returns how many it carried out. Call it at startup and then on a
-// ticker; it reads the whole store (Approvals), so every minute or so, not
-// in a tight loop. An error from Resume or publish stops it; run it again.
+// It returns how many outcomes it published. Call it at startup and then on
+// a ticker; it reads the whole store (Approvals), so every minute or so, not
+// in a tight loop. An error from Resume or publish is its approval's: the
+// pass goes on with the others and returns the first error (and how many
+// more there were); the failed ones are retried at the next pass.
+//
+// Such an outcome reaches the pipeline only through publish (no delivery
+// of it exists for a transport to redeliver), so ResumeDecided records its
+// publication in the store, under intent.PublicationID of the approval: it
+// claims that id, with the effector's lease, before carrying out the
+// decision, and completes it once publish succeeds. A publish that failed is
+// retried at this effector's next pass; if the effector stops first, any
+// effector's pass takes the publication over once its lease has run out,
+// and publishes the recorded outcome without running anything again. So
+// each outcome is published at least once, and twice only when a publisher
+// stopped between publishing and recording it. Two effectors' passes at
+// once publish each outcome once. An outcome Decide returned is its
+// caller's to publish: ResumeDecided leaves it.
 func (e *Effector) ResumeDecided(ctx context.Context, publish func(context.Context, intent.Result) error) (int, error) {
-	var todo []string
+	insp, err := inspector(e.store)
+	if err != nil {
+		return 0, err
+	}
+	var todo []Approval
 	now := e.cfg.now()
-	err := Approvals(ctx, e.store, func(a Approval) error {
+	err = Approvals(ctx, e.store, func(a Approval) error {
 		if a.State == 0 {
 			e.cfg.logger.ErrorContext(ctx, "effector: an approval's records are unreadable; it is not carried out: toolreg approvals show says why", "approval_id", a.ID, "tool", a.Tool)
 			return nil
 		}
-		if a.Result == nil && (a.State != ApprovalPending || !now.Before(a.ExpiresAt)) {
-			todo = append(todo, a.ID)
+		if a.Result != nil || a.State != ApprovalPending || !now.Before(a.ExpiresAt) {
+			todo = append(todo, a)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, id := range todo {
-		res, err := e.Resume(ctx, id)
+	n, failed := 0, 0
+	var first error
+	for _, a := range todo {
+		published, err := e.publishOutcome(ctx, insp, a, publish)
+		if published {
+			n++
+		}
 		if err != nil {
-			return n, err
+			if ctx.Err() != nil {
+				return n, err
+			}
+			// One approval's failure (a sink refusing its outcome, say)
+			// must not hold up the others: go on.
+			if failed++; first == nil {
+				first = err
+			}
 		}
-		if err := publish(ctx, res); err != nil {
-			return n, fmt.Errorf("effector: publishing the outcome of approval %q: %w", id, err)
-		}
-		n++
 	}
-	return n, nil
+	if failed > 1 {
+		return n, fmt.Errorf("%w (and %d more approvals failed)", first, failed-1)
+	}
+	return n, first
+}
+
+// publishOutcome carries out a's decision unless it has been, and
+// publishes its outcome, if a's publication is this effector's to make
+// (see ResumeDecided): it reports whether it published.
+func (e *Effector) publishOutcome(ctx context.Context, insp Inspector, a Approval, publish func(context.Context, intent.Result) error) (bool, error) {
+	pid := intent.PublicationID(a.ID)
+	rec, ok, err := insp.Record(ctx, pid)
+	if err != nil {
+		return false, fmt.Errorf("effector: reading the publication of approval %q: %w", a.ID, err)
+	}
+	token, mine := e.pubs.held(a.ID)
+	switch {
+	case ok && (rec.State == RecordDone || rec.State == RecordExpired):
+		e.pubs.drop(a.ID) // published
+		return false, nil
+	case mine && ok && rec.State == RecordInFlight:
+		// Ours: its publish failed at an earlier pass.
+	case ok && rec.State == RecordInFlight:
+		return false, nil // another effector is publishing it
+	case !ok && a.Result != nil:
+		// Carried out with no publication begun (Decide, whose caller
+		// publishes; a version that kept none): not ours.
+		e.pubs.drop(a.ID)
+		return false, nil
+	default: // none begun, or its publisher stopped (RecordUnknown)
+		c, err := e.store.Claim(ctx, pid, NewCall(a.Tool, a.Arguments), e.cfg.lease)
+		if err != nil {
+			return false, fmt.Errorf("effector: taking the publication of approval %q: %w", a.ID, err)
+		}
+		switch c.State {
+		case Claimed:
+			token = c.Token
+			e.pubs.hold(a.ID, token)
+		case Done, InFlight:
+			return false, nil // another effector took it first
+		case Mismatch:
+			return false, fmt.Errorf("effector: approval %q: its publication record names %s, not the approval's %s: the store is corrupt or shared with something else", a.ID, c.Recorded, NewCall(a.Tool, a.Arguments))
+		default:
+			return false, fmt.Errorf("effector: approval %q: the store answered with unknown state %d", a.ID, int(c.State))
+		}
+	}
+	// The publication is ours until Complete: on any error below it stays
+	// held, for the next pass.
+	var res intent.Result
+	if a.Result != nil {
+		res = *a.Result
+	} else if res, err = e.Resume(ctx, a.ID); err != nil {
+		return false, err
+	}
+	if err := publish(ctx, res); err != nil {
+		return false, fmt.Errorf("effector: publishing the outcome of approval %q: %w", a.ID, err)
+	}
+	now := e.cfg.now()
+	b, err := (&intent.Result{IntentID: pid, EntityKey: a.EntityKey, Seq: a.Seq, Status: intent.StatusOK,
+		Payload: json.RawMessage(`{"approval":"published"}`), CompletedAtMs: now.UnixMilli()}).MarshalBinary()
+	if err != nil {
+		return false, err
+	}
+	// Kept as long as the approval's other records, so a later pass finds it.
+	ttl := max(a.ExpiresAt.Sub(now), a.keepUntil.Sub(now), 0) + max(e.cfg.resultTTL, DefaultResultTTL)
+	if err := e.store.Complete(ctx, pid, token, b, ttl); err != nil && !errors.Is(err, ErrNotOwner) {
+		// Published but not recorded: the next pass publishes it again.
+		return true, fmt.Errorf("effector: recording the publication of approval %q: %w", a.ID, err)
+	}
+	// ErrNotOwner: this effector's lease ran out and another took the
+	// publication over; it publishes too. Either way this one is done.
+	e.pubs.drop(a.ID)
+	return true, nil
+}
+
+// publications are the approval outcomes whose publication an effector
+// holds (it claimed their publication records) and has not finished:
+// approval id to the claim's token.
+type publications struct {
+	mu     sync.Mutex
+	tokens map[string]string
+}
+
+func (p *publications) held(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.tokens[id]
+	return t, ok
+}
+
+func (p *publications) hold(id, token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tokens == nil {
+		p.tokens = make(map[string]string)
+	}
+	p.tokens[id] = token
+}
+
+func (p *publications) drop(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.tokens, id)
 }

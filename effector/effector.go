@@ -30,7 +30,8 @@ type Effector struct {
 
 	timeouts timeouts
 	stats    stats
-	tel      telemetry // telemetry.go
+	tel      telemetry    // telemetry.go
+	pubs     publications // approval.go: ResumeDecided's unfinished publications
 }
 
 // New returns an Effector that executes the tools of effectTable (the

@@ -136,8 +136,10 @@ func WithEntryDeadLetter(f EntryDeadLetterFunc) ServeOption {
 // every interval, such as those `toolreg approvals approve|deny` records
 // from another process, and publish each outcome to the sink like any
 // result: the approved call's, or the REJECTED or EXPIRED of a denied or
-// overdue one. A publish that fails is retried at the next pass while Serve
-// runs (the outcome stays in the store either way: `toolreg approvals show`).
+// overdue one. A publish that fails is retried at the next pass, or, if
+// Serve stops first, by the next effector's pass once the publication's
+// lease has run out (Effector.ResumeDecided records each publication in the
+// store).
 // The processor must be an *Effector. Default: off.
 func WithDecisions(interval time.Duration) ServeOption {
 	return func(c *serveConfig) { c.decisions = interval }
@@ -148,26 +150,15 @@ type decisionResumer interface {
 	ResumeDecided(ctx context.Context, publish func(context.Context, intent.Result) error) (int, error)
 }
 
-// resumeDecisions is WithDecisions' loop, until ctx ends.
+// resumeDecisions is WithDecisions' loop, until ctx ends. An outcome
+// whose publish failed is published at a later pass (ResumeDecided keeps
+// its publication in the store).
 func (s *server) resumeDecisions(ctx context.Context, r decisionResumer, every time.Duration) {
-	var unpublished []intent.Result
-	publish := func(ctx context.Context, res intent.Result) error {
-		if err := s.sink.Publish(ctx, res); err != nil {
-			s.log.ErrorContext(ctx, "effector: publishing an approval's outcome failed; retrying at the next pass", "intent_id", res.IntentID, "error", err.Error())
-			unpublished = append(unpublished, res)
-		}
-		return nil
-	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		retry := unpublished
-		unpublished = nil
-		for _, res := range retry {
-			_ = publish(ctx, res)
-		}
-		if _, err := r.ResumeDecided(ctx, publish); err != nil && ctx.Err() == nil {
-			s.log.ErrorContext(ctx, "effector: carrying out approval decisions", "error", err.Error())
+		if _, err := r.ResumeDecided(ctx, s.sink.Publish); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "effector: carrying out approval decisions; retrying at the next pass", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():

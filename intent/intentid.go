@@ -75,6 +75,13 @@ func ExecutionID(approvalID string) string { return derivedID(approvalID, "execu
 // intent approvalID is recorded: the UUIDv5 of "approval|<approvalID>|decision".
 func DecisionID(approvalID string) string { return derivedID(approvalID, "decision") }
 
+// PublicationID returns the id under which an effector records that it
+// published the outcome of the APPROVAL intent approvalID's decision
+// (effector.Effector.ResumeDecided): the UUIDv5 of
+// "approval|<approvalID>|publication". It is the Go effector's own record;
+// nothing on the wire carries it.
+func PublicationID(approvalID string) string { return derivedID(approvalID, "publication") }
+
 func derivedID(approvalID, what string) string {
 	b := make([]byte, 0, 16+len("approval|")+len(approvalID)+1+len(what))
 	b = append(b, intentNamespace[:]...)

@@ -793,9 +793,10 @@ func TestIsIntentIDAcceptsOnlyTheIDOfItsPosition(t *testing.T) {
 	}
 }
 
-// TestApprovalDerivedIDs: an approval's execution and decision ids are the
-// UUIDv5, in the intent namespace, of "approval|<id>|execution" and
-// "approval|<id>|decision", as Python's uuid module computes them
+// TestApprovalDerivedIDs: an approval's execution, decision and
+// publication ids are the UUIDv5, in the intent namespace, of
+// "approval|<id>|execution", "approval|<id>|decision" and
+// "approval|<id>|publication", as Python's uuid module computes them
 // (python3 -c 'import uuid; print(uuid.uuid5(uuid.UUID("6f3e9d2a-1c47-5b8e-9a10-2d4f6b8c0e11"), NAME))'),
 // and differ from each other and from the approval's.
 func TestApprovalDerivedIDs(t *testing.T) {
@@ -806,5 +807,8 @@ func TestApprovalDerivedIDs(t *testing.T) {
 	}
 	if got, want := intent.DecisionID(approval), "e5b97d6f-2d53-5801-bc5c-e900a4af7df8"; got != want {
 		t.Errorf("DecisionID = %s, want %s", got, want)
+	}
+	if got, want := intent.PublicationID(approval), "f01f1e2d-6e48-5f62-9e06-0597a98028ed"; got != want {
+		t.Errorf("PublicationID = %s, want %s", got, want)
 	}
 }
