@@ -720,6 +720,10 @@ func (e *Effector) ResumeDecided(ctx context.Context, publish func(context.Conte
 	if err != nil {
 		return 0, err
 	}
+	// One pass at a time: a pass retries the publications this effector
+	// holds, which another pass of its own must not publish beside it.
+	e.pubs.pass.Lock()
+	defer e.pubs.pass.Unlock()
 	var todo []Approval
 	now := e.cfg.now()
 	err = Approvals(ctx, e.store, func(a Approval) error {
@@ -832,6 +836,7 @@ func (e *Effector) publishOutcome(ctx context.Context, insp Inspector, a Approva
 // holds (it claimed their publication records) and has not finished:
 // approval id to the claim's token.
 type publications struct {
+	pass   sync.Mutex // held by a ResumeDecided pass
 	mu     sync.Mutex
 	tokens map[string]string
 }

@@ -189,8 +189,8 @@ func TestAnEffectorStoppedRightAfterTakingAPublicationLeavesItToTheNext(t *testi
 }
 
 // TestTwoEffectorsResumingAtOncePublishEachOutcomeOnce: two effectors'
-// passes over the same decided approvals, at once, run each call once and
-// publish each outcome once between them.
+// passes over the same decided approvals, at once (and two of one of
+// them), run each call once and publish each outcome once between them.
 func TestTwoEffectorsResumingAtOncePublishEachOutcomeOnce(t *testing.T) {
 	t.Parallel()
 	for round := range 10 {
@@ -205,7 +205,8 @@ func TestTwoEffectorsResumingAtOncePublishEachOutcomeOnce(t *testing.T) {
 		}
 		var got publications
 		var wg sync.WaitGroup
-		for _, e := range []*effector.Effector{a.eff, b.eff} {
+		// Two passes of one effector, beside another effector's.
+		for _, e := range []*effector.Effector{a.eff, b.eff, a.eff} {
 			wg.Go(func() {
 				if _, err := e.ResumeDecided(ctx, got.publish); err != nil {
 					t.Error(err)
@@ -300,5 +301,37 @@ func TestAnOutcomeTheSinkKeepsRefusingDoesNotHoldUpTheOthers(t *testing.T) {
 	}
 	if a.runs.Load() != 3 {
 		t.Fatalf("%d runs of 3 approved calls", a.runs.Load())
+	}
+}
+
+// TestTwoPassesOfOneEffectorRetryAFailedPublishOnce: the publication an
+// effector holds after a failed publish is retried by its next pass; two of
+// its passes at once must not both publish it.
+func TestTwoPassesOfOneEffectorRetryAFailedPublishOnce(t *testing.T) {
+	t.Parallel()
+	a, _ := clockedApprovals(t)
+	ctx := context.Background()
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	decideElsewhere(t, a, in.ID, effector.Approve)
+	down := errors.New("results stream unavailable")
+	if _, err := a.eff.ResumeDecided(ctx, func(context.Context, intent.Result) error { return down }); !errors.Is(err, down) {
+		t.Fatalf("first pass: %v, want the sink's error", err)
+	}
+	var got publications
+	slow := func(ctx context.Context, r intent.Result) error {
+		time.Sleep(20 * time.Millisecond) // long enough for the other pass to reach its publish too
+		return got.publish(ctx, r)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := a.eff.ResumeDecided(ctx, slow); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got.len() != 1 {
+		t.Fatalf("published %v; want the outcome once", &got)
 	}
 }
