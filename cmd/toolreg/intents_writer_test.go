@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -18,8 +20,10 @@ import (
 //
 //	effwriter PATH
 //
-// It claims and completes intents (results that expire at once, so purge
-// has work) in a loop on the SQLite file PATH, with a short busy timeout,
+// Eight workers claim and complete intents (results that expire at once, so
+// purge has work) in a loop on the SQLite file PATH, with a short busy
+// timeout, as an effector at full speed does: its batches follow each other
+// with the file's write lock free only for an instant between two. It
 // creates the file "writing" after its first write, and stops once the file
 // "stop" exists. It prints how many it wrote and exits 1 on the first error:
 // a lock held too long by the inspecting process fails it.
@@ -36,31 +40,44 @@ func effWriter() {
 	}
 	defer s.Close()
 	call := effector.NewCall("refund", []byte(`{}`))
-	n := 0
-	for {
-		id := fmt.Sprintf("live-%06d", n)
-		c, err := s.Claim(ctx, id, call, time.Minute)
-		if err == nil {
-			err = s.Complete(ctx, id, c.Token, []byte("r"), time.Millisecond)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "effwriter: after %d writes: %v\n", n, err)
-			os.Exit(1)
-		}
-		if n++; n == 1 {
-			if err := os.WriteFile("writing", nil, 0o644); err != nil {
-				fmt.Fprintln(os.Stderr, "effwriter:", err)
-				os.Exit(1)
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "effwriter:", err)
+		os.Exit(1)
+	}
+	var n atomic.Int64
+	var stop atomic.Bool
+	var first sync.Once
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				id := fmt.Sprintf("live-%d-%06d", w, i)
+				c, err := s.Claim(ctx, id, call, time.Minute)
+				if err == nil {
+					err = s.Complete(ctx, id, c.Token, []byte("r"), time.Millisecond)
+				}
+				if err != nil {
+					fail(fmt.Errorf("after %d writes: %w", n.Load(), err))
+				}
+				n.Add(1)
+				first.Do(func() {
+					if err := os.WriteFile("writing", nil, 0o644); err != nil {
+						fail(err)
+					}
+				})
 			}
-		}
+		})
+	}
+	for !stop.Load() {
+		time.Sleep(5 * time.Millisecond)
 		if _, err := os.Stat("stop"); err == nil {
-			break
+			stop.Store(true)
 		} else if !errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintln(os.Stderr, "effwriter:", err)
-			os.Exit(1)
+			fail(err)
 		}
 	}
-	fmt.Printf("effwriter: %d intents written, none failed\n", n)
+	wg.Wait()
+	fmt.Printf("effwriter: %d intents written, none failed\n", n.Load())
 }
 
 // waitFile is the waitfile command of the intents scripts: waitfile NAME

@@ -83,7 +83,7 @@ func (s *Store) commit(batch []*groupcommit.Op[writeOp], more func() []*groupcom
 	// The statements run with a context no caller can end: interrupting one
 	// would roll back the whole transaction, other callers' ops with it.
 	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil) // waits for the write lock, up to the busy timeout
+	tx, err := beginWrite(ctx, s.db, s.busyTimeout)
 	if err != nil {
 		return batch, explainBusy(err)
 	}

@@ -159,9 +159,9 @@ func (s *Store) PurgeProgress(ctx context.Context, olderThan time.Duration, prog
 		if n < inspectPage {
 			return total, nil
 		}
-		// Let other processes' writers in between batches: SQLite's busy
-		// handler retries every 25ms at most, and a batch that takes the
-		// lock again at once could starve them past their busy timeout.
+		// Let other processes' writers in between batches: a batch that
+		// takes the lock again at once could starve them past their busy
+		// timeout.
 		t := time.NewTimer(purgePause)
 		select {
 		case <-ctx.Done():
@@ -172,6 +172,8 @@ func (s *Store) PurgeProgress(ctx context.Context, olderThan time.Duration, prog
 	}
 }
 
-// purgePause is Purge's pause between batches, above SQLite's longest
-// busy-handler sleep (25ms), so a writer waiting on the lock gets it.
+// purgePause is Purge's pause between batches, long enough for a writer
+// waiting on the lock to get it: this store's writers try it again within a
+// millisecond (beginWrite); SQLite's own busy handler, within 25 ms for its
+// first 300 ms of waiting.
 const purgePause = 30 * time.Millisecond

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 // one file.
 type Store struct {
 	db            *sql.DB // the one connection that writes
+	busyTimeout   time.Duration
 	rdb           *sql.DB // connections that only read: in WAL mode they wait for no writer
 	wstmts        *stmts  // db's prepared statements
 	rstmts        *stmts  // rdb's
@@ -139,7 +141,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if cfg.sweepBatch <= 0 {
 		return nil, fmt.Errorf("sqlitestore: sweep batch %d: want a positive number of rows", cfg.sweepBatch)
 	}
-	db, err := sql.Open("sqlite", dsn(path, cfg.busyTimeout))
+	db, err := sql.Open("sqlite", dsn(path, min(cfg.busyTimeout, writeLockTry)))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: opening %s: %w", path, err)
 	}
@@ -147,7 +149,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// time, so a second connection in this process would only queue on the
 	// file lock (polling, slower) instead of on the pool (a channel).
 	db.SetMaxOpenConns(1)
-	if err := initSchema(ctx, db); err != nil {
+	if err := initSchema(ctx, db, cfg.busyTimeout); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: preparing %s: %w", path, err)
 	}
@@ -171,6 +173,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{
 		db:            db,
+		busyTimeout:   cfg.busyTimeout,
 		rdb:           rdb,
 		wstmts:        ws,
 		rstmts:        &stmts{db: rdb},
@@ -216,10 +219,10 @@ func dsn(path string, busy time.Duration) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-func initSchema(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
+func initSchema(ctx context.Context, db *sql.DB, busyTimeout time.Duration) error {
+	tx, err := beginWrite(ctx, db, busyTimeout)
 	if err != nil {
-		return err
+		return explainBusy(err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
@@ -469,11 +472,41 @@ func (s *Store) sweepDue(now time.Time) bool {
 	return true
 }
 
+// writeLockTry is the longest the write connection waits for the file's
+// write lock in one try (its SQLite busy timeout); beginWrite tries again
+// until the store's busy timeout.
+const writeLockTry = time.Millisecond
+
+// beginWrite begins a transaction on db, the write connection (BEGIN
+// IMMEDIATE: it takes the file's write lock), waiting for the lock up to
+// timeout. SQLite's own busy handler, once it has waited 300 ms, tries the
+// lock only every 100 ms, and an effector in another process writing batch
+// after batch frees it only for an instant between two of them: such a
+// waiter almost never finds it free, and a `toolreg intents purge` beside a
+// busy effector failed so. So each try waits in SQLite at most writeLockTry,
+// and beginWrite tries again after a short random pause, about a thousand
+// times a second.
+func beginWrite(ctx context.Context, db *sql.DB, timeout time.Duration) (*sql.Tx, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err == nil || !isBusy(err) || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return tx, err
+		}
+		time.Sleep(mrand.N(250 * time.Microsecond))
+	}
+}
+
+// isBusy says whether err is SQLITE_BUSY: the file is locked.
+func isBusy(err error) bool {
+	var serr *sqlite.Error
+	return errors.As(err, &serr) && serr.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // explainBusy says what to do about SQLITE_BUSY, which alone says only that
 // the file is locked.
 func explainBusy(err error) error {
-	var serr *sqlite.Error
-	if errors.As(err, &serr) && serr.Code()&0xff == sqlite3.SQLITE_BUSY {
+	if isBusy(err) {
 		return fmt.Errorf("%w: another connection held the file's write lock longer than the busy timeout; raise WithBusyTimeout, or let fewer processes write to the file", err)
 	}
 	return err

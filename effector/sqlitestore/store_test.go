@@ -110,7 +110,9 @@ func TestDurability(t *testing.T) {
 		for _, p := range []struct{ pragma, want string }{
 			{"journal_mode", "wal"},
 			{"synchronous", "2"}, // FULL
-			{"busy_timeout", "10000"},
+			// One try for the lock; beginWrite tries again until the
+			// store's busy timeout.
+			{"busy_timeout", fmt.Sprint(writeLockTry.Milliseconds())},
 		} {
 			var got string
 			if err := s.db.QueryRow("PRAGMA " + p.pragma).Scan(&got); err != nil {
@@ -119,6 +121,9 @@ func TestDurability(t *testing.T) {
 			if got != p.want {
 				t.Errorf("PRAGMA %s = %q, want %q", p.pragma, got, p.want)
 			}
+		}
+		if s.busyTimeout != 10*time.Second {
+			t.Errorf("busy timeout %v, want the default 10s", s.busyTimeout)
 		}
 	})
 
