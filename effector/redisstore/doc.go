@@ -37,7 +37,10 @@
 // Complete and Release retry while the server is unreachable or loading,
 // until their context ends, and every retry is safe: Complete recognizes the
 // effect of an earlier attempt whose reply was lost. Claim does not retry: a
-// claim whose reply was lost runs out by its lease.
+// claim whose reply was lost runs out by its lease. A client that sends a
+// script again when its connection fails (go-redis does by default,
+// MaxRetries times) is safe too: a claim that finds its own token reports
+// Claimed.
 //
 // A lease must also outlast a server outage: a claim whose key expires while
 // the server is down cannot be completed after it, and the intent runs again.
