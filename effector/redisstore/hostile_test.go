@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,4 +86,112 @@ func TestAClaimSentAgainAfterItsReplyIsLostIsClaimed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A completion queued among claims carries a result bigger than the server
+// takes in one argument (proto-max-bulk-len, lowered to its least here, as
+// a server configured against big values would be): the server refuses it
+// by closing the connection it came on. That completion alone must fail;
+// every claim queued beside it, before or after it, must be claimed, and
+// hold its record. (Sent in one pipeline, all failed with the connection,
+// the claims before it having taken their records; and the completion,
+// retrying the connection's error, took down each pipeline it joined.)
+func TestAnOversizedCallFailsAloneInItsPipeline(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	if err := admin.ConfigSet(ctx, "proto-max-bulk-len", "1mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr}) // go-redis's default retries
+	defer rdb.Close()
+	rec := &pipelines{}
+	rdb.AddHook(rec)
+	alone := &commands{}
+	rdb.AddHook(alone)
+	s := New(rdb, WithKeyPrefix("big:"), WithLanes(1))
+	big, err := s.Claim(ctx, "big", storetest.Call, time.Minute) // also loads the claim script
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, "warm", "no-such-token", nil, time.Minute); err == nil { // loads the completion script
+		t.Fatal("completing an unclaimed intent succeeded")
+	}
+	release := occupy(t, admin, s)
+	const n = 12
+	errs := make([]error, n)
+	claims := make([]effector.Claim, n)
+	var wg sync.WaitGroup
+	claim := func(i int) {
+		wg.Go(func() { claims[i], errs[i] = s.Claim(ctx, fmt.Sprintf("c-%d", i), storetest.Call, time.Minute) })
+	}
+	for i := range n / 2 {
+		claim(i)
+	}
+	waitFor(t, "the first claims to queue", func() bool { return queued(s) == n/2 })
+	// The completion retries its connection's error until its context
+	// ends: that ends once the claims have returned.
+	bigCtx, cancelBig := context.WithCancel(ctx)
+	defer cancelBig()
+	var bigErr error
+	bigDone := make(chan struct{})
+	go func() {
+		defer close(bigDone)
+		bigErr = s.Complete(bigCtx, "big", big.Token, make([]byte, 2<<20), time.Minute)
+	}()
+	waitFor(t, "the completion to queue or go alone", func() bool { return queued(s) == n/2+1 || alone.sent(s.key("big")) })
+	for i := n / 2; i < n; i++ {
+		claim(i)
+	}
+	waitFor(t, "every claim to queue", func() bool { return queued(s) >= n })
+	release()
+	wg.Wait()
+	cancelBig()
+	<-bigDone
+	if got := len(rec.holding(s.key("c-0"))); got < 2 {
+		t.Fatalf("the claims went in a pipeline of %d calls, want several", got)
+	}
+	if bigErr == nil {
+		t.Error("the oversized completion succeeded")
+	}
+	for i := range n {
+		id := fmt.Sprintf("c-%d", i)
+		switch {
+		case errs[i] != nil:
+			t.Errorf("claim %s failed with the oversized completion of its pipeline: %v", id, errs[i])
+		case claims[i].State != effector.Claimed:
+			t.Errorf("claim %s: %s, want claimed", id, claims[i].State)
+		case !strings.HasSuffix(admin.Get(ctx, s.key(id)).Val(), claims[i].Token):
+			t.Errorf("claim %s is Claimed with a token its record does not hold", id)
+		}
+	}
+	storetest.WantState(t, New(admin, WithKeyPrefix("big:"), WithBatch(1)), "big", effector.InFlight)
+}
+
+// commands records the first key of each script a client sends on its own,
+// not in a pipeline.
+type commands struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (c *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 3 && (a[0] == "evalsha" || a[0] == "eval") {
+			c.mu.Lock()
+			c.keys = append(c.keys, fmt.Sprint(a[3]))
+			c.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (c *commands) sent(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.keys, key)
 }
