@@ -60,7 +60,9 @@
 // fewest, and the first of them then sends all waiting there (up to
 // WithBatch's size, DefaultBatchSize) in one pipeline. Each script
 // replies, and fails, on its own, and a pipeline whose connection fails
-// fails its own calls only.
+// fails its own calls only. A call carrying more than 1MiB (a big result) is
+// sent on its own: a server refuses an argument over its proto-max-bulk-len
+// by closing the connection, which would fail the pipeline's other calls.
 //
 // The store refuses non-positive leases and result lifetimes, and a key
 // prefix whose first hash tag is empty ("{}"), which would part an intent's
