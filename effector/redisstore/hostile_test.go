@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -194,4 +195,104 @@ func (c *commands) sent(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Contains(c.keys, key)
+}
+
+// Duplicate delivery: several workers claim one intent, for the same call,
+// and their claims go in one pipeline beside other intents' claims. Exactly
+// one is Claimed, the others see its claim (InFlight); none fails, and the
+// pipeline's other claims are granted.
+func TestDuplicateClaimsOfOneIntentInOnePipeline(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	rdb := srv.Client(t)
+	rec := &pipelines{}
+	rdb.AddHook(rec)
+	s := New(rdb, WithKeyPrefix("dup:"), WithLanes(1))
+	if _, err := s.Claim(ctx, "warm", storetest.Call, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	release := occupy(t, admin, s)
+	ids := []string{"a", "dup", "b", "dup", "c", "dup", "dup", "d"}
+	errs := make([]error, len(ids))
+	claims := make([]effector.Claim, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { claims[i], errs[i] = s.Claim(ctx, id, storetest.Call, time.Minute) })
+	}
+	waitFor(t, "every claim to queue", func() bool { return queued(s) == len(ids) })
+	release()
+	wg.Wait()
+	if got := len(rec.holding(s.key("dup"))); got != len(ids) {
+		t.Fatalf("the duplicate claims went in a pipeline of %d calls, want all %d", got, len(ids))
+	}
+	won := 0
+	for i, id := range ids {
+		switch {
+		case errs[i] != nil:
+			t.Errorf("claim %d of %s failed: %v", i, id, errs[i])
+		case id != "dup" && claims[i].State != effector.Claimed:
+			t.Errorf("claim of %s: %s, want claimed", id, claims[i].State)
+		case id == "dup" && claims[i].State == effector.Claimed:
+			won++
+			if v := admin.Get(ctx, s.key(id)).Val(); !strings.HasSuffix(v, claims[i].Token) {
+				t.Errorf("the winning claim's token is not its record's")
+			}
+		case id == "dup" && claims[i].State != effector.InFlight:
+			t.Errorf("losing claim %d of dup: %s, want in-flight", i, claims[i].State)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d duplicate claims of one intent were Claimed, want exactly 1", won)
+	}
+}
+
+// An owner's lease ran out, and its late completion goes in one pipeline
+// with the claim of the worker that takes the intent over, in either order:
+// the new owner is Claimed (Reclaimed), the late completion is refused with
+// ErrNotOwner alone, and the new owner's claim, not a result, is stored,
+// which the new owner then completes.
+func TestALateCompletionAndTheTakeoverInOnePipeline(t *testing.T) {
+	for _, completeFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("completeFirst=%v", completeFirst), func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			admin := srv.Client(t)
+			s := New(srv.Client(t), WithKeyPrefix("late:"), WithLanes(1))
+			old, err := s.Claim(ctx, "x", storetest.Call, time.Millisecond)
+			if err != nil || old.State != effector.Claimed {
+				t.Fatalf("first claim: %+v, %v", old, err)
+			}
+			if err := s.Complete(ctx, "warm", "no-such-token", nil, time.Minute); err == nil {
+				t.Fatal("completing an unclaimed intent succeeded")
+			}
+			waitFor(t, "the first lease to run out", func() bool { return admin.Exists(ctx, s.key("x")).Val() == 0 })
+			release := occupy(t, admin, s)
+			var lateErr, claimErr error
+			var takeover effector.Claim
+			var wg sync.WaitGroup
+			late := func() { wg.Go(func() { lateErr = s.Complete(ctx, "x", old.Token, []byte("late"), time.Minute) }) }
+			claim := func() { wg.Go(func() { takeover, claimErr = s.Claim(ctx, "x", storetest.Call, time.Minute) }) }
+			first, second := claim, late
+			if completeFirst {
+				first, second = late, claim
+			}
+			first()
+			waitFor(t, "the first call to queue", func() bool { return queued(s) == 1 })
+			second()
+			waitFor(t, "both calls to queue", func() bool { return queued(s) == 2 })
+			release()
+			wg.Wait()
+			if !errors.Is(lateErr, effector.ErrNotOwner) {
+				t.Errorf("the late completion returned %v, want ErrNotOwner", lateErr)
+			}
+			if claimErr != nil || takeover.State != effector.Claimed || !takeover.Reclaimed || takeover.Attempts != 2 {
+				t.Fatalf("the takeover claim: %+v, %v; want claimed, reclaimed, attempt 2", takeover, claimErr)
+			}
+			storetest.WantState(t, New(admin, WithKeyPrefix("late:"), WithBatch(1)), "x", effector.InFlight)
+			if err := s.Complete(ctx, "x", takeover.Token, []byte("new"), time.Minute); err != nil {
+				t.Fatalf("the new owner's completion: %v", err)
+			}
+		})
+	}
 }
