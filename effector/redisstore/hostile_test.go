@@ -296,3 +296,57 @@ func TestALateCompletionAndTheTakeoverInOnePipeline(t *testing.T) {
 		})
 	}
 }
+
+// A lane's pipeline loses its connection (the proxy cuts every connection
+// that sends its poisoned claim, go-redis's retries included) while more
+// calls queue on the same lane behind it, past what one pipeline takes: the
+// cut pipeline's calls fail, and the calls behind it go out in the lane's
+// next pipeline, on another connection, and are claimed. A dead connection
+// does not wedge its lane.
+func TestACutPipelineDoesNotWedgeItsLane(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	proxy := srv.Proxy(t)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default retries
+	defer rdb.Close()
+	rec := &pipelines{}
+	rdb.AddHook(rec)
+	const n = 6 // one pipeline's worth
+	s := New(rdb, WithKeyPrefix("wedge:"), WithLanes(1), WithBatch(n))
+	if _, err := s.Claim(ctx, "warm", storetest.Call, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	release := occupy(t, admin, s)
+	ids := make([]string, 2*n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c-%02d", i)
+	}
+	ids[n/2] = "poison"
+	errs := make([]error, len(ids))
+	claims := make([]effector.Claim, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { claims[i], errs[i] = s.Claim(ctx, id, storetest.Call, time.Minute) })
+		waitFor(t, "the claim to queue", func() bool { return queued(s) == i+1 })
+	}
+	proxy.CutOn(s.key("poison"))
+	release()
+	wg.Wait()
+	if proxy.Cut() == 0 {
+		t.Fatal("the proxy cut no connection")
+	}
+	for i, id := range ids {
+		switch {
+		case i < n:
+			if errs[i] == nil {
+				t.Errorf("claim %s of the cut pipeline succeeded", id)
+			}
+		case errs[i] != nil || claims[i].State != effector.Claimed:
+			t.Errorf("claim %s queued behind the cut pipeline: %+v, %v; want Claimed", id, claims[i], errs[i])
+		}
+	}
+	if got := rec.holding(s.key(ids[n])); len(got) != n || slices.Contains(got, s.key("poison")) {
+		t.Errorf("the claims behind the cut pipeline went in %v, want a pipeline of their own %d", got, n)
+	}
+}
