@@ -98,3 +98,68 @@ func TestCallersCancelledWhileTheirBatchIsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// An owner's lease ran out, and its late completion waits in one batch with
+// the claim of the worker taking the intent over, in either order: the new
+// owner is Claimed (Reclaimed, attempt 2), the late completion is refused
+// with ErrNotOwner alone, and the row is the new owner's claim, which it
+// then completes.
+func TestALateCompletionAndTheTakeoverInOneBatch(t *testing.T) {
+	for _, completeFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("completeFirst=%v", completeFirst), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := migrated(t, pgtest.Start(t))
+			s := openForTest(t, pool, WithLanes(1))
+			other := openForTest(t, pool, WithBatch(1))
+			old, err := s.Claim(ctx, "x", storetest.Call, time.Millisecond)
+			if err != nil || old.State != effector.Claimed {
+				t.Fatalf("first claim: %+v, %v", old, err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				var lapsed bool
+				if err := pool.QueryRow(ctx, `SELECT expires_at <= clock_timestamp() FROM toolreg_effector_dedup WHERE intent_id = 'x'::bytea`).Scan(&lapsed); err != nil {
+					t.Fatal(err)
+				}
+				if lapsed {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the first lease did not run out")
+				}
+			}
+			unlock := lockTable(t, pool)
+			var wg sync.WaitGroup
+			wg.Go(func() { s.Claim(ctx, "leader", storetest.Call, time.Minute) })
+			leaderBlocked(t, s)
+			var lateErr, claimErr error
+			var takeover effector.Claim
+			late := func() { wg.Go(func() { lateErr = s.Complete(ctx, "x", old.Token, []byte("late"), time.Minute) }) }
+			claim := func() { wg.Go(func() { takeover, claimErr = s.Claim(ctx, "x", storetest.Call, time.Minute) }) }
+			first, second := claim, late
+			if completeFirst {
+				first, second = late, claim
+			}
+			first()
+			queued(t, s, 1)
+			second()
+			queued(t, s, 2)
+			sent := s.batches()
+			unlock()
+			wg.Wait()
+			if got := s.batches() - sent; got != 2 {
+				t.Errorf("the leader's claim and the two calls took %d batches, want 2", got)
+			}
+			if !errors.Is(lateErr, effector.ErrNotOwner) {
+				t.Errorf("the late completion returned %v, want ErrNotOwner", lateErr)
+			}
+			if claimErr != nil || takeover.State != effector.Claimed || !takeover.Reclaimed || takeover.Attempts != 2 {
+				t.Fatalf("the takeover claim: %+v, %v; want claimed, reclaimed, attempt 2", takeover, claimErr)
+			}
+			storetest.WantState(t, other, "x", effector.InFlight)
+			if err := s.Complete(ctx, "x", takeover.Token, []byte("new"), time.Minute); err != nil {
+				t.Fatalf("the new owner's completion: %v", err)
+			}
+		})
+	}
+}
