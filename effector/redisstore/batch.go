@@ -100,6 +100,29 @@ func (s *Store) calls() (n int64) {
 	return n
 }
 
+// maxPipelined is the most bytes of keys and arguments a call may carry to
+// go in a pipeline; a bigger one (a big result) is sent on its own. A server
+// refuses an argument longer than its proto-max-bulk-len, which is at least
+// 1MiB, by closing the connection, and with it every call of the pipeline
+// (those before it having run), again on each retry of a completion.
+const maxPipelined = 1 << 20
+
+// size is how many bytes of keys and arguments a call carries, at least.
+func size(keys []string, args []any) (n int) {
+	for _, k := range keys {
+		n += len(k)
+	}
+	for _, a := range args {
+		switch a := a.(type) {
+		case string:
+			n += len(a)
+		case []byte:
+			n += len(a)
+		}
+	}
+	return n
+}
+
 // scriptCall is one script run; cmd holds its reply once done.
 type scriptCall struct {
 	script *redis.Script
@@ -110,7 +133,7 @@ type scriptCall struct {
 
 // run runs script through one of the store's lanes and returns its reply.
 func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	if len(s.lanes) == 0 { // WithBatch(1)
+	if len(s.lanes) == 0 || size(keys, args) > maxPipelined { // WithBatch(1), or a big call
 		if err := ctx.Err(); err != nil {
 			cmd := redis.NewCmd(ctx)
 			cmd.SetErr(err)

@@ -37,7 +37,10 @@
 // Complete and Release retry while the server is unreachable or loading,
 // until their context ends, and every retry is safe: Complete recognizes the
 // effect of an earlier attempt whose reply was lost. Claim does not retry: a
-// claim whose reply was lost runs out by its lease.
+// claim whose reply was lost runs out by its lease. A client that sends a
+// script again when its connection fails (go-redis does by default,
+// MaxRetries times) is safe too: a claim that finds its own token reports
+// Claimed.
 //
 // A lease must also outlast a server outage: a claim whose key expires while
 // the server is down cannot be completed after it, and the intent runs again.
@@ -57,7 +60,9 @@
 // fewest, and the first of them then sends all waiting there (up to
 // WithBatch's size, DefaultBatchSize) in one pipeline. Each script
 // replies, and fails, on its own, and a pipeline whose connection fails
-// fails its own calls only.
+// fails its own calls only. A call carrying more than 1MiB (a big result) is
+// sent on its own: a server refuses an argument over its proto-max-bulk-len
+// by closing the connection, which would fail the pipeline's other calls.
 //
 // The store refuses non-positive leases and result lifetimes, and a key
 // prefix whose first hash tag is empty ("{}"), which would part an intent's

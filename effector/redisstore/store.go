@@ -329,7 +329,9 @@ func millis(what string, d time.Duration) (int64, error) {
 // claimScript takes the claim if the key is free, setting the attempt
 // marker, unless the record or the marker holds another call. It replies
 // {1, reclaimed, attempts} when it claims, {0, value} with the record it
-// found, and {2, call} with the other call. One round trip whatever it
+// found, and {2, call} with the other call. A record holding this very
+// claim (its token) is the effect of this call, sent again after its reply
+// was lost: it replies claimed again. One round trip whatever it
 // finds, atomic with the marker. ARGV: call, token, lease ms, marker ms.
 //
 // Most claims find neither key: that path comes first, before lua's
@@ -349,6 +351,22 @@ if not v then
 end
 ` + lua + `
 if v then
+	if v == 'c' .. ARGV[1] .. ARGV[2] then
+		-- This claim's own: it ran, its reply was lost, and the client sent
+		-- it again (go-redis does on a failed connection). Its attempts are
+		-- the marker's; whether the attempt before was released or ran out
+		-- is not kept, so any earlier attempt counts as reclaimed.
+		local attempts = 1
+		m = redis.call('GET', KEYS[2])
+		if m and wellformed(m) then
+			local mtag, mcall, n = split(m)
+			attempts = tonumber(n) or 1
+		end
+		if attempts > 1 then
+			return {1, 1, attempts}
+		end
+		return {1, 0, 1}
+	end
 	if older(v) or not wellformed(v) then
 		return {0, v}
 	end
@@ -379,7 +397,10 @@ return {1, reclaimed, attempts}`)
 // Claim takes intentID for lease unless the key holds a live claim
 // (InFlight) or a result (Done), or the record or its attempt marker holds
 // another call (Mismatch). It does not retry: a claim whose reply was lost
-// runs out by its lease, and the next claim reports Reclaimed.
+// runs out by its lease, and the next claim reports Reclaimed. A client that
+// sends the script again itself (go-redis does, MaxRetries times, when a
+// connection fails after sending) gets the claim its first run took:
+// Claimed, not InFlight.
 func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	if s.err != nil {
 		return effector.Claim{}, s.err

@@ -2,9 +2,9 @@ package redistest
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,11 +20,12 @@ type Proxy struct {
 	to string
 	ln net.Listener
 
-	mu    sync.Mutex
-	cutOn []byte // CutOn's string, nil for none
-	cut   int    // connections cut so far
-	delay time.Duration
-	conns []net.Conn // every connection, both sides, closed at cleanup
+	mu         sync.Mutex
+	cutOn      []byte // CutOn's string, nil for none
+	cutReplyOn []byte // CutReplyOn's string, nil for none
+	cut        int    // connections cut so far
+	delay      time.Duration
+	conns      []net.Conn // every connection, both sides, closed at cleanup
 }
 
 // Proxy starts a proxy to s on a free loopback port, closed when the test
@@ -48,6 +49,19 @@ func (p *Proxy) CutOn(marker string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cutOn = []byte(marker)
+}
+
+// CutReplyOn makes the proxy forward the next request that holds marker
+// to the server, and then cut that connection, on both sides, as the server's
+// replies come back, dropping them: the server has run the request, and the
+// client reads an end of file where its replies should be, as when a
+// connection fails after a request is sent. It cuts one connection only:
+// a client that sends the request again, on a new connection, gets its
+// replies.
+func (p *Proxy) CutReplyOn(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutReplyOn = []byte(marker)
 }
 
 // Delay makes the proxy hold what each client sends for d before
@@ -89,15 +103,41 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, c, srv)
 		p.mu.Unlock()
-		go func() { io.Copy(c, srv); c.Close() }()
-		go p.forward(c, srv)
+		var dropReplies atomic.Bool
+		go p.reply(c, srv, &dropReplies)
+		go p.forward(c, srv, &dropReplies)
+	}
+}
+
+// reply copies what the server sends back to the client, until forward has
+// sent a CutReplyOn request: then it closes both instead.
+func (p *Proxy) reply(c, srv net.Conn, drop *atomic.Bool) {
+	defer c.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := srv.Read(buf)
+		if n > 0 {
+			if drop.Load() {
+				p.mu.Lock()
+				p.cut++
+				p.mu.Unlock()
+				srv.Close()
+				return
+			}
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
 // forward copies what the client sends to the server, unless it holds the
 // marker: then it closes both. The last bytes of each read are kept, so a
 // marker split between two reads is found too.
-func (p *Proxy) forward(c, srv net.Conn) {
+func (p *Proxy) forward(c, srv net.Conn, dropReplies *atomic.Bool) {
 	defer srv.Close()
 	buf := make([]byte, 64<<10)
 	var tail []byte
@@ -105,7 +145,7 @@ func (p *Proxy) forward(c, srv net.Conn) {
 		n, err := c.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			marker, delay := p.cutOn, p.delay
+			marker, replyMarker, delay := p.cutOn, p.cutReplyOn, p.delay
 			p.mu.Unlock()
 			if delay > 0 {
 				time.Sleep(delay)
@@ -118,12 +158,20 @@ func (p *Proxy) forward(c, srv net.Conn) {
 				c.Close()
 				return
 			}
+			if replyMarker != nil && bytes.Contains(seen, replyMarker) {
+				p.mu.Lock()
+				if bytes.Equal(p.cutReplyOn, replyMarker) { // the first connection to send it
+					p.cutReplyOn = nil
+					dropReplies.Store(true)
+				}
+				p.mu.Unlock()
+			}
 			if _, werr := srv.Write(buf[:n]); werr != nil {
 				c.Close()
 				return
 			}
-			if marker != nil {
-				tail = append(tail[:0:0], seen[max(0, len(seen)-len(marker)+1):]...)
+			if keep := max(len(marker), len(replyMarker)); keep > 0 {
+				tail = append(tail[:0:0], seen[max(0, len(seen)-keep+1):]...)
 			}
 		}
 		if err != nil {

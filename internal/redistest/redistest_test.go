@@ -190,3 +190,31 @@ func TestProxyCutsOnlyTheConnectionThatSendsTheMarker(t *testing.T) {
 		t.Fatalf("Cut() = %d, want 1", p.Cut())
 	}
 }
+
+// CutReplyOn lets the request reach the server and cuts its connection as
+// the reply comes back: the client gets an error, the server ran the
+// request; it cuts once, so the same request sent again is answered.
+func TestProxyCutReplyOnDropsTheReplyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := Start(t)
+	p := srv.Proxy(t)
+	a := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	defer a.Close()
+	if err := a.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING through the proxy: %v", err)
+	}
+	p.CutReplyOn("lost-reply")
+	if err := a.Incr(ctx, "lost-reply").Err(); err == nil {
+		t.Fatal("INCR of the marker through the proxy succeeded, want its reply cut")
+	}
+	if got := srv.Client(t).Get(ctx, "lost-reply").Val(); got != "1" {
+		t.Fatalf("after the cut reply the server holds %q, want the request run once: 1", got)
+	}
+	if n, err := a.Incr(ctx, "lost-reply").Result(); err != nil || n != 2 {
+		t.Fatalf("INCR sent again = %d, %v; want 2: the proxy cuts one connection only", n, err)
+	}
+	if p.Cut() != 1 {
+		t.Fatalf("Cut() = %d, want 1", p.Cut())
+	}
+}
