@@ -1,0 +1,197 @@
+package effector_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/effectortest"
+)
+
+// hostileQuiet is the logger option of the hostile tests.
+var hostileQuiet = effector.WithServeLogger(slog.New(slog.DiscardHandler))
+
+// hostileDisk models the results file's disk under a JSONLSink: what the
+// sink wrote since the last fsync is pending, a successful fsync makes it
+// durable, and a failed one loses it, as Linux does (the kernel marks the
+// pages whose writeback failed clean, reports the error once, and a later
+// fsync succeeds without them). crash rewrites the file as the disk holds it.
+type hostileDisk struct {
+	mu      sync.Mutex
+	path    string
+	durable []byte
+	pending []byte
+	syncs   int
+	// onSync, if set, runs before each fsync (numbered from 1) and says
+	// whether it fails.
+	onSync func(n int, pending []byte) (fail bool)
+}
+
+func (d *hostileDisk) hook(t *testing.T, sink *effector.JSONLSink) {
+	effector.HookJSONLSink(sink, func(w io.Writer) io.Writer { return diskWriter{d, w} }, func(real func() error) error {
+		d.mu.Lock()
+		d.syncs++
+		n, pending := d.syncs, d.pending
+		d.mu.Unlock()
+		if d.onSync != nil && d.onSync(n, pending) {
+			d.mu.Lock()
+			d.pending = d.pending[len(pending):] // lost
+			d.mu.Unlock()
+			return errors.New("fsync: input/output error")
+		}
+		if err := real(); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.durable = append(d.durable, pending...)
+		d.pending = d.pending[len(pending):]
+		d.mu.Unlock()
+		return nil
+	})
+}
+
+type diskWriter struct {
+	d *hostileDisk
+	w io.Writer
+}
+
+func (w diskWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.d.mu.Lock()
+	w.d.pending = append(w.d.pending, p[:n]...)
+	w.d.mu.Unlock()
+	return n, err
+}
+
+// crash leaves the results file as the disk holds it after a power loss.
+func (d *hostileDisk) crash(t *testing.T) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := os.WriteFile(d.path, d.durable, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.pending = nil
+}
+
+// wholeResults reads results JSONL leniently, as a consumer that skips a
+// line it cannot parse does, and returns the ids of the whole result lines
+// and the number of lines it skipped.
+func wholeResults(t *testing.T, path string) (ids map[string]int, bad int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	ids = map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var r intent.Result
+		if err := r.UnmarshalJSON(sc.Bytes()); err != nil {
+			bad++
+			continue
+		}
+		ids[r.IntentID]++
+	}
+	return ids, bad
+}
+
+// checkCovered fails if the checkpoint on disk has passed an intent that
+// has no whole result line in the results file.
+func checkCovered(t *testing.T, ck, results string, all []*intent.Intent) {
+	t.Helper()
+	_, line := readCheckpoint(t, ck)
+	ids, _ := wholeResults(t, results)
+	for i := range min(line, len(all)) {
+		if ids[all[i].ID] == 0 {
+			t.Errorf("the checkpoint on disk is at line %d, past line %d, whose result is not on disk: lost", line, i+1)
+		}
+	}
+}
+
+// An fsync that fails loses what it was to sync; a later fsync that
+// succeeds does not bring it back. So a line whose fsync failed is not
+// durable, whoever's fsync comes next: the batch must not acknowledge the
+// other intents whose result lines that failed fsync covered. After the
+// power loss every acknowledged intent must have its result on disk, and a
+// restart must answer every intent, none run twice.
+func TestServeJSONLAFailedFsyncIsNotVouchedForByTheNextOne(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 12
+	intents, all, _ := batchInput(t, dir, "fsyncgate", n)
+	ck := intents + ".ack"
+	results := filepath.Join(dir, "results.jsonl")
+	// The first fsync waits until the tool runs for intent 5, so that with
+	// one worker intents 2 to 4 are staged behind it: the next batch holds
+	// several result lines, and its fsync fails.
+	fifth := make(chan struct{})
+	hook := func(ctx context.Context) error {
+		if info, _ := effector.IntentFrom(ctx); info.ID == all[4].ID {
+			close(fifth)
+		}
+		return nil
+	}
+	store := effector.NewMemoryStore()
+	e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{hook})
+	disk := &hostileDisk{path: results}
+	failedLines := 0
+	disk.onSync = func(n int, pending []byte) bool {
+		switch n {
+		case 1:
+			<-fifth
+		case 2:
+			failedLines = bytes.Count(pending, []byte("\n"))
+			return true
+		}
+		return false
+	}
+	sink := effector.NewJSONLSink(appendFile(t, results))
+	disk.hook(t, sink)
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = effector.Serve(context.Background(), src, sink, e, hostileQuiet, effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
+	src.Close()
+	if err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if failedLines < 2 {
+		t.Fatalf("the failed fsync covered %d result lines, want a batch of several", failedLines)
+	}
+	disk.crash(t)
+	checkCovered(t, ck, results, all)
+
+	src, err = effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet); err != nil {
+		t.Fatalf("Serve after the power loss: %v", err)
+	}
+	ids, bad := wholeResults(t, results)
+	for i, in := range all {
+		if ids[in.ID] == 0 {
+			t.Errorf("intent %d has no result after the restart: its result line was lost and it was not delivered again", i)
+		}
+		if c := calls.Of(in.ID); c != 1 {
+			t.Errorf("intent %d ran %d times, want once", i, c)
+		}
+	}
+	if bad != 0 {
+		t.Errorf("%d results lines are not whole results", bad)
+	}
+}
