@@ -133,12 +133,16 @@ func TestServeJSONLAFailedFsyncIsNotVouchedForByTheNextOne(t *testing.T) {
 	intents, all, _ := batchInput(t, dir, "fsyncgate", n)
 	ck := intents + ".ack"
 	results := filepath.Join(dir, "results.jsonl")
-	// The first fsync waits until the tool runs for intent 5, so that with
+	// Intent 2 runs once the first fsync (intent 1's line alone) has begun,
+	// and that fsync waits until the tool runs for intent 5, so that with
 	// one worker intents 2 to 4 are staged behind it: the next batch holds
 	// several result lines, and its fsync fails.
-	fifth := make(chan struct{})
+	first, fifth := make(chan struct{}), make(chan struct{})
 	hook := func(ctx context.Context) error {
-		if info, _ := effector.IntentFrom(ctx); info.ID == all[4].ID {
+		switch info, _ := effector.IntentFrom(ctx); info.ID {
+		case all[1].ID:
+			<-first
+		case all[4].ID:
 			close(fifth)
 		}
 		return nil
@@ -150,6 +154,7 @@ func TestServeJSONLAFailedFsyncIsNotVouchedForByTheNextOne(t *testing.T) {
 	disk.onSync = func(n int, pending []byte) bool {
 		switch n {
 		case 1:
+			close(first)
 			<-fifth
 		case 2:
 			failedLines = bytes.Count(pending, []byte("\n"))
