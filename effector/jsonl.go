@@ -557,6 +557,11 @@ func syncDir(dir string) error {
 // next write puts first, so that lines stay whole; the Publish whose batch
 // it was fails, and Serve publishes its result again (a duplicate line,
 // harmless to consumers, which key results by intent id).
+//
+// An fsync that fails fails every Publish whose line it was to sync, though
+// a later fsync succeeds: the kernel reports a writeback error once and may
+// have dropped the pages it could not write, so a later fsync's success says
+// nothing of them. Serve publishes those results again.
 type JSONLSink struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -568,6 +573,12 @@ type JSONLSink struct {
 	spare  []byte        // the buffer the last write emptied, reused; under syncMu
 	synced atomic.Uint64 // lines known synced
 	syncs  atomic.Int64  // fsyncs done, for tests and benchmarks
+
+	// lost holds the lines (lo, hi] a failed fsync was to sync, under
+	// syncMu, and lostThrough the highest hi: their Publishes fail, whatever
+	// fsync succeeds later. One entry per failed fsync, so it stays small.
+	lost        [][2]uint64
+	lostThrough atomic.Uint64
 }
 
 // NewJSONLSink writes results to w, such as os.Stdout or a file opened with
@@ -625,11 +636,16 @@ func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() e
 // buffered and fsyncing unless a write and fsync that began after it was
 // staged have done it.
 func (s *JSONLSink) syncTo(seq uint64, id string) error {
-	if s.synced.Load() >= seq {
+	if s.synced.Load() >= seq && seq > s.lostThrough.Load() {
 		return nil
 	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	for _, r := range s.lost {
+		if seq > r[0] && seq <= r[1] {
+			return fmt.Errorf("effector: syncing the result of intent %q: an fsync that was to sync it failed, so it may not be on disk", id)
+		}
+	}
 	if s.synced.Load() >= seq {
 		return nil // a batch while this one waited covered its line
 	}
@@ -651,6 +667,12 @@ func (s *JSONLSink) syncTo(seq uint64, id string) error {
 	}
 	s.spare = data
 	if err := s.sync(); err != nil {
+		// Every line written since the last fsync that succeeded may be
+		// lost, and a later fsync will not say so.
+		if lo := s.synced.Load(); upTo > lo {
+			s.lost = append(s.lost, [2]uint64{lo, upTo})
+			s.lostThrough.Store(upTo)
+		}
 		return fmt.Errorf("effector: syncing the result of intent %q: %w", id, err)
 	}
 	s.syncs.Add(1)
