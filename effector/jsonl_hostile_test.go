@@ -200,3 +200,106 @@ func TestServeJSONLAFailedFsyncIsNotVouchedForByTheNextOne(t *testing.T) {
 		t.Errorf("%d results lines are not whole results", bad)
 	}
 }
+
+// fullDisk writes its first write up to the middle of its last line and
+// fails it, as a disk that
+// fills up mid-line does, and fails every write after it (nothing written)
+// until freed.
+type fullDisk struct {
+	w      io.Writer
+	mu     sync.Mutex
+	full   bool
+	failed chan struct{}
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.full {
+		d.full = true
+		last := bytes.LastIndexByte(p[:len(p)-1], '\n') + 1 // where its last line starts
+		n, _ := d.w.Write(p[:last+(len(p)-last)/2])
+		close(d.failed)
+		return n, errors.New("no space left on device")
+	}
+	return 0, errors.New("no space left on device")
+}
+
+// A results file can end in part of a line: a write that the disk filled up
+// mid-line and that was never completed (Serve stopped meanwhile), or a
+// power loss that kept part of a write not yet synced. The next effector on
+// that file must not glue its first result line onto the fragment, where no
+// consumer can read it: its intent would be acknowledged with no readable
+// result.
+func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testing.T) {
+	t.Parallel()
+	t.Run("a disk full mid-line, then a restart", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		const n = 20
+		intents, all, _ := batchInput(t, dir, "enospc", n)
+		results := filepath.Join(dir, "results.jsonl")
+		e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
+		sink := effector.NewJSONLSink(appendFile(t, results))
+		disk := &fullDisk{failed: make(chan struct{})}
+		effector.HookJSONLSink(sink, func(w io.Writer) io.Writer { disk.w = w; return disk }, nil)
+		src, err := effector.OpenJSONLFile(intents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-disk.failed; cancel() }()
+		err = effector.Serve(ctx, src, sink, e, hostileQuiet, effector.WithWorkers(4), effector.WithDrainTimeout(0), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
+		src.Close()
+		var ue *effector.UnansweredError
+		if !errors.As(err, &ue) {
+			t.Fatalf("Serve on a full disk, stopped = %v, want an *UnansweredError", err)
+		}
+		if b, _ := os.ReadFile(results); len(b) == 0 || b[len(b)-1] == '\n' {
+			t.Fatalf("results after the disk filled mid-line: %q, want them to end in part of a line", b)
+		}
+
+		// The disk is freed; a restarted effector goes on with the same files.
+		src, err = effector.OpenJSONLFile(intents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		e2, calls2 := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
+		if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, hostileQuiet, effector.WithWorkers(4)); err != nil {
+			t.Fatalf("Serve after the disk was freed: %v", err)
+		}
+		ids, _ := wholeResults(t, results)
+		for i, in := range all {
+			if ids[in.ID] == 0 {
+				t.Errorf("intent %d has no whole result line", i)
+			}
+			if c := calls.Of(in.ID) + calls2.Of(in.ID); c != 1 {
+				t.Errorf("intent %d ran %d times across both runs, want once", i, c)
+			}
+		}
+	})
+	t.Run("a power loss that kept part of a write", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		const n = 5
+		intents, all, _ := batchInput(t, dir, "torn-results", n)
+		results := filepath.Join(dir, "results.jsonl")
+		writeFile(t, results, `{"intent_id":"an-earlier-one","entity_key":"ZQ==","se`)
+		e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+		src, err := effector.OpenJSONLFile(intents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet); err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		ids, _ := wholeResults(t, results)
+		for i, in := range all {
+			if ids[in.ID] == 0 {
+				t.Errorf("intent %d has no whole result line", i)
+			}
+		}
+	})
+}
