@@ -582,15 +582,40 @@ type JSONLSink struct {
 }
 
 // NewJSONLSink writes results to w, such as os.Stdout or a file opened with
-// os.O_APPEND.
+// os.O_APPEND. A regular file that ends in part of a line (a write that a
+// full disk cut short and that was never completed, a power loss that kept
+// part of a write) gets a newline before the first result, so that the
+// fragment stays a line of its own, for consumers to skip, and no result is
+// glued onto it.
 func NewJSONLSink(w io.Writer) *JSONLSink {
 	s := &JSONLSink{w: w}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			s.sync = f.Sync
+			if fi.Size() > 0 && !endsInNewline(f, fi.Size()) {
+				s.buf = append(s.buf, '\n')
+			}
 		}
 	}
 	return s
+}
+
+// endsInNewline reports whether the file f, of size bytes, ends in a
+// newline: true if it cannot tell.
+func endsInNewline(f *os.File, size int64) bool {
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], size-1); err == nil {
+		return b[0] == '\n'
+	}
+	r, err := os.Open(f.Name()) // f was opened write-only, as O_APPEND files are
+	if err != nil {
+		return true
+	}
+	defer r.Close()
+	if _, err := r.ReadAt(b[:], size-1); err != nil {
+		return true
+	}
+	return b[0] == '\n'
 }
 
 // Publish writes res as one line.
