@@ -357,8 +357,8 @@ func readLine(r *bufio.Reader, max int, line []byte) (_ []byte, n int, tooLong b
 			continue
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
-		if len(line) > max {
-			line = line[:max]
+		if len(line) > max { // no newline: the byte allowed for it is one too many
+			line, tooLong = line[:max], true
 		}
 		return line, n, tooLong, err
 	}
