@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -303,3 +304,132 @@ func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testin
 		}
 	})
 }
+
+// coveredBy fails if the checkpoint on disk has passed an intent that has
+// no result line in results (the bytes a disk holds).
+func coveredBy(ck string, results []byte, all []*intent.Intent) error {
+	b, err := os.ReadFile(ck)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var off int64
+	var line int
+	if _, err := fmt.Sscanf(string(b), "%d %d", &off, &line); err != nil {
+		return fmt.Errorf("checkpoint %q: %v", b, err)
+	}
+	ids := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(results))
+	for sc.Scan() {
+		var r intent.Result
+		if r.UnmarshalJSON(sc.Bytes()) == nil {
+			ids[r.IntentID] = true
+		}
+	}
+	for i := range min(line, len(all)) {
+		if !ids[all[i].ID] {
+			return fmt.Errorf("the checkpoint on disk is at line %d, past line %d, whose result is not durable", line, i+1)
+		}
+	}
+	return nil
+}
+
+// The caller's context ends while a batch's results are being written, or
+// while their fsync runs, and the drain timeout is zero: when Serve returns,
+// every intent the checkpoint on disk has passed has its result on disk
+// (after a power loss at that moment), and a restarted effector on a new
+// SQLite handle answers every intent, none run twice.
+func TestServeJSONLCancelledMidBatchAcknowledgesOnlyDurableResults(t *testing.T) {
+	t.Parallel()
+	for _, at := range []string{"write", "fsync"} {
+		t.Run("cancelled in the "+at, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			const n = 300
+			intents, all, _ := batchInput(t, dir, "cancel-"+at, n)
+			ck := intents + ".ack"
+			results := filepath.Join(dir, "results.jsonl")
+			db := filepath.Join(dir, "dedup.db")
+			e, calls := effectortest.Effector(t, serveStore(t, db))
+			ctx, cancel := context.WithCancel(context.Background())
+			disk := &hostileDisk{path: results}
+			var checkErr error
+			disk.onSync = func(k int, pending []byte) bool {
+				disk.mu.Lock()
+				if err := coveredBy(ck, disk.durable, all); err != nil && checkErr == nil {
+					checkErr = err
+				}
+				disk.mu.Unlock()
+				if at == "fsync" && k == 3 {
+					cancel()
+				}
+				return false
+			}
+			sink := effector.NewJSONLSink(appendFile(t, results))
+			disk.hook(t, sink)
+			writes := 0
+			effector.HookJSONLSink(sink, func(w io.Writer) io.Writer {
+				return writerFunc(func(p []byte) (int, error) {
+					if writes++; at == "write" && writes == 3 {
+						cancel()
+					}
+					return w.Write(p)
+				})
+			}, nil)
+			src, err := effector.OpenJSONLFile(intents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = effector.Serve(ctx, src, sink, e, hostileQuiet, effector.WithWorkers(8), effector.WithDrainTimeout(0))
+			src.Close()
+			var ue *effector.UnansweredError
+			if err != nil && !errors.As(err, &ue) {
+				t.Fatalf("Serve cancelled mid-batch = %v, want nil or an *UnansweredError", err)
+			}
+			if ctx.Err() == nil {
+				t.Fatalf("Serve returned %v before it was cancelled", err)
+			}
+			// The power goes as Serve returns.
+			disk.mu.Lock()
+			if err := coveredBy(ck, disk.durable, all); err != nil && checkErr == nil {
+				checkErr = err
+			}
+			disk.mu.Unlock()
+			if checkErr != nil {
+				t.Fatal(checkErr)
+			}
+			disk.crash(t)
+
+			src, err = effector.OpenJSONLFile(intents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			e2, calls2 := effectortest.Effector(t, serveStore(t, db))
+			if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, hostileQuiet, effector.WithWorkers(8)); err != nil {
+				t.Fatalf("Serve after the restart: %v", err)
+			}
+			ids, bad := wholeResults(t, results)
+			for i, in := range all {
+				if ids[in.ID] == 0 {
+					t.Errorf("intent %d has no result after the restart", i)
+				}
+				if c := calls.Of(in.ID) + calls2.Of(in.ID); c != 1 {
+					t.Errorf("intent %d ran %d times across both runs, want once", i, c)
+				}
+			}
+			if bad != 0 {
+				t.Errorf("%d results lines are not whole results", bad)
+			}
+			if _, line := readCheckpoint(t, ck); line != n {
+				t.Errorf("checkpoint at line %d after the restart, want %d", line, n)
+			}
+		})
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
