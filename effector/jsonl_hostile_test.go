@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -433,3 +435,141 @@ func TestServeJSONLCancelledMidBatchAcknowledgesOnlyDurableResults(t *testing.T)
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// Lines that are no intent, a forged intent (its id is not its position's),
+// a line longer than the limit and than any read buffer, and the same intent
+// twice within the read-ahead window and again hundreds of lines later, all
+// among good lines served by many workers: each bad line is dead-lettered
+// with its bytes and offset (the forged one refused, with no result), none
+// blocks the checkpoint, which ends at the end of the file; every delivery
+// of a good intent has a result, each intent runs once; and a restart on
+// the same files delivers nothing again.
+func TestServeJSONLHostileLinesInABatchAreAnsweredAndNeverHoldTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n, limit = 400, 4096
+	var b strings.Builder
+	var all []*intent.Intent
+	type bad struct {
+		offset int64
+		text   string
+	}
+	var bads []bad
+	addBad := func(text string) {
+		bads = append(bads, bad{int64(b.Len()), text})
+		b.WriteString(text + "\n")
+	}
+	forged := effectortest.Intent("hostile", 1, 9999)
+	forged.ID = effectortest.Intent("hostile", 1, 0).ID // another step's id
+	forged.ArgsJSON = []byte(`{"key":"forged"}`)
+	for i := range n {
+		in := effectortest.Intent("hostile", 1, uint32(i))
+		all = append(all, in)
+		b.WriteString(serveLine(t, in))
+		switch i {
+		case 10:
+			b.WriteString(serveLine(t, in)) // again at once
+		case 20:
+			addBad(`{"intent_id": 12, oops}`)
+		case 30:
+			b.WriteString(serveLine(t, forged))
+		case 40:
+			addBad(`{"intent_id":"` + strings.Repeat("x", 3*limit+100) + `"}`)
+		case 50:
+			b.WriteString("\n   \n")
+		case 350:
+			b.WriteString(serveLine(t, all[10])) // again, past the read-ahead
+			b.WriteString(serveLine(t, all[60]))
+		}
+	}
+	intents := filepath.Join(dir, "intents.jsonl")
+	writeFile(t, intents, b.String())
+	results := filepath.Join(dir, "results.jsonl")
+	// Every third intent is slow: it waits for the tool of the intent two
+	// after it, so that results complete out of order.
+	started := make([]chan struct{}, n)
+	for i := range started {
+		started[i] = make(chan struct{})
+	}
+	index := map[string]int{}
+	for i, in := range all {
+		index[in.ID] = i
+	}
+	var once sync.Map
+	hook := func(ctx context.Context) error {
+		info, _ := effector.IntentFrom(ctx)
+		i, ok := index[info.ID]
+		if !ok {
+			return nil
+		}
+		if _, dup := once.LoadOrStore(i, true); !dup {
+			close(started[i])
+		}
+		if i%3 == 0 && i+2 < n {
+			<-started[i+2]
+		}
+		return nil
+	}
+	store := effector.NewMemoryStore()
+	e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{hook})
+	var mu sync.Mutex
+	var dead []effector.Delivery
+	deadLetter := effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		dead = append(dead, d)
+		return nil
+	})
+	src, err := effector.OpenJSONLFile(intents, effector.WithMaxLineBytes(limit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet, deadLetter, effector.WithWorkers(8)); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	src.Close()
+	if len(dead) != len(bads) {
+		t.Fatalf("%d entries dead-lettered, want %d", len(dead), len(bads))
+	}
+	slices.SortFunc(dead, func(a, b effector.Delivery) int { return int(a.Offset - b.Offset) })
+	for i, d := range dead {
+		want := bads[i]
+		if d.Offset != want.offset || !strings.HasPrefix(want.text, string(d.Bytes)) || len(d.Bytes) == 0 || len(d.Bytes) > limit || d.Err == nil {
+			t.Errorf("dead letter %d: offset %d, %d bytes, error %v; want offset %d and the line's first bytes (at most %d)", i, d.Offset, len(d.Bytes), d.Err, want.offset, limit)
+		}
+	}
+	ids, nbad := wholeResults(t, results)
+	if nbad != 0 {
+		t.Errorf("%d results lines are not whole results", nbad)
+	}
+	for i, in := range all {
+		want := 1
+		switch i {
+		case 0:
+			// The forged line carries intent 0's id: refused, with no result.
+		case 10:
+			want = 3
+		case 60:
+			want = 2
+		}
+		if ids[in.ID] != want {
+			t.Errorf("intent %d has %d result lines, want %d (one per delivery)", i, ids[in.ID], want)
+		}
+		if c := calls.Of(in.ID); c != 1 {
+			t.Errorf("intent %d ran %d times, want once", i, c)
+		}
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); off != int64(b.Len()) || line != strings.Count(b.String(), "\n") {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end: line %d (byte %d)", line, off, strings.Count(b.String(), "\n"), b.Len())
+	}
+
+	// A restart delivers nothing again.
+	src, err = effector.OpenJSONLFile(intents, effector.WithMaxLineBytes(limit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if d, err := src.Receive(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("Receive after a restart at the end = %+v, %v; want io.EOF", d, err)
+	}
+}
