@@ -573,3 +573,89 @@ func TestServeJSONLHostileLinesInABatchAreAnsweredAndNeverHoldTheCheckpoint(t *t
 		t.Fatalf("Receive after a restart at the end = %+v, %v; want io.EOF", d, err)
 	}
 }
+
+// The checkpoint cannot be saved (its temporary file's name is taken by a
+// directory), and Serve is stopped while it retries: it returns an
+// *UnansweredError, and a restart once saves work again, on a new SQLite
+// handle, answers every intent without running any again (what it delivers
+// again is answered from the store, with the recorded result) and ends
+// with the checkpoint at the end.
+func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 40
+	intents, all, ends := batchInput(t, dir, "ckstop", n)
+	ck := intents + ".ack"
+	blocker := ck + ".tmp"
+	if err := os.Mkdir(blocker, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "results.jsonl")
+	db := filepath.Join(dir, "dedup.db")
+	e, calls := effectortest.Effector(t, serveStore(t, db))
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- effector.Serve(ctx, src, effector.NewJSONLSink(appendFile(t, results)), e, effector.WithWorkers(4),
+			effector.WithServeLogger(slog.New(slog.NewTextHandler(&logs, nil))), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
+	}()
+	for {
+		if ids, _ := wholeResults(t, results); len(ids) == n && strings.Contains(logs.String(), "acknowledging intent failed; retrying") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Serve returned %v while no checkpoint could be saved", err)
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	err = <-done
+	src.Close()
+	var ue *effector.UnansweredError
+	if !errors.As(err, &ue) || ue.Unanswered == 0 {
+		t.Fatalf("Serve stopped while no checkpoint could be saved = %v, want an *UnansweredError", err)
+	}
+	if _, err := os.Stat(ck); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a checkpoint file though no save could succeed: %v", err)
+	}
+	first := serveResults(t, results)
+
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	src, err = effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	e2, calls2 := effectortest.Effector(t, serveStore(t, db))
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, hostileQuiet, effector.WithWorkers(4)); err != nil {
+		t.Fatalf("Serve after saves work again: %v", err)
+	}
+	got := serveResults(t, results)
+	for i, in := range all {
+		if c := calls.Of(in.ID) + calls2.Of(in.ID); c != 1 {
+			t.Errorf("intent %d ran %d times across both runs, want once", i, c)
+		}
+		rs := got[in.ID]
+		if len(rs) == 0 {
+			t.Errorf("intent %d has no result", i)
+			continue
+		}
+		for _, r := range rs {
+			if r.CompletedAtMs != first[in.ID][0].CompletedAtMs || r.Status != intent.StatusOK {
+				t.Errorf("intent %d: a result after the restart differs from the first (%s at %d ms, then %s at %d ms): it was not answered from the store", i, first[in.ID][0].Status, first[in.ID][0].CompletedAtMs, r.Status, r.CompletedAtMs)
+			}
+		}
+	}
+	if off, line := readCheckpoint(t, ck); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}
