@@ -659,3 +659,68 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
 	}
 }
+
+// A producer still writing: the file ends in half a line while Serve runs,
+// and the producer finishes it, and writes more, half a line at a time, as
+// the intents before run. Serve waits for each line whole, answers every
+// intent once, and ends with the checkpoint at the end of the file.
+func TestServeJSONLFollowsAProducerWritingHalfLinesWhileItRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var all []*intent.Intent
+	var lines []string
+	for i := range 13 {
+		in := effectortest.Intent("producer", 1, uint32(i))
+		all = append(all, in)
+		lines = append(lines, serveLine(t, in))
+	}
+	half := func(s string) (string, string) { return s[:len(s)/2], s[len(s)/2:] }
+	a11, b11 := half(lines[10])
+	a13, b13 := half(lines[12])
+	intents := filepath.Join(dir, "intents.jsonl")
+	writeFile(t, intents, strings.Join(lines[:10], "")+a11)
+	appendText := func(s string) {
+		f, err := os.OpenFile(intents, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(s)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	hook := func(ctx context.Context) error {
+		switch info, _ := effector.IntentFrom(ctx); info.ID {
+		case all[9].ID:
+			appendText(b11 + lines[11] + a13)
+		case all[11].ID:
+			appendText(b13)
+		}
+		return nil
+	}
+	e, calls := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
+	results := filepath.Join(dir, "results.jsonl")
+	src, err := effector.OpenJSONLFile(intents, effector.WithTornLineWait(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet, effector.WithWorkers(4)); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	ids, bad := wholeResults(t, results)
+	for i, in := range all {
+		if ids[in.ID] != 1 || calls.Of(in.ID) != 1 {
+			t.Errorf("intent %d: %d results, ran %d times; want one and once", i, ids[in.ID], calls.Of(in.ID))
+		}
+	}
+	if bad != 0 {
+		t.Errorf("%d results lines are not whole results", bad)
+	}
+	size := len(strings.Join(lines, ""))
+	if off, line := readCheckpoint(t, intents+".ack"); off != int64(size) || line != len(lines) {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end: line %d (byte %d)", line, off, len(lines), size)
+	}
+}
