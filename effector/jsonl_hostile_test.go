@@ -724,3 +724,73 @@ func TestServeJSONLFollowsAProducerWritingHalfLinesWhileItRuns(t *testing.T) {
 		t.Fatalf("checkpoint at line %d (byte %d), want the end: line %d (byte %d)", line, off, len(lines), size)
 	}
 }
+
+// Many workers, slow intents among fast ones, each slow one finishing only
+// after intents behind it: at every fsync of the results and whenever a tool
+// starts, the checkpoint on disk covers only intents whose results are
+// durable, however out of order they complete.
+func TestServeJSONLOutOfOrderCompletionNeverMovesTheCheckpointPastADurableGap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 500
+	intents, all, ends := batchInput(t, dir, "ooo-many", n)
+	ck := intents + ".ack"
+	results := filepath.Join(dir, "results.jsonl")
+	started := make([]chan struct{}, n)
+	for i := range started {
+		started[i] = make(chan struct{})
+	}
+	index := map[string]int{}
+	for i, in := range all {
+		index[in.ID] = i
+	}
+	disk := &hostileDisk{path: results}
+	var checkMu sync.Mutex
+	var checkErr error
+	check := func() {
+		disk.mu.Lock()
+		durable := bytes.Clone(disk.durable)
+		disk.mu.Unlock()
+		if err := coveredBy(ck, durable, all); err != nil {
+			checkMu.Lock()
+			if checkErr == nil {
+				checkErr = err
+			}
+			checkMu.Unlock()
+		}
+	}
+	hook := func(ctx context.Context) error {
+		info, _ := effector.IntentFrom(ctx)
+		i := index[info.ID]
+		check()
+		close(started[i])
+		if i%5 == 0 && i+4 < n {
+			<-started[i+4] // slow: the four after it are on their way
+		}
+		return nil
+	}
+	e, calls := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
+	disk.onSync = func(int, []byte) bool { check(); return false }
+	sink := effector.NewJSONLSink(appendFile(t, results))
+	disk.hook(t, sink)
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := effector.Serve(context.Background(), src, sink, e, hostileQuiet, effector.WithWorkers(16)); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	check()
+	if checkErr != nil {
+		t.Fatal(checkErr)
+	}
+	for i, in := range all {
+		if calls.Of(in.ID) != 1 {
+			t.Errorf("intent %d ran %d times, want once", i, calls.Of(in.ID))
+		}
+	}
+	if off, line := readCheckpoint(t, ck); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}
