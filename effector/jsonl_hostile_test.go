@@ -131,6 +131,12 @@ func checkCovered(t *testing.T, ck, results string, all []*intent.Intent) {
 // restart must answer every intent, none run twice.
 func TestServeJSONLAFailedFsyncIsNotVouchedForByTheNextOne(t *testing.T) {
 	t.Parallel()
+	t.Run("one fsync fails", func(t *testing.T) { t.Parallel(); failedFsyncs(t, 2, 2) })
+	t.Run("three fsyncs fail in a row", func(t *testing.T) { t.Parallel(); failedFsyncs(t, 2, 4) })
+}
+
+// failedFsyncs serves with the fsyncs from..to (numbered from 1) failing.
+func failedFsyncs(t *testing.T, from, to int) {
 	dir := t.TempDir()
 	const n = 12
 	intents, all, _ := batchInput(t, dir, "fsyncgate", n)
@@ -155,12 +161,14 @@ func TestServeJSONLAFailedFsyncIsNotVouchedForByTheNextOne(t *testing.T) {
 	disk := &hostileDisk{path: results}
 	failedLines := 0
 	disk.onSync = func(n int, pending []byte) bool {
-		switch n {
-		case 1:
+		switch {
+		case n == 1:
 			close(first)
 			<-fifth
-		case 2:
+		case n == from:
 			failedLines = bytes.Count(pending, []byte("\n"))
+			return true
+		case n > from && n <= to:
 			return true
 		}
 		return false
