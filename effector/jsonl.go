@@ -576,7 +576,8 @@ type JSONLSink struct {
 
 	// lost holds the lines (lo, hi] a failed fsync was to sync, under
 	// syncMu, and lostThrough the highest hi: their Publishes fail, whatever
-	// fsync succeeds later. One entry per failed fsync, so it stays small.
+	// fsync succeeds later. Fsyncs failing in a row share an entry, so it
+	// holds one per run of failures.
 	lost        [][2]uint64
 	lostThrough atomic.Uint64
 }
@@ -695,7 +696,11 @@ func (s *JSONLSink) syncTo(seq uint64, id string) error {
 		// Every line written since the last fsync that succeeded may be
 		// lost, and a later fsync will not say so.
 		if lo := s.synced.Load(); upTo > lo {
-			s.lost = append(s.lost, [2]uint64{lo, upTo})
+			if k := len(s.lost); k > 0 && s.lost[k-1][0] == lo {
+				s.lost[k-1][1] = upTo // fsyncs failing in a row: one range
+			} else {
+				s.lost = append(s.lost, [2]uint64{lo, upTo})
+			}
 			s.lostThrough.Store(upTo)
 		}
 		return fmt.Errorf("effector: syncing the result of intent %q: %w", id, err)
