@@ -357,8 +357,8 @@ func readLine(r *bufio.Reader, max int, line []byte) (_ []byte, n int, tooLong b
 			continue
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
-		if len(line) > max {
-			line = line[:max]
+		if len(line) > max { // no newline: the byte allowed for it is one too many
+			line, tooLong = line[:max], true
 		}
 		return line, n, tooLong, err
 	}
@@ -557,6 +557,11 @@ func syncDir(dir string) error {
 // next write puts first, so that lines stay whole; the Publish whose batch
 // it was fails, and Serve publishes its result again (a duplicate line,
 // harmless to consumers, which key results by intent id).
+//
+// An fsync that fails fails every Publish whose line it was to sync, though
+// a later fsync succeeds: the kernel reports a writeback error once and may
+// have dropped the pages it could not write, so a later fsync's success says
+// nothing of them. Serve publishes those results again.
 type JSONLSink struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -568,18 +573,50 @@ type JSONLSink struct {
 	spare  []byte        // the buffer the last write emptied, reused; under syncMu
 	synced atomic.Uint64 // lines known synced
 	syncs  atomic.Int64  // fsyncs done, for tests and benchmarks
+
+	// lost holds the lines (lo, hi] a failed fsync was to sync, under
+	// syncMu, and lostThrough the highest hi: their Publishes fail, whatever
+	// fsync succeeds later. Fsyncs failing in a row share an entry, so it
+	// holds one per run of failures.
+	lost        [][2]uint64
+	lostThrough atomic.Uint64
 }
 
 // NewJSONLSink writes results to w, such as os.Stdout or a file opened with
-// os.O_APPEND.
+// os.O_APPEND. A regular file that ends in part of a line (a write that a
+// full disk cut short and that was never completed, a power loss that kept
+// part of a write) gets a newline before the first result, so that the
+// fragment stays a line of its own, for consumers to skip, and no result is
+// glued onto it.
 func NewJSONLSink(w io.Writer) *JSONLSink {
 	s := &JSONLSink{w: w}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			s.sync = f.Sync
+			if fi.Size() > 0 && !endsInNewline(f, fi.Size()) {
+				s.buf = append(s.buf, '\n')
+			}
 		}
 	}
 	return s
+}
+
+// endsInNewline reports whether the file f, of size bytes, ends in a
+// newline: true if it cannot tell.
+func endsInNewline(f *os.File, size int64) bool {
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], size-1); err == nil {
+		return b[0] == '\n'
+	}
+	r, err := os.Open(f.Name()) // f was opened write-only, as O_APPEND files are
+	if err != nil {
+		return true
+	}
+	defer r.Close()
+	if _, err := r.ReadAt(b[:], size-1); err != nil {
+		return true
+	}
+	return b[0] == '\n'
 }
 
 // Publish writes res as one line.
@@ -625,11 +662,16 @@ func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() e
 // buffered and fsyncing unless a write and fsync that began after it was
 // staged have done it.
 func (s *JSONLSink) syncTo(seq uint64, id string) error {
-	if s.synced.Load() >= seq {
+	if s.synced.Load() >= seq && seq > s.lostThrough.Load() {
 		return nil
 	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	for _, r := range s.lost {
+		if seq > r[0] && seq <= r[1] {
+			return fmt.Errorf("effector: syncing the result of intent %q: an fsync that was to sync it failed, so it may not be on disk", id)
+		}
+	}
 	if s.synced.Load() >= seq {
 		return nil // a batch while this one waited covered its line
 	}
@@ -651,6 +693,16 @@ func (s *JSONLSink) syncTo(seq uint64, id string) error {
 	}
 	s.spare = data
 	if err := s.sync(); err != nil {
+		// Every line written since the last fsync that succeeded may be
+		// lost, and a later fsync will not say so.
+		if lo := s.synced.Load(); upTo > lo {
+			if k := len(s.lost); k > 0 && s.lost[k-1][0] == lo {
+				s.lost[k-1][1] = upTo // fsyncs failing in a row: one range
+			} else {
+				s.lost = append(s.lost, [2]uint64{lo, upTo})
+			}
+			s.lostThrough.Store(upTo)
+		}
 		return fmt.Errorf("effector: syncing the result of intent %q: %w", id, err)
 	}
 	s.syncs.Add(1)
