@@ -103,8 +103,10 @@ type jsonlConfig struct {
 
 // WithTornLineWait sets how long OpenJSONLFile's source, at the end of the
 // file, waits for the rest of a last line that has no newline, reading
-// again as the file grows, before it stops with a *TornLineError. Default:
-// DefaultTornLineWait. OpenJSONLFile refuses d < 0; 0 reports at once.
+// again as the file grows, before it stops with a *TornLineError: d after
+// the line last grew, so a writer still writing a long line slowly is waited
+// for. Default: DefaultTornLineWait. OpenJSONLFile refuses d < 0; 0 reports
+// at once.
 func WithTornLineWait(d time.Duration) JSONLOption {
 	return func(c *jsonlConfig) { c.tornWait = d }
 }
@@ -226,7 +228,8 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 	var buf []byte // the last line's array, reused
 	var tornN int
 	var tornLong bool
-	var waited time.Duration
+	var waited time.Duration // since the fragment last grew
+	var tornSeen int         // the fragment's bytes when it last grew
 	for {
 		text, n, tooLong, err := readLine(r, s.maxLine, buf[:0])
 		if cap(text) > cap(buf) {
@@ -261,6 +264,9 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 				}
 				return
 			}
+			if n > tornSeen { // it grew: its writer is alive
+				waited, tornSeen = 0, n
+			}
 			if waited >= s.tornWait {
 				s.readErr = te
 				return
@@ -279,7 +285,7 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 			torn, tornN, tornLong = append([]byte{}, text...), n, tooLong
 			continue
 		}
-		waited = 0
+		waited, tornSeen = 0, 0
 		start := offset
 		line++
 		offset += int64(n)
