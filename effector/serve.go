@@ -176,8 +176,10 @@ func WithServeLogger(l *slog.Logger) ServeOption {
 
 // UnansweredError is what Serve returns when it stopped with deliveries it
 // received but could not answer (their result was not published, or not
-// acknowledged) before the drain timeout. Their sources deliver them again;
-// the store answers any that ran with their recorded result.
+// acknowledged) before the drain timeout. Their sources deliver them again
+// (a JSONLSource once it is opened again: the one Serve used does not go
+// back over lines it handed out); the store answers any that ran with their
+// recorded result.
 type UnansweredError struct {
 	Unanswered int
 	Cause      error // why Serve stopped: ctx's cause, or the source's error
