@@ -206,10 +206,15 @@ func TestPausedOwner(t *testing.T) {
 			store := storeFor(t, kind, dir, srv, pg)
 			prefix := "paused:" + kind + ":"
 
-			pa := start(t, a.args(store, "-key-prefix", prefix, "-lease", "300ms", "-timeout", "150ms", "-stop-in-tool", id)...)
+			// A lease of 1s leaves the woken owner's Complete a store timeout
+			// of 749ms (lease - tool timeout - effector.LeaseMargin): with
+			// 300ms it had 49ms, which a Postgres round trip under -race on
+			// a loaded machine overran, and the test saw a timeout instead
+			// of the refusal it is about.
+			pa := start(t, a.args(store, "-key-prefix", prefix, "-lease", "1s", "-timeout", "150ms", "-stop-in-tool", id)...)
 			pid := pa.cmd.Process.Pid
 			waitFor(t, 30*time.Second, "the first effector to stop itself in the tool", func() bool { return stopped(pid) })
-			time.Sleep(600 * time.Millisecond) // twice its lease
+			time.Sleep(2 * time.Second) // twice its lease
 
 			pb := start(t, b.args(store, "-key-prefix", prefix, "-lease", "5s", "-timeout", "2s")...)
 			if pb.wait(t) {
