@@ -142,6 +142,11 @@ func Str(b []byte, i int) (v []byte, next int, owned, ok bool) {
 		case c == '"':
 			return buf, j + 1, true, true
 		case c == '\\':
+			if j+1 < len(b) && unescaped[b[j+1]] != 0 { // the common escapes, without a call
+				buf = append(buf, unescaped[b[j+1]])
+				j += 2
+				continue
+			}
 			var n int
 			if buf, n, ok = AppendEscape(buf, b[j:]); !ok {
 				return nil, i, false, false
@@ -173,30 +178,23 @@ func AppendEscape(buf, e []byte) (_ []byte, n int, ok bool) {
 	if len(e) < 2 {
 		return buf, 0, false
 	}
-	switch c := e[1]; c {
-	case '"', '\\', '/':
-		buf = append(buf, c)
-	case 'b':
-		buf = append(buf, '\b')
-	case 'f':
-		buf = append(buf, '\f')
-	case 'n':
-		buf = append(buf, '\n')
-	case 'r':
-		buf = append(buf, '\r')
-	case 't':
-		buf = append(buf, '\t')
-	case 'u':
-		r, ok := hex4(e[2:])
-		if !ok || utf16.IsSurrogate(r) {
-			return buf, 0, false
-		}
-		return utf8.AppendRune(buf, r), 6, true
-	default:
+	if u := unescaped[e[1]]; u != 0 {
+		return append(buf, u), 2, true
+	}
+	if e[1] != 'u' {
 		return buf, 0, false
 	}
-	return buf, 2, true
+	r, ok := hex4(e[2:])
+	if !ok || utf16.IsSurrogate(r) {
+		return buf, 0, false
+	}
+	return utf8.AppendRune(buf, r), 6, true
 }
+
+// unescaped maps the byte after a backslash to what the escape means, for
+// the escapes of one byte JSON defines; it is 0 for every other byte (\u0000
+// is written with \u).
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 func hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {

@@ -241,3 +241,29 @@ func TestStructure(t *testing.T) {
 		}
 	}
 }
+
+// AppendEscape reads each escape as encoding/json does, or gives up on it
+// (a surrogate, or no escape at all).
+func TestAppendEscape(t *testing.T) {
+	t.Parallel()
+	var escapes [][]byte
+	for c := range 0x100 {
+		escapes = append(escapes, []byte{'\\', byte(c)}, []byte{'\\', byte(c), '0', '0', 'e', '9'})
+	}
+	for _, u := range []string{`\u0000`, `\u0041`, `\uFFFF`, `\ud7ff`, `\ud800`, `\udfff`, `\ue000`, `\u12`, `\u12g4`, `\u`, `\`} {
+		escapes = append(escapes, []byte(u))
+	}
+	for _, e := range escapes {
+		got, n, ok := AppendEscape([]byte("x"), e)
+		var want string
+		err := json.Unmarshal(append(append([]byte{'"'}, e...), '"'), &want)
+		switch {
+		case ok && err != nil:
+			t.Errorf("AppendEscape(%q) = %q; encoding/json refuses it: %v", e, got, err)
+		case ok && "x"+want != string(got)+string(e[n:]):
+			t.Errorf("AppendEscape(%q) = %q, %d; encoding/json reads %q", e, got, n, want)
+		case !ok && err == nil && !hasSurrogateEscape(e):
+			t.Errorf("AppendEscape(%q) gave up; encoding/json reads %q", e, want)
+		}
+	}
+}
