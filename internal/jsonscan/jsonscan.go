@@ -7,7 +7,8 @@
 // it read. It accepts only text that encoding/json accepts, and reads from
 // it what encoding/json reads. A step that reports !ok means "give up", never
 // "invalid": it may refuse valid JSON it does not handle (a surrogate escape,
-// invalid UTF-8, an escaped key ...). The shape of the object, and what a
+// invalid UTF-8, an escaped key ...), and the offset it then returns is of
+// no use to the caller, which gives up too. The shape of the object, and what a
 // value means to it, stays with the caller, whose scanner holds b and i and
 // calls these steps.
 package jsonscan
@@ -87,8 +88,8 @@ func isDelim(c byte) bool {
 	return false
 }
 
-// Plain reads a string of printable ASCII without escapes (an object key, a
-// name), which means itself; v is its text, a part of b. It gives up on any
+// Plain reads a string of ASCII without escapes or control characters (an
+// object key, a name), which means itself; v is its text, a part of b. It gives up on any
 // other string, leaving one that needs decoding to the caller's
 // encoding/json path.
 func Plain(b []byte, i int) (v []byte, next int, ok bool) {
