@@ -907,6 +907,10 @@ func (s *scanner) key() (k []byte, ok bool) {
 // goes through encoding/json itself, so that it decodes exactly as it does
 // on the reference path.
 func (s *scanner) str() (string, bool) {
+	if v, i, ok := jsonscan.Plain(s.b, s.i); ok { // inlined: the usual string costs no call
+		s.i = i
+		return string(v), true
+	}
 	v, i, owned, ok := jsonscan.Str(s.b, s.i)
 	switch {
 	case !ok:
