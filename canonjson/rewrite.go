@@ -3,9 +3,9 @@ package canonjson
 import (
 	"bytes"
 	"slices"
-	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg/internal/jsonscan"
 )
 
 // rewrite is Canonicalize's fast path: one pass over the text, writing each
@@ -279,49 +279,14 @@ func (r *rewriter) strEscaped(buf []byte) ([]byte, bool) {
 			r.i++
 			continue
 		}
-		if r.i+1 >= len(r.in) {
+		// The escape as intent's and argcheck's fast paths read it; it gives
+		// up on a surrogate, a pair or a lone half: the reference decides.
+		var n int
+		var ok bool
+		if buf, n, ok = jsonscan.AppendEscape(buf, r.in[r.i:]); !ok {
 			return nil, false
 		}
-		switch e := r.in[r.i+1]; e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			if r.i+6 > len(r.in) {
-				return nil, false
-			}
-			h := r.in[r.i+2 : r.i+6]
-			if !isHex4(h) {
-				return nil, false
-			}
-			v, _ := strconv.ParseUint(unsafeString(h), 16, 32)
-			if utf16.IsSurrogate(rune(v)) {
-				return nil, false // a pair, or a lone half: the reference decides
-			}
-			buf = utf8.AppendRune(buf, rune(v))
-			r.i += 4
-		default:
-			return nil, false
-		}
-		r.i += 2
+		r.i += n
 	}
 	return nil, false
-}
-
-func isHex4(h []byte) bool {
-	for _, c := range h {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

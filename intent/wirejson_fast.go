@@ -3,8 +3,9 @@ package intent
 import (
 	"encoding/base64"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg/internal/jsonscan"
 )
 
 // The JSON form is read and written on the hot path of durable JSONL Serve,
@@ -22,23 +23,16 @@ import (
 // rare strings it does not handle (control characters other than \n, \r, \t)
 // to encoding/json.
 
-// jsonScanner reads one JSON object from b. Each method reports false when
-// the fast path must give up.
+// jsonScanner reads one JSON object from b, by the steps of internal/jsonscan
+// (which accept only what encoding/json accepts, with its meaning) and this
+// format's own: its integers, also quoted, its base64 bytes and its enums.
+// Each method reports false when the fast path must give up.
 type jsonScanner struct {
 	b []byte
 	i int
 }
 
-func (s *jsonScanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *jsonScanner) ws() { s.i = jsonscan.WS(s.b, s.i) }
 
 func (s *jsonScanner) eat(c byte) bool {
 	if s.i < len(s.b) && s.b[s.i] == c {
@@ -60,159 +54,39 @@ func (s *jsonScanner) peek() byte {
 // value must read. Only whitespace may follow the object.
 func (s *jsonScanner) object(value func(key []byte) bool) bool {
 	s.ws()
-	if !s.eat('{') {
-		return false
-	}
-	s.ws()
-	if !s.eat('}') {
-		for {
-			if !s.eat('"') {
-				return false
-			}
-			start := s.i
-			for s.i < len(s.b) && s.b[s.i] != '"' {
-				if c := s.b[s.i]; c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
-					return false
-				}
-				s.i++
-			}
-			key := s.b[start:s.i]
-			if !s.eat('"') {
-				return false
-			}
-			s.ws()
-			if !s.eat(':') {
-				return false
-			}
-			s.ws()
-			if !value(key) {
-				return false
-			}
-			s.ws()
-			if s.eat('}') {
-				break
-			}
-			if !s.eat(',') {
-				return false
-			}
-			s.ws()
+	var more, ok bool
+	s.i, more, ok = jsonscan.Open(s.b, s.i, '{', '}')
+	for ; more; s.i, more, ok = jsonscan.Next(s.b, s.i, '}') {
+		var key []byte
+		var isKey bool
+		if key, s.i, isKey = jsonscan.Plain(s.b, s.i); !isKey {
+			return false
+		}
+		if s.i, isKey = jsonscan.Colon(s.b, s.i); !isKey || !value(key) {
+			return false
 		}
 	}
 	s.ws()
-	return s.i == len(s.b)
+	return ok && s.i == len(s.b)
 }
 
 // null reads the literal null, if it is next.
-func (s *jsonScanner) null() bool {
-	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
-		s.i += 4
-		return true
-	}
-	return false
+func (s *jsonScanner) null() (ok bool) {
+	s.i, ok = jsonscan.Literal(s.b, s.i, "null")
+	return ok
 }
 
 // str reads a string. v is the text; owned says whether it is a new slice
 // (the string had escapes or non-ASCII text) or a part of the input.
 func (s *jsonScanner) str() (v []byte, owned, ok bool) {
-	if !s.eat('"') {
-		return nil, false, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '"' {
-			s.i++
-			return s.b[start : s.i-1], false, true
-		}
-		if c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
-			break
-		}
-		s.i++
-	}
-	end := s.i // find the closing quote, to size the buffer
-	for end < len(s.b) && s.b[end] != '"' {
-		if s.b[end] == '\\' {
-			end++
-		}
-		end++
-	}
-	buf := make([]byte, s.i-start, max(end-start, s.i-start))
-	copy(buf, s.b[start:s.i])
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return buf, true, true
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				return nil, false, false
-			}
-			switch e := s.b[s.i+1]; e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(s.b[s.i+2:])
-				if !ok || utf16.IsSurrogate(r) { // a pair, or a lone half encoding/json replaces
-					return nil, false, false
-				}
-				buf = utf8.AppendRune(buf, r)
-				s.i += 4
-			default:
-				return nil, false, false
-			}
-			s.i += 2
-		case c < 0x20:
-			return nil, false, false
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			s.i++
-		default:
-			r, size := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && size == 1 { // encoding/json replaces it
-				return nil, false, false
-			}
-			buf = append(buf, s.b[s.i:s.i+size]...)
-			s.i += size
-		}
-	}
-	return nil, false, false
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	v, s.i, owned, ok = jsonscan.Str(s.b, s.i)
+	return v, owned, ok
 }
 
 // text reads a string field as a Go string.
-func (s *jsonScanner) text() (string, bool) {
-	v, _, ok := s.str()
+func (s *jsonScanner) text() (_ string, ok bool) {
+	var v []byte
+	v, s.i, _, ok = jsonscan.Str(s.b, s.i)
 	return string(v), ok
 }
 
@@ -244,28 +118,6 @@ func signedValue(v uint64, neg bool) (int64, bool) {
 	return int64(v), true
 }
 
-// number reads a JSON number that is an integer, as jsonInt64 and jsonUint32
-// parse it: [-]digits, without leading zeros (a number such as 01, 1.5 or
-// 1e3 stops after its integer part, and the object then gives up).
-func (s *jsonScanner) number(signed bool) (uint64, bool, bool) {
-	neg := false
-	if s.peek() == '-' {
-		if !signed { // ParseUint refuses a sign
-			return 0, false, false
-		}
-		neg = true
-		s.i++
-	}
-	if s.eat('0') {
-		return 0, neg, true
-	}
-	if c := s.peek(); c < '1' || c > '9' {
-		return 0, false, false
-	}
-	v, ok := s.digits()
-	return v, neg, ok
-}
-
 // quotedInt reads a string of what strconv.ParseInt (signed) or ParseUint
 // reads in base 10: an optional sign (signed only), then digits.
 func (s *jsonScanner) quotedInt(signed bool) (uint64, bool, bool) {
@@ -282,13 +134,15 @@ func (s *jsonScanner) quotedInt(signed bool) (uint64, bool, bool) {
 	return v, neg, true
 }
 
+// int64 reads what jsonInt64 parses: a JSON integer, [-]digits without
+// leading zeros (a number such as 1.5 or 1e3 gives up), or a quoted one.
 func (s *jsonScanner) int64() (int64, bool) {
 	var v uint64
 	var neg, ok bool
 	if s.peek() == '"' {
 		v, neg, ok = s.quotedInt(true)
 	} else {
-		v, neg, ok = s.number(true)
+		v, neg, s.i, ok = jsonscan.Int(s.b, s.i)
 	}
 	if !ok {
 		return 0, false
@@ -296,15 +150,17 @@ func (s *jsonScanner) int64() (int64, bool) {
 	return signedValue(v, neg)
 }
 
+// uint32 reads what jsonUint32 parses, as int64 does, but unsigned: ParseUint
+// refuses a sign, even on -0.
 func (s *jsonScanner) uint32() (uint32, bool) {
 	var v uint64
-	var ok bool
+	var neg, ok bool
 	if s.peek() == '"' {
 		v, _, ok = s.quotedInt(false)
 	} else {
-		v, _, ok = s.number(false)
+		v, neg, s.i, ok = jsonscan.Int(s.b, s.i)
 	}
-	if !ok || v > 1<<32-1 {
+	if !ok || neg || v > 1<<32-1 {
 		return 0, false
 	}
 	return uint32(v), true
@@ -345,20 +201,11 @@ func (s *jsonScanner) bytes() ([]byte, bool) {
 // enum reads an enum by wire name (name gives them, as parseEnum reads them)
 // or by number, as a string of what strconv.ParseInt reads as an int32.
 func (s *jsonScanner) enum(name func(int32) string) (int32, bool) {
-	if !s.eat('"') {
+	raw, i, ok := jsonscan.Plain(s.b, s.i) // a name or a number needs no escape
+	if !ok {
 		return 0, false
 	}
-	start := s.i
-	for s.i < len(s.b) && s.b[s.i] != '"' {
-		if c := s.b[s.i]; c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
-			return 0, false
-		}
-		s.i++
-	}
-	raw := s.b[start:s.i]
-	if !s.eat('"') {
-		return 0, false
-	}
+	s.i = i
 	for i := int32(0); ; i++ {
 		n := name(i)
 		if n == strconv.Itoa(int(i)) {

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/beam-agents/toolreg/internal/jsonscan"
 )
 
 // Plan decodes a tool's arguments straight into one Go struct type while it
@@ -847,23 +849,14 @@ func (sp *scalarPlan) floatOK(v float64) bool {
 
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// scanner reads JSON text strictly: whatever it accepts, encoding/json
-// accepts with the same meaning.
+// scanner reads JSON text strictly, by the steps of internal/jsonscan:
+// whatever it accepts, encoding/json accepts with the same meaning.
 type scanner struct {
 	b []byte
 	i int
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = jsonscan.WS(s.b, s.i) }
 
 func (s *scanner) peek() byte {
 	if s.i < len(s.b) {
@@ -876,117 +869,78 @@ func (s *scanner) peek() byte {
 // the whitespace after it. more is false when the container is empty: its
 // closing bracket came at once, and is consumed too.
 func (s *scanner) open(opening, closing byte) (more, ok bool) {
-	if s.peek() != opening {
-		return false, false
-	}
-	s.i++
-	s.ws()
-	if s.peek() == closing {
-		s.i++
-		return false, true
-	}
-	return true, true
+	s.i, more, ok = jsonscan.Open(s.b, s.i, opening, closing)
+	return more, ok
 }
 
 // next consumes what follows a member or an item: a comma and the
 // whitespace after it (more), or the closing bracket (!more). Anything else
 // is !ok.
 func (s *scanner) next(closing byte) (more, ok bool) {
-	s.ws()
-	switch s.peek() {
-	case ',':
-		s.i++
-		s.ws()
-		return true, true
-	case closing:
-		s.i++
-		return false, true
-	}
-	return false, false
+	s.i, more, ok = jsonscan.Next(s.b, s.i, closing)
+	return more, ok
 }
 
 // colon consumes the colon after an object key, with the whitespace around
 // it.
-func (s *scanner) colon() bool {
-	s.ws()
-	if s.peek() != ':' {
-		return false
-	}
-	s.i++
-	s.ws()
-	return true
+func (s *scanner) colon() (ok bool) {
+	s.i, ok = jsonscan.Colon(s.b, s.i)
+	return ok
 }
 
 // literal consumes word if it comes next, followed by a delimiter.
-func (s *scanner) literal(word string) bool {
-	end := s.i + len(word)
-	if end > len(s.b) || string(s.b[s.i:end]) != word {
-		return false
-	}
-	if end < len(s.b) && !isDelim(s.b[end]) {
-		return false
-	}
-	s.i = end
-	return true
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', ',', '}', ']', ':':
-		return true
-	}
-	return false
+func (s *scanner) literal(word string) (ok bool) {
+	s.i, ok = jsonscan.Literal(s.b, s.i, word)
+	return ok
 }
 
 // key reads an object key that needs no unescaping; anything else is left to
 // the reference path.
-func (s *scanner) key() ([]byte, bool) {
-	if s.peek() != '"' {
-		return nil, false
-	}
-	start := s.i + 1
-	for i := start; i < len(s.b); i++ {
-		c := s.b[i]
-		switch {
-		case c == '"':
-			s.i = i + 1
-			return s.b[start:i], true
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return nil, false
-		}
-	}
-	return nil, false
+func (s *scanner) key() (k []byte, ok bool) {
+	k, s.i, ok = jsonscan.Plain(s.b, s.i)
+	return k, ok
 }
 
-// str reads a string value. Plain ASCII is copied as is; escapes and
-// non-ASCII text go through encoding/json so that they decode exactly as
-// they do on the reference path (invalid UTF-8 becomes U+FFFD, and so on).
+// str reads a string value. jsonscan decodes it when it is sure to read what
+// encoding/json reads: plain ASCII is copied as is. What it leaves (a
+// surrogate escape, invalid UTF-8, which encoding/json replaces with U+FFFD)
+// goes through encoding/json itself, so that it decodes exactly as it does
+// on the reference path.
 func (s *scanner) str() (string, bool) {
+	if v, i, ok := jsonscan.Plain(s.b, s.i); ok { // inlined: the usual string costs no call
+		s.i = i
+		return string(v), true
+	}
+	v, i, owned, ok := jsonscan.Str(s.b, s.i)
+	switch {
+	case !ok:
+		return s.strSlow()
+	case owned: // a new slice that no one else holds
+		s.i = i
+		return unsafeString(v), true
+	}
+	s.i = i
+	return string(v), true
+}
+
+// strSlow reads a string value through encoding/json.
+func (s *scanner) strSlow() (string, bool) {
 	if s.peek() != '"' {
 		return "", false
 	}
-	start := s.i + 1
-	plain := true
-	for i := start; i < len(s.b); i++ {
-		c := s.b[i]
-		switch {
+	for i := s.i + 1; i < len(s.b); i++ {
+		switch c := s.b[i]; {
 		case c == '"':
-			s.i = i + 1
-			if plain {
-				return string(s.b[start:i]), true
-			}
 			var v string
-			if json.Unmarshal(s.b[start-1:i+1], &v) != nil {
+			if json.Unmarshal(s.b[s.i:i+1], &v) != nil {
 				return "", false
 			}
+			s.i = i + 1
 			return v, true
 		case c == '\\':
-			plain = false
 			i++ // the escaped byte cannot end the string
 		case c < 0x20:
 			return "", false
-		case c >= utf8.RuneSelf:
-			plain = false
 		}
 	}
 	return "", false
@@ -995,50 +949,10 @@ func (s *scanner) str() (string, bool) {
 // number reads a JSON number by the grammar of RFC 8259, returning its text
 // (nil when there is none) and whether it is written as an integer.
 func (s *scanner) number() (tok []byte, isInt bool) {
-	b, i := s.b, s.i
-	start := i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
+	end, isInt, ok := jsonscan.Number(s.b, s.i)
+	if !ok {
 		return nil, false
 	}
-	isInt = true
-	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return nil, false
-		}
-		isInt = false
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return nil, false
-		}
-		isInt = false
-	}
-	if i < len(b) && !isDelim(b[i]) {
-		return nil, false
-	}
-	s.i = i
-	return b[start:i], isInt
+	tok, s.i = s.b[s.i:end], end
+	return tok, isInt
 }
