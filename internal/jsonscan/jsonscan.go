@@ -30,7 +30,7 @@ func WS(b []byte, i int) int {
 // spaces has the bits of JSON's whitespace bytes: a test without a load,
 // that costs the inliner little, so the steps that skip whitespace twice
 // stay inlinable.
-const spaces = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r'
+const spaces uint64 = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r'
 
 // Open reads the bracket that opens an object or array ('{' or '[') and the
 // whitespace after it. more is false when the container is empty: its
