@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"cuelang.org/go/cue/ast"
@@ -293,7 +294,7 @@ func intLit(e ast.Expr) (int, bool) {
 		return 0, false
 	}
 	n, err := strconv.Atoi(lit.Value)
-	if err != nil || n > 1<<40 {
+	if err != nil || n > capLimit {
 		return 0, false
 	}
 	if neg {
@@ -302,8 +303,10 @@ func intLit(e ast.Expr) (int, bool) {
 	return n, true
 }
 
-// capLimit keeps counts far above every budget from overflowing.
-const capLimit = 1 << 40
+// capLimit keeps counts far above every budget from overflowing: 2^40,
+// or where int has 32 bits a quarter of its range, so that the sum of two
+// capped counts still fits.
+const capLimit = min(1<<40, math.MaxInt>>2)
 
 func addCap(a, b int) int { return min(a+b, capLimit) }
 
