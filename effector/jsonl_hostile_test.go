@@ -190,14 +190,7 @@ func failedFsyncs(t *testing.T, from, to int) {
 	disk.crash(t)
 	checkCovered(t, ck, results, all)
 
-	src, err = effector.OpenJSONLFile(intents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet); err != nil {
-		t.Fatalf("Serve after the power loss: %v", err)
-	}
+	serveToEnd(t, intents, results, e)
 	ids, bad := wholeResults(t, results)
 	for i, in := range all {
 		if ids[in.ID] == 0 {
@@ -271,15 +264,8 @@ func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testin
 		}
 
 		// The disk is freed; a restarted effector goes on with the same files.
-		src, err = effector.OpenJSONLFile(intents)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
 		e2, calls2 := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
-		if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, hostileQuiet, effector.WithWorkers(4)); err != nil {
-			t.Fatalf("Serve after the disk was freed: %v", err)
-		}
+		serveToEnd(t, intents, results, e2, effector.WithWorkers(4))
 		ids, _ := wholeResults(t, results)
 		for i, in := range all {
 			if ids[in.ID] == 0 {
@@ -298,14 +284,7 @@ func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testin
 		results := filepath.Join(dir, "results.jsonl")
 		writeFile(t, results, `{"intent_id":"an-earlier-one","entity_key":"ZQ==","se`)
 		e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-		src, err := effector.OpenJSONLFile(intents)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet); err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
+		serveToEnd(t, intents, results, e)
 		ids, _ := wholeResults(t, results)
 		for i, in := range all {
 			if ids[in.ID] == 0 {
@@ -412,15 +391,8 @@ func TestServeJSONLCancelledMidBatchAcknowledgesOnlyDurableResults(t *testing.T)
 			}
 			disk.crash(t)
 
-			src, err = effector.OpenJSONLFile(intents)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
 			e2, calls2 := effectortest.Effector(t, serveStore(t, db))
-			if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, hostileQuiet, effector.WithWorkers(8)); err != nil {
-				t.Fatalf("Serve after the restart: %v", err)
-			}
+			serveToEnd(t, intents, results, e2, effector.WithWorkers(8))
 			ids, bad := wholeResults(t, results)
 			for i, in := range all {
 				if ids[in.ID] == 0 {
@@ -638,15 +610,8 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
-	src, err = effector.OpenJSONLFile(intents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
 	e2, calls2 := effectortest.Effector(t, serveStore(t, db))
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, hostileQuiet, effector.WithWorkers(4)); err != nil {
-		t.Fatalf("Serve after saves work again: %v", err)
-	}
+	serveToEnd(t, intents, results, e2, effector.WithWorkers(4))
 	got := serveResults(t, results)
 	for i, in := range all {
 		if c := calls.Of(in.ID) + calls2.Of(in.ID); c != 1 {
@@ -802,5 +767,20 @@ func TestServeJSONLOutOfOrderCompletionNeverMovesTheCheckpointPastADurableGap(t 
 	}
 	if off, line := readCheckpoint(t, ck); line != n || off != ends[n-1] {
 		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}
+
+// serveToEnd runs Serve, as a restarted process does, over the intents file
+// to its end, appending results to the results file; an error fails the
+// test.
+func serveToEnd(t *testing.T, intents, results string, p effector.Processor, opts ...effector.ServeOption) {
+	t.Helper()
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), p, append([]effector.ServeOption{hostileQuiet}, opts...)...); err != nil {
+		t.Fatalf("Serve of %s to its end: %v", intents, err)
 	}
 }
