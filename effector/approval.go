@@ -712,7 +712,8 @@ func canonicalOrRaw(b []byte) []byte {
 // effector's pass takes the publication over once its lease has run out,
 // and publishes the recorded outcome without running anything again. So
 // each outcome is published at least once, and twice only when a publisher
-// stopped between publishing and recording it. Two effectors' passes at
+// stopped (or could not record) between publishing and recording it, or
+// kept failing to publish past its lease while another took over. Two effectors' passes at
 // once publish each outcome once. An outcome Decide returned is its
 // caller's to publish: ResumeDecided leaves it.
 func (e *Effector) ResumeDecided(ctx context.Context, publish func(context.Context, intent.Result) error) (int, error) {

@@ -335,3 +335,35 @@ func TestTwoPassesOfOneEffectorRetryAFailedPublishOnce(t *testing.T) {
 		t.Fatalf("published %v; want the outcome once", &got)
 	}
 }
+
+// TestAPassCancelledWhilePublishingLeavesTheOutcomeToTheNext: the caller
+// of ResumeDecided gives up while the sink takes an outcome (its context
+// ends mid-publish). The call ran once; the next pass publishes the
+// outcome, once, without running it again.
+func TestAPassCancelledWhilePublishingLeavesTheOutcomeToTheNext(t *testing.T) {
+	t.Parallel()
+	a, _ := clockedApprovals(t)
+	in := a.stage(t, 1, `{"amount":900,"order_id":"o-1"}`)
+	decideElsewhere(t, a, in.ID, effector.Approve)
+	ctx, cancel := context.WithCancel(context.Background())
+	stuck := func(ctx context.Context, _ intent.Result) error {
+		cancel() // the caller gives up while the sink holds the outcome
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if _, err := a.eff.ResumeDecided(ctx, stuck); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled pass: %v, want context.Canceled", err)
+	}
+	var got publications
+	for range 2 {
+		if _, err := a.eff.ResumeDecided(context.Background(), got.publish); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := fmt.Sprintf("[%s OK {\"refunded\":900}]", intent.ExecutionID(in.ID)); got.String() != want {
+		t.Fatalf("published %v, want %s", &got, want)
+	}
+	if a.runs.Load() != 1 {
+		t.Fatalf("the approved call ran %d times, want 1", a.runs.Load())
+	}
+}
