@@ -282,3 +282,25 @@ func (q *expiryQueue) pop() {
 		q.entries, q.head = q.entries[:n], 0
 	}
 }
+
+// ClaimBatch implements DedupStore, each item in turn.
+func (s *MemoryStore) ClaimBatch(ctx context.Context, reqs []ClaimRequest, out []ClaimOutcome) {
+	for i, r := range reqs {
+		c, err := s.Claim(ctx, r.IntentID, r.Call, r.Lease)
+		out[i] = ClaimOutcome{Claim: c, Err: err}
+	}
+}
+
+// CompleteBatch implements DedupStore.
+func (s *MemoryStore) CompleteBatch(ctx context.Context, reqs []Completion, errs []error) {
+	for i, r := range reqs {
+		errs[i] = s.Complete(ctx, r.IntentID, r.Token, r.Result, r.TTL)
+	}
+}
+
+// ReleaseBatch implements DedupStore.
+func (s *MemoryStore) ReleaseBatch(ctx context.Context, reqs []Release, errs []error) {
+	for i, r := range reqs {
+		errs[i] = s.Release(ctx, r.IntentID, r.Token)
+	}
+}

@@ -64,6 +64,19 @@ type Source interface {
 	Receive(ctx context.Context) (Delivery, error)
 }
 
+// BatchSource is a Source that can hand over, in one call, the deliveries
+// it has ready (lines already read, a stream read's COUNT, a queue's
+// LIMIT), so that Serve verifies and claims them as one batch. A Source that
+// is not a BatchSource is served in batches of one.
+type BatchSource interface {
+	Source
+	// ReceiveBatch blocks until at least one delivery is ready, then
+	// appends to buf those ready without waiting more, at most max, and
+	// returns buf. Its errors mean what Receive's mean; deliveries it
+	// returns with an error are still served.
+	ReceiveBatch(ctx context.Context, max int, buf []Delivery) ([]Delivery, error)
+}
+
 // Sink publishes results where their consumers read them.
 type Sink interface {
 	// Publish returns nil only once res is published: written where its

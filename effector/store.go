@@ -151,6 +151,54 @@ type DedupStore interface {
 	// Release gives up token's claim so another worker may claim at once; it
 	// returns ErrNotOwner if token no longer owns it.
 	Release(ctx context.Context, intentID, token string) error
+
+	// ClaimBatch claims each of reqs as Claim would, in one round trip to
+	// the store where it can, and answers reqs[i] in out[i] (len(out) must
+	// be len(reqs)). Each item answers for itself: one item's error is
+	// out[i].Err alone and never fails another item. An intent id that
+	// appears more than once in reqs is claimed once, by its first
+	// occurrence; a later one finds it InFlight (the same call) or
+	// Mismatch (another call), as a second caller would.
+	ClaimBatch(ctx context.Context, reqs []ClaimRequest, out []ClaimOutcome)
+	// CompleteBatch completes each of reqs as Complete would, in one round
+	// trip where it can, and sets errs[i] (len(errs) must be len(reqs)) to
+	// reqs[i]'s error alone: nil once that completion is durable,
+	// ErrNotOwner where its token no longer owns the claim. It must not
+	// keep any Result after it returns.
+	CompleteBatch(ctx context.Context, reqs []Completion, errs []error)
+	// ReleaseBatch releases each of reqs as Release would and sets errs[i]
+	// to reqs[i]'s error alone.
+	ReleaseBatch(ctx context.Context, reqs []Release, errs []error)
+}
+
+// ClaimRequest is one item of DedupStore.ClaimBatch: the arguments of one
+// Claim.
+type ClaimRequest struct {
+	IntentID string
+	Call     Call
+	Lease    time.Duration
+}
+
+// ClaimOutcome answers one ClaimRequest: what Claim would have returned.
+type ClaimOutcome struct {
+	Claim Claim
+	Err   error
+}
+
+// Completion is one item of DedupStore.CompleteBatch: the arguments of one
+// Complete.
+type Completion struct {
+	IntentID string
+	Token    string
+	Result   []byte
+	TTL      time.Duration
+}
+
+// Release is one item of DedupStore.ReleaseBatch: the arguments of one
+// Release.
+type Release struct {
+	IntentID string
+	Token    string
 }
 
 // InFlightWaiter is implemented by a DedupStore that can wake a worker
