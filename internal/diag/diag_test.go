@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/beam-agents/toolreg/internal/diag/sariftest"
 )
 
 var testTool = Tool{
@@ -70,48 +68,14 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
-// sarifSchema compiles testdata's copy of the published SARIF 2.1.0 schema.
-func sarifSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(sarifSchemaURI, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(sarifSchemaURI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// validateSARIF checks log against the SARIF 2.1.0 schema.
-func validateSARIF(t *testing.T, s *jsonschema.Schema, log []byte) error {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(log))
-	if err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, log)
-	}
-	return s.Validate(v)
-}
-
 func TestSARIFMeetsTheSchema(t *testing.T) {
 	t.Parallel()
-	s := sarifSchema(t)
 	for name, ds := range map[string][]Diagnostic{"hostile": hostile, "none": nil} {
 		var b bytes.Buffer
 		if err := Write(&b, SARIF, testTool, ds); err != nil {
 			t.Fatal(err)
 		}
-		if err := validateSARIF(t, s, b.Bytes()); err != nil {
+		if err := sariftest.Validate(b.Bytes()); err != nil {
 			t.Errorf("%s: the SARIF log does not meet the SARIF 2.1.0 schema: %v\n%s", name, err, b.Bytes())
 		}
 	}
@@ -125,7 +89,7 @@ func TestSARIFMeetsTheSchema(t *testing.T) {
 	if bytes.Equal(bad, b.Bytes()) {
 		t.Fatal("no level to break")
 	}
-	if err := validateSARIF(t, s, bad); err == nil {
+	if err := sariftest.Validate(bad); err == nil {
 		t.Error("the schema accepted a result of level \"fatal\"")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The SARIF 2.1.0 schema a log names; testdata holds a copy the tests
+// The SARIF 2.1.0 schema a log names; package sariftest holds a copy the tests
 // validate against.
 const sarifSchemaURI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -87,7 +87,11 @@ func writeSARIF(w io.Writer, tool Tool, ds []Diagnostic) error {
 		}
 		res := sarifResult{RuleID: d.Rule, RuleIndex: index[d.Rule], Level: sarifLevel(d.Severity), Message: sarifMessage{text}}
 		if d.File != "" {
-			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(d.File), URIBaseID: "%SRCROOT%"}}}
+			art := sarifArtifact{URI: fileURI(d.File)}
+			if !strings.HasPrefix(d.File, "/") {
+				art.URIBaseID = "%SRCROOT%"
+			}
+			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: art}}
 			if d.Line > 0 {
 				loc.PhysicalLocation.Region = &sarifRegion{StartLine: d.Line, StartColumn: d.Col}
 			}
