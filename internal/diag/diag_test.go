@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/beam-agents/toolreg/internal/diag/sariftest"
+	"github.com/google/go-cmp/cmp"
 )
 
 var testTool = Tool{
