@@ -48,7 +48,7 @@ func TestMainExitStatus(t *testing.T) {
 		{"an unknown command is a usage error", []string{"frob"}, 2, "", `unknown command "frob"`},
 		{"a flag before the command is a usage error", []string{"-v", "vet"}, 2, "", "comes before a command"},
 		{"vet --help prints vet's help on stdout", []string{"vet", "--help"}, 0, "file:line:col: tool: path: message", ""},
-		{"schema -h prints schema's help on stdout", []string{"schema", "-h"}, 0, "usage: toolreg schema [-provider form] [paths...]", ""},
+		{"schema -h prints schema's help on stdout", []string{"schema", "-h"}, 0, "usage: toolreg schema [-manifest] [-provider form] [paths...]", ""},
 		{"vet with an unknown flag is a usage error", []string{"vet", "-x", good}, 2, "", "flag provided but not defined: -x"},
 		{"vet of valid manifests succeeds silently", []string{"vet", good}, 0, "", ""},
 		{"vet -v of valid manifests lists them", []string{"vet", "-v", good}, 0, "lookup_customer: ok (read-only, 1 param)", ""},
