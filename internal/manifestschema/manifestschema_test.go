@@ -130,8 +130,8 @@ func TestJSONSchemaAgreesWithCueVet(t *testing.T) {
 
 	dir := filepath.Join(root, "loader", "testdata", "manifests")
 	var files []string
-	for _, sub := range []string{"good", "bad"} {
-		fs, err := filepath.Glob(filepath.Join(dir, sub, "*.yaml"))
+	for _, glob := range []string{"good/*.yaml", "bad/*.yaml", "../../../manifests/*.yaml"} {
+		fs, err := filepath.Glob(filepath.Join(dir, glob))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,11 @@ func TestJSONSchemaAgreesWithCueVet(t *testing.T) {
 	seen := map[string]bool{}
 	accepted, refused := 0, 0
 	for _, f := range files {
-		name := filepath.ToSlash(strings.TrimPrefix(f, dir+string(filepath.Separator)))
+		name, err := filepath.Rel(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name = filepath.ToSlash(name)
 		seen[name] = true
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -186,6 +190,35 @@ func TestJSONSchemaAgreesWithCueVet(t *testing.T) {
 	}
 	if accepted == 0 || refused == 0 {
 		t.Errorf("cue vet accepted %d and refused %d: both kinds must be compared", accepted, refused)
+	}
+
+	// The tools of the good CUE manifests, as cue export writes them, are
+	// manifest documents too: the schema accepts each.
+	cueDirs, _ := filepath.Glob(filepath.Join(dir, "good", "cue_*"))
+	cueDirs = append(cueDirs, filepath.Join(root, "manifests"))
+	for _, d := range cueDirs {
+		srcs, _ := filepath.Glob(filepath.Join(d, "*.cue"))
+		if len(srcs) == 0 {
+			t.Fatalf("no CUE files in %s", d)
+		}
+		export := exec.Command(cueCmd, append([]string{"export", "-e", "tools", "--out", "json", schemaCUE}, srcs...)...)
+		out, err := export.Output()
+		if err != nil {
+			t.Fatalf("cue export %s: %v", d, err)
+		}
+		var tools map[string]json.RawMessage
+		if err := json.Unmarshal(out, &tools); err != nil || len(tools) == 0 {
+			t.Fatalf("cue export %s: %v, %d tools", d, err, len(tools))
+		}
+		for name, raw := range tools {
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(v); err != nil {
+				t.Errorf("%s: tool %s, as cue export writes it: the JSON Schema refuses it: %v", d, name, err)
+			}
+		}
 	}
 }
 

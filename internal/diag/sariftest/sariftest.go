@@ -1,6 +1,3 @@
-// Package sariftest validates SARIF logs in tests against the published
-// SARIF 2.1.0 JSON schema, embedded (see README.md for where the copy comes
-// from), so no test reaches the network.
 package sariftest
 
 import (
