@@ -56,8 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	machine, ok := diag.ParseFormat(*format)
-	if *format != "text" && !ok {
+	machine, isMachine := diag.ParseFormat(*format)
+	if *format != "text" && !isMachine {
 		fmt.Fprintf(stderr, "effectcheck: unknown format %q: use text, %s\n", *format, diag.FormatNames())
 		return 2
 	}
@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	if ok {
+	if isMachine {
 		ds := make([]diag.Diagnostic, len(findings))
 		for i, f := range findings {
 			ds[i] = diag.Diagnostic{

@@ -35,8 +35,9 @@ func initWorkflow(label string) string {
 
 // labelName is what -accept-label takes: a GitHub label (at most 50
 // characters) that the workflow can pass through -labels, which separates
-// labels with commas, and write in a double-quoted YAML string.
-var labelName = regexp.MustCompile(`^[^\x00-\x1f\x7f",\\@]{1,50}$`)
+// labels with commas, and write in a double-quoted YAML string where no '$'
+// starts a ${{ }} expression.
+var labelName = regexp.MustCompile(`^[^\x00-\x1f\x7f",\\@$]{1,50}$`)
 
 // cueModulePath is what a CUE module path may be: lowercase host and path
 // elements, as cue mod init accepts them.
@@ -83,7 +84,7 @@ change pass the diff step (the job fails on one otherwise).
 				return exitUsage
 			}
 			if !labelName.MatchString(*label) {
-				fmt.Fprintf(e.stderr, "toolreg init: -accept-label %q is not a label the workflow can pass on: use 1 to 50 characters, with no comma, quote, backslash, @ or control character\n", *label)
+				fmt.Fprintf(e.stderr, "toolreg init: -accept-label %q is not a label the workflow can pass on: use 1 to 50 characters, with no comma, quote, backslash, @, $ or control character\n", *label)
 				return exitUsage
 			}
 			dir := "."

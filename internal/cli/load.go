@@ -19,7 +19,7 @@ var defaultPaths = []string{"./manifests"}
 // empty). When they do not load it writes every finding to stderr, one a
 // line, and returns ok false.
 func loadSpecs(e *env, cmd string, paths []string) (specs []*toolreg.Spec, ok bool) {
-	specs, fs := load(cmd, paths)
+	specs, fs := load(paths)
 	if fs != nil {
 		printFindings(e, cmd, fs)
 		return nil, false
@@ -29,7 +29,7 @@ func loadSpecs(e *env, cmd string, paths []string) (specs []*toolreg.Spec, ok bo
 
 // load loads and validates the manifests in paths (defaultPaths when empty),
 // and returns the findings, sorted by position, when they do not load.
-func load(cmd string, paths []string) ([]*toolreg.Spec, []finding) {
+func load(paths []string) ([]*toolreg.Spec, []finding) {
 	if len(paths) == 0 {
 		paths = defaultPaths
 	}

@@ -121,7 +121,7 @@ var vetTool = diagTool("vet",
 // vetForMachines is vet with a machine-readable -format: the same checks and
 // exit status, every finding written to stdout in format.
 func vetForMachines(e *env, format diag.Format, paths []string, form string, strict, verbose bool) int {
-	specs, fs := load("vet", paths)
+	specs, fs := load(paths)
 	var ds []diag.Diagnostic
 	for _, f := range fs {
 		ds = append(ds, findingDiag("manifest", f))
