@@ -24,9 +24,20 @@ const (
 // Finding is one report. Its file is named relative to the root of its module
 // (app/main.go), as go vet names files.
 type Finding struct {
-	Pos     token.Position
+	Pos token.Position
+	// Rule names what was found: RuleInlineEffect or RuleUnwrap.
+	Rule    string
 	Message string
 }
+
+// The rules a Finding names.
+const (
+	// RuleInlineEffect is a use of a function bound with bindings.Effect
+	// other than its binding.
+	RuleInlineEffect = "inline-effect"
+	// RuleUnwrap is a use of Tool.Unwrap outside package effector.
+	RuleUnwrap = "unwrap"
+)
 
 func (f Finding) String() string { return fmt.Sprintf("%s: %s", f.Pos, f.Message) }
 
@@ -94,7 +105,7 @@ func check(cfg *packages.Config, patterns ...string) ([]Finding, error) {
 				continue
 			}
 			seen[key] = true
-			out = append(out, Finding{Pos: pos, Message: f.msg})
+			out = append(out, Finding{Pos: pos, Rule: f.rule, Message: f.msg})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -115,8 +126,9 @@ type pkg struct {
 }
 
 type finding struct {
-	pos token.Pos
-	msg string
+	pos  token.Pos
+	rule string
+	msg  string
 }
 
 // binding is where a function was bound with bindings.Effect.
@@ -299,12 +311,12 @@ func (p *pkg) check(effects effectSet) []finding {
 				if b.tool != "" {
 					tool = fmt.Sprintf(" tool %q", b.tool)
 				}
-				out = append(out, finding{id.Pos(), fmt.Sprintf(
+				out = append(out, finding{id.Pos(), RuleInlineEffect, fmt.Sprintf(
 					"%s of %s, bound as side-effecting%s at %s:%d, runs its effect inline where a retry repeats it: request the tool with Activation.Act so the effector executes it once",
 					what, obj.Name(), tool, modpath.Rel(b.pos.Filename), b.pos.Line)})
 			}
 			if isUnwrap(obj) && p.path != effectorPath && p.path != effectorPath+"_test" {
-				out = append(out, finding{id.Pos(),
+				out = append(out, finding{id.Pos(), RuleUnwrap,
 					"Tool.Unwrap outside package effector bypasses the side-effect guard: run tools with runner.Runner (read-only) or through the effector (side-effecting)"})
 			}
 			return true

@@ -4,7 +4,12 @@
 // patterns name, since a binding in main and a direct call elsewhere are only
 // seen together.
 //
-//	go run ./cmd/effectcheck [-test] ./...
+//	go run ./cmd/effectcheck [-format format] [-test] ./...
+//
+// -format chooses the output on stdout: text (the default, file:line:col:
+// message), github (one GitHub Actions workflow command a finding, an
+// annotation on the line in the pull request), sarif (a SARIF 2.1.0 log,
+// rules inline-effect and unwrap) or jsonl (one JSON object a finding).
 //
 // It exits 1 when it reports anything, 2 when the packages cannot be loaded.
 //

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/beam-agents/toolreg/internal/diag/sariftest"
 )
 
 // TestExitStatus runs the built command over effectcheck's test programs: a
@@ -31,6 +34,11 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-test", "app", "billing"}, 1, "main_test.go:12:10: a call of Charge", ""},
 		{[]string{"github.com/beam-agents/toolreg/effector"}, 0, "", ""},
 		{[]string{"no/such/package"}, 2, "", "cannot check packages that do not load"},
+		{[]string{"-format", "github", "app", "billing"}, 1, "billing.go,line=13,col=2,title=effectcheck%3A inline-effect::a call of Charge, bound as side-effecting tool \"charge\"", ""},
+		{[]string{"-format", "jsonl", "app", "billing"}, 1, `"rule":"inline-effect","file":"`, ""},
+		{[]string{"-format", "sarif", "app", "billing"}, 1, `"ruleId": "inline-effect"`, ""},
+		{[]string{"-format", "sarif", "github.com/beam-agents/toolreg/effector"}, 0, `"results": []`, ""},
+		{[]string{"-format", "xml", "app"}, 2, "", `unknown format "xml"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
@@ -55,7 +63,12 @@ func TestExitStatus(t *testing.T) {
 			if !strings.Contains(stderr.String(), tc.stderr) {
 				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.stderr)
 			}
-			if tc.status == 0 && stdout.Len() > 0 {
+			if slices.Contains(tc.args, "sarif") {
+				if err := sariftest.Validate([]byte(stdout.String())); err != nil {
+					t.Error(err)
+				}
+			}
+			if tc.status == 0 && stdout.Len() > 0 && !slices.Contains(tc.args, "sarif") {
 				t.Errorf("stdout %q, want nothing", stdout.String())
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/beam-agents/toolreg/internal/cli"
+	"github.com/beam-agents/toolreg/internal/diag/sariftest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar with what the command prints")
@@ -46,6 +47,23 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// sarifvalid file: file (stdout for the last command's) meets
+			// the published SARIF 2.1.0 schema.
+			"sarifvalid": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: sarifvalid file")
+				}
+				err := sariftest.Validate([]byte(ts.ReadFile(args[0])))
+				if neg {
+					if err == nil {
+						ts.Fatalf("%s meets the SARIF 2.1.0 schema", args[0])
+					}
+					return
+				}
+				ts.Check(err)
+			},
+		},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("REPO", repo)
 			e.Setenv("CUE", cue)

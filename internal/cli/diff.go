@@ -5,14 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing/fstest"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/diff"
+	"github.com/beam-agents/toolreg/internal/diag"
 	"github.com/beam-agents/toolreg/loader"
 )
 
@@ -38,20 +41,41 @@ NEW defaults to the -dir directory in the working tree, so in a pull request
 
 compares the manifests at origin/main with the ones being proposed.
 
-The exit status is 0 when every change is compatible (or there is none), 1
-when any change is breaking or a safety change, and 2 when the sets could not
-be compared.
+-format chooses the output on stdout: text (the default), markdown (a
+table for a pull request comment or a job summary), or one of the machine
+formats: github (a workflow command a change, an annotation on the line of
+the manifest that has it: an error for a breaking or safety change, a notice
+for a compatible one), sarif (a SARIF 2.1.0 log, rules "breaking", "safety"
+and "compatible"), jsonl (one JSON object a change).
+
+A team that merges a breaking or safety change on purpose says so with a
+label on the pull request. -accept-label names that label and -labels lists
+the labels the pull request carries (comma-separated; the workflow toolreg
+init writes passes them from the pull request's event). When the label is
+among them, such changes are reported as accepted and the exit status is 0;
+when it is not, the markdown says which label accepts them:
+
+	toolreg diff -accept-label contract-change -labels contract-change origin/main
+
+The exit status is 0 when every change is compatible (or there is none, or
+-accept-label's label accepts them), 1 when any change is breaking or a
+safety change, and 2 when the sets could not be compared.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
-		format := fs.String("format", "text", "output `format`: text, or markdown for a pull request comment")
+		format := outputFlag(fs, "text", "markdown")
 		dir := fs.String("dir", "manifests", "the manifest `directory`, in the working tree and at a git revision")
+		acceptLabel := fs.String("accept-label", "", "the pull request `label` that accepts breaking and safety changes (none when empty)")
+		labels := fs.String("labels", "", "the `labels` the pull request carries, comma-separated, for -accept-label")
 		return func(e *env, args []string) int {
 			if len(args) < 1 || len(args) > 2 {
 				fmt.Fprintf(e.stderr, "toolreg diff: got %d arguments, want OLD and at most NEW: each a manifest directory, a file or a git revision\nRun 'toolreg diff --help' for details.\n", len(args))
 				return exitUsage
 			}
-			if *format != "text" && *format != "markdown" {
-				fmt.Fprintf(e.stderr, "toolreg diff: unknown format %q: use text or markdown\n", *format)
+			if !checkFormat(e, "diff", *format, "text", "markdown") {
+				return exitUsage
+			}
+			if *labels != "" && *acceptLabel == "" {
+				fmt.Fprintln(e.stderr, "toolreg diff: -labels is read only with -accept-label: name the label that accepts breaking and safety changes")
 				return exitUsage
 			}
 			newArg := *dir
@@ -69,20 +93,99 @@ be compared.
 				return exitUsage
 			}
 			r := diff.Compare(old, cur)
-			write := r.WriteText
-			if *format == "markdown" {
-				write = r.WriteMarkdown
+			gated := false
+			if w, any := r.Worst(); any && w != diff.Compatible {
+				gated = true
 			}
-			if err := write(e.stdout); err != nil {
+			accepted := gated && *acceptLabel != "" && slices.Contains(splitLabels(*labels), *acceptLabel)
+			err = nil
+			switch *format {
+			case "text":
+				err = r.WriteText(e.stdout)
+				if err == nil && accepted {
+					_, err = fmt.Fprintf(e.stdout, "accepted by the pull request's label %q\n", *acceptLabel)
+				}
+			case "markdown":
+				err = r.WriteMarkdown(e.stdout)
+				if err == nil && gated && *acceptLabel != "" {
+					err = writeGate(e.stdout, *acceptLabel, accepted)
+				}
+			default:
+				if !writeDiags(e, "diff", diag.Format(*format), diffTool, changeDiags(r, cur, args[0]+":")) {
+					return exitUsage
+				}
+			}
+			if err != nil {
 				fmt.Fprintf(e.stderr, "toolreg diff: %v\n", err)
 				return exitUsage
 			}
-			if w, any := r.Worst(); any && w != diff.Compatible {
+			if gated && !accepted {
 				return exitFindings
 			}
 			return exitOK
 		}
 	},
+}
+
+// diffTool is toolreg diff to a machine: one rule a class of change.
+var diffTool = diagTool("diff",
+	diag.Rule{ID: diff.Safety.String(), Description: "A change to where a tool runs (side_effect flipped, approval removed): review it before it merges."},
+	diag.Rule{ID: diff.Breaking.String(), Description: "A change that makes existing calls, callers or consumers of a tool fail."},
+	diag.Rule{ID: diff.Compatible.String(), Description: "A change existing calls and consumers keep working with."},
+)
+
+// changeDiags places each change of r for a machine: where the new manifests
+// say it, or, for what was removed, at the tool in the new manifests (the
+// line a reviewer can comment on), or, for a removed tool, in the old file
+// named without the revision prefix oldRev ("origin/main:") that names it.
+func changeDiags(r *diff.Report, cur []*toolreg.Spec, oldRev string) []diag.Diagnostic {
+	byName := make(map[string]*toolreg.Spec, len(cur))
+	for _, s := range cur {
+		byName[s.Name] = s
+	}
+	ds := make([]diag.Diagnostic, 0, len(r.Changes))
+	for _, c := range r.Changes {
+		pos := c.New
+		if !pos.IsValid() {
+			if s, ok := byName[c.Tool]; ok {
+				pos = s.Pos
+			} else {
+				pos = c.Old
+				pos.File = strings.TrimPrefix(pos.File, oldRev)
+			}
+		}
+		sev := diag.Error
+		if c.Class == diff.Compatible {
+			sev = diag.Note
+		}
+		d := diagnostic(sev, c.Class.String(), pos, c.Tool, c.Path, c.Message)
+		d.Title = c.Class.String() + " change: " + d.Title
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// writeGate says under the markdown table whether the pull request's label
+// accepts its breaking and safety changes.
+func writeGate(w io.Writer, label string, accepted bool) error {
+	var err error
+	if accepted {
+		_, err = fmt.Fprintf(w, "\nAccepted: the pull request carries the label `%s`.\n", label)
+	} else {
+		_, err = fmt.Fprintf(w, "\nThese changes fail the check. To merge them on purpose, add the label `%s` to the pull request.\n", label)
+	}
+	return err
+}
+
+// splitLabels splits a comma-separated list of labels, trimming each.
+func splitLabels(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // loadSide loads one side of a diff: a path in the working tree if it exists,

@@ -22,8 +22,8 @@ func TestREADMEShowsTheCIJobInitWrites(t *testing.T) {
 		t.Fatal(`README.md has no "Use it in your service" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	if !strings.Contains(section, "```yaml\n"+initWorkflow+"```\n") {
-		t.Errorf("the README's \"Use it in your service\" section does not show internal/cli/initdata/workflow.yml as it stands; copy it into a yaml block there:\n%s", initWorkflow)
+	if !strings.Contains(section, "```yaml\n"+initWorkflow(defaultAcceptLabel)+"```\n") {
+		t.Errorf("the README's \"Use it in your service\" section does not show internal/cli/initdata/workflow.yml as it stands; copy it into a yaml block there:\n%s", initWorkflow(defaultAcceptLabel))
 	}
 	for _, cmd := range []string{"go get github.com/beam-agents/toolreg", "go get -tool github.com/beam-agents/toolreg/cmd/toolreg", "go get -tool cuelang.org/go/cmd/cue@", "toolreg init"} {
 		if !strings.Contains(section, cmd) {

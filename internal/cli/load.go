@@ -19,26 +19,39 @@ var defaultPaths = []string{"./manifests"}
 // empty). When they do not load it writes every finding to stderr, one a
 // line, and returns ok false.
 func loadSpecs(e *env, cmd string, paths []string) (specs []*toolreg.Spec, ok bool) {
+	specs, fs := load(paths)
+	if fs != nil {
+		printFindings(e, cmd, fs)
+		return nil, false
+	}
+	return specs, true
+}
+
+// load loads and validates the manifests in paths (defaultPaths when empty),
+// and returns the findings, sorted by position, when they do not load.
+func load(paths []string) ([]*toolreg.Spec, []finding) {
 	if len(paths) == 0 {
 		paths = defaultPaths
 	}
 	specs, err := loader.Load(paths...)
 	if err != nil {
-		reportErr(e, cmd, err)
-		return nil, false
+		return nil, sortedFindings(err)
 	}
 	if len(specs) == 0 {
 		// A CI job vetting a mistyped directory must not pass by vetting nothing.
-		fmt.Fprintf(e.stderr, "toolreg %s: no manifests (.yaml, .yml or .cue files) in %q: name the files or directories that hold them\n", cmd, paths)
-		return nil, false
+		return nil, []finding{{text: fmt.Sprintf("no manifests (.yaml, .yml or .cue files) in %q: name the files or directories that hold them", paths)}}
 	}
-	return specs, true
+	return specs, nil
 }
 
 // reportErr writes err to stderr as findings, one a line, sorted by position:
 // every problem of a *toolreg.ToolDefinitionError, every
 // *toolreg.DuplicateToolError, and any other error as it says itself.
 func reportErr(e *env, cmd string, err error) {
+	printFindings(e, cmd, sortedFindings(err))
+}
+
+func sortedFindings(err error) []finding {
 	fs := findings(nil, err)
 	slices.SortStableFunc(fs, func(a, b finding) int {
 		return cmp.Or(
@@ -48,6 +61,10 @@ func reportErr(e *env, cmd string, err error) {
 			cmp.Compare(a.pos.Col, b.pos.Col),
 		)
 	})
+	return fs
+}
+
+func printFindings(e *env, cmd string, fs []finding) {
 	for _, f := range fs {
 		if f.pos.IsValid() {
 			fmt.Fprintln(e.stderr, f.text)
@@ -61,6 +78,9 @@ func reportErr(e *env, cmd string, err error) {
 type finding struct {
 	pos  toolreg.Pos
 	text string
+	// problem is the finding's parts, for a machine; its Message is empty
+	// for an error that is not a problem, which text says whole.
+	problem toolreg.Problem
 }
 
 func findings(out []finding, err error) []finding {
@@ -90,7 +110,7 @@ func findings(out []finding, err error) []finding {
 // printing a placeholder.
 func problemFinding(p toolreg.Problem) finding {
 	if p.Pos.IsValid() {
-		return finding{p.Pos, p.String()}
+		return finding{p.Pos, p.String(), p}
 	}
 	var parts []string
 	for _, s := range []string{p.Tool, p.Path, p.Message} {
@@ -98,7 +118,7 @@ func problemFinding(p toolreg.Problem) finding {
 			parts = append(parts, s)
 		}
 	}
-	return finding{text: strings.Join(parts, ": ")}
+	return finding{text: strings.Join(parts, ": "), problem: p}
 }
 
 // duplicateProblem restates a duplicate as a finding at its second

@@ -33,10 +33,25 @@ is then 1.
 
 When a manifest is invalid it prints vet's findings on stderr, nothing on
 stdout, and exits 1. Paths default to ./manifests.
+
+With -manifest it prints instead the JSON Schema (draft 2020-12) of the
+manifest format itself: one YAML document or JSON file holding one tool, as
+cue vet -d '#Tool' checks it. It is generated from schema.cue (toolreg's
+schema.json); point an editor at it to validate manifests as you type, as
+toolreg init sets up. It takes no paths.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
 		form := fs.String("provider", "", "render for this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
+		manifest := fs.Bool("manifest", false, "print the JSON Schema of the manifest format (for editors), not the tools' schemas")
 		return func(e *env, paths []string) int {
+			if *manifest {
+				if len(paths) > 0 || *form != "" {
+					fmt.Fprintln(e.stderr, "toolreg schema: -manifest prints the format's JSON Schema, which depends on no manifest and no provider: drop the paths and -provider")
+					return exitUsage
+				}
+				fmt.Fprint(e.stdout, toolreg.SchemaJSON())
+				return exitOK
+			}
 			if *form != "" && !provider.Known(*form) {
 				fmt.Fprintf(e.stderr, "toolreg schema: %v\n", &provider.UnknownFormError{Name: *form})
 				return exitUsage

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/beam-agents/toolreg/internal/diag"
 	"github.com/beam-agents/toolreg/provider"
 )
 
@@ -35,14 +36,32 @@ description), as
 Errors fail vet; warnings fail it only with -strict. -v adds the notes of
 severity info.
 
-The exit status is 0 when the manifests are valid, 1 when vet reports
-anything that fails it, and 2 on a usage error.
+-format chooses the output. The default, text, is the lines above on
+stderr. The others write to stdout, for CI to read:
+
+	github  one GitHub Actions workflow command a finding, which the runner
+	        shows as an annotation on the manifest's line in the pull request:
+	        ::error file=manifests/refund.yaml,line=7,col=5,title=refund: params.amount::...
+	sarif   a SARIF 2.1.0 log (rules "manifest" and "provider"), for code
+	        scanning (github/codeql-action/upload-sarif) and other readers;
+	        written whole even when there is nothing to report
+	jsonl   one JSON object a finding: severity, rule, file, line, col,
+	        title, message
+
+With a machine format -v adds the provider's notes but not the list of
+valid tools. The exit status is the same whatever the format: 0 when the
+manifests are valid, 1 when vet reports anything that fails it, and 2 on a
+usage error.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
 		verbose := fs.Bool("v", false, "print each valid tool on stdout, with its position")
 		form := fs.String("provider", "", "also vet for this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
 		strict := fs.Bool("strict", false, "with -provider, fail on warnings too")
+		format := outputFlag(fs, "text")
 		return func(e *env, paths []string) int {
+			if !checkFormat(e, "vet", *format, "text") {
+				return exitUsage
+			}
 			if *form != "" && !provider.Known(*form) {
 				fmt.Fprintf(e.stderr, "toolreg vet: %v\n", &provider.UnknownFormError{Name: *form})
 				return exitUsage
@@ -51,6 +70,9 @@ anything that fails it, and 2 on a usage error.
 				// Only a provider's findings are warnings: alone, -strict would pass silently.
 				fmt.Fprintf(e.stderr, "toolreg vet: -strict fails on a provider's warnings: name the provider with -provider (%s)\n", strings.Join(provider.Forms(), ", "))
 				return exitUsage
+			}
+			if *format != "text" {
+				return vetForMachines(e, diag.Format(*format), paths, *form, *strict, *verbose)
 			}
 			specs, ok := loadSpecs(e, "vet", paths)
 			if !ok {
@@ -88,4 +110,50 @@ anything that fails it, and 2 on a usage error.
 			return status
 		}
 	},
+}
+
+// vetTool is toolreg vet to a machine: its rules.
+var vetTool = diagTool("vet",
+	diag.Rule{ID: "manifest", Description: "A manifest meets schema.cue and the loader's rules, and names a tool no other manifest declares."},
+	diag.Rule{ID: "provider", Description: "A model provider accepts the tool as declared, without dropping or moving a constraint."},
+)
+
+// vetForMachines is vet with a machine-readable -format: the same checks and
+// exit status, every finding written to stdout in format.
+func vetForMachines(e *env, format diag.Format, paths []string, form string, strict, verbose bool) int {
+	specs, fs := load(paths)
+	var ds []diag.Diagnostic
+	for _, f := range fs {
+		ds = append(ds, findingDiag("manifest", f))
+	}
+	status := exitOK
+	if fs != nil {
+		status = exitFindings
+	}
+	if form != "" && fs == nil {
+		findings, err := provider.Vet(form, specs)
+		if err != nil && findings == nil {
+			ds = append(ds, diag.Diagnostic{Severity: diag.Error, Rule: "provider", Message: err.Error()})
+			status = exitFindings
+		}
+		for _, f := range findings {
+			sev := diag.Note
+			switch f.Severity {
+			case provider.Error:
+				sev = diag.Error
+			case provider.Warning:
+				sev = diag.Warning
+			}
+			if f.Severity > provider.Info || verbose {
+				ds = append(ds, diagnostic(sev, "provider", f.Pos, f.Tool, f.Path, form+": "+f.Message))
+			}
+			if f.Severity == provider.Error || (strict && f.Severity == provider.Warning) {
+				status = exitFindings
+			}
+		}
+	}
+	if !writeDiags(e, "vet", format, vetTool, ds) {
+		return exitFindings
+	}
+	return status
 }
