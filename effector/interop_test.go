@@ -18,7 +18,7 @@ import (
 )
 
 // fixtureDir holds the bytes the Python beam-agents runtime wrote; see its README.
-const fixtureDir = "../../shared/interop/beam-agents-v1"
+const fixtureDir = "../intent/testdata/beam-agents-v1"
 
 func readFixture(t *testing.T, name string) *intent.Intent {
 	t.Helper()

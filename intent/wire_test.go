@@ -28,9 +28,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// fixtureDir holds the Python runtime's bytes. They are read in place, never
-// copied into this repository.
-const fixtureDir = "../../shared/interop/beam-agents-v1"
+// fixtureDir holds the Python runtime's bytes, copied byte for byte into
+// the repository so that a plain clone's tests read them (see its README).
+const fixtureDir = "testdata/beam-agents-v1"
 
 const (
 	t0 = 1700000000000

@@ -60,7 +60,7 @@ func TestActStagesAnApprovalIntentByteForByteAsBeamAgents(t *testing.T) {
 		in.ExpiresAtMs != t0.Add(time.Hour).UnixMilli() || in.Attempt != 0 {
 		t.Fatalf("staged %+v", in)
 	}
-	fixture, err := os.ReadFile("../../shared/interop/beam-agents-v1/tool_intent_approval.bin")
+	fixture, err := os.ReadFile("../intent/testdata/beam-agents-v1/tool_intent_approval.bin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // the same bytes; a trace id that is not 16 non-zero bytes makes Act fail.
 func TestActStampsTheActivationsTraceID(t *testing.T) {
 	t.Parallel()
-	fixture, err := os.ReadFile("../../shared/interop/beam-agents-v1/tool_intent_traced.bin")
+	fixture, err := os.ReadFile("../intent/testdata/beam-agents-v1/tool_intent_traced.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
