@@ -158,6 +158,12 @@ type Spec struct {
 	// search matches the tool by. Neither is shown to the model.
 	Tags     []string
 	Keywords []string
+	// Scopes are the scopes a caller's principal must hold, every one, to
+	// call the tool, be offered it, list it or find it (see Principal); nil
+	// for a tool anyone may call.
+	Scopes []string
+	// Budgets limit how often the tool is called; nil for no limit.
+	Budgets *Budgets
 	// Pos is where the tool is declared.
 	Pos Pos
 }
@@ -218,6 +224,9 @@ func (s *Spec) Validate() error {
 		if k == "" {
 			add(s.Pos, fmt.Sprintf("keywords.%d", i), "empty keyword: remove it or write the word a search should match")
 		}
+	}
+	for _, p := range s.authorityProblems() {
+		add(s.Pos, p.Path, "%s", p.Message)
 	}
 	if len(ps) > 0 {
 		return &ToolDefinitionError{Problems: ps}
