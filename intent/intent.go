@@ -3,6 +3,8 @@ package intent
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // IntentKind says what an intent asks for.
@@ -47,6 +49,17 @@ type Intent struct {
 	SignatureScheme SignatureScheme // field 12
 	SigningKeyID    string          // field 13
 	Signature       []byte          // field 14
+
+	// Principal is who staged the call and the scopes it held
+	// (runner.WithPrincipal), or nil when the producer recorded none. It is
+	// toolreg's extension field 1001, not part of the beam-agents v1
+	// contract: a reader of the contract alone (the Python runtime) keeps it
+	// as an unknown field, so its bytes round-trip there. The signature
+	// covers it (only fields 12 to 14 are left out of what is signed), so a
+	// signed intent's principal cannot be swapped, and the effector refuses
+	// to run an intent whose principal lacks the tool's scopes. It is not
+	// part of the intent id, which stays a pure function of the position.
+	Principal *toolreg.Principal // field 1001 (toolreg extension)
 
 	// unknown holds fields this version does not know, as read, so that
 	// re-encoding (and so a signature over the bytes) keeps them.

@@ -24,6 +24,8 @@ func addWireSeeds(f *testing.F, files ...string) {
 	f.Add([]byte{0x1a, 0x01, 0x00, 0x18, 0x01})                                     // seq with the wrong wire type, then right
 	f.Add([]byte{0xa3, 0x1f, 0x08, 0x01, 0xa4, 0x1f})                               // an unknown group 500
 	f.Add([]byte{0x0d, 0x01, 0x02, 0x03, 0x04, 0x51, 1, 2, 3, 4, 5, 6, 7, 8})       // fixed32 and fixed64 fields
+	f.Add([]byte{0xca, 0x3e, 0x07, 0x0a, 0x01, 'a', 0x12, 0x02, 'o', 'k'})          // principal 1001: subject "a", scope "ok"
+	f.Add([]byte{0xa0, 0x1f, 0x2a, 0xca, 0x3e, 0x00, 0xca, 0x3e, 0x00})             // an unknown field, then two empty principals
 }
 
 func FuzzIntentUnmarshalBinary(f *testing.F) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // The fast paths of wirejson_fast.go must decide exactly what the reference
@@ -52,6 +54,15 @@ var trickyIntentJSON = []string{
 	`{"kind":"-2147483648"}`, `{"kind":"999999999"}`, `{"kind":"1000000000"}`, `{"kind":1}`, `{"kind":"T\u004fOL"}`,
 	`{"kind":"EXECUTE"}`, `{"signature_scheme":"HMAC_SHA256"}`, `{"signature_scheme":"HMAC_SHA512"}`, `{"signature_scheme":"0"}`,
 	`{"kind":" 1"}`, `{"kind":"1 "}`, `{"kind":"TOOL "}`,
+	// principal (toolreg's extension field 1001)
+	`{"principal":null}`, `{"principal":{}}`, `{"principal":{"subject":"ana"}}`, `{"principal":{"scopes":[]}}`,
+	`{"principal":{"scopes":null}}`, `{"principal":{"subject":null,"scopes":["a","b"]}}`, `{"principal":{"scopes":["a",null]}}`,
+	`{"principal":{"scopes":[""]}}`, `{"principal":{"scopes":[1]}}`, `{"principal":{"scopes":"a"}}`, `{"principal":[]}`,
+	`{"principal":"ana"}`, `{"principal":{"subject":"a","subject":"b"}}`, `{"principal":{"Subject":"a"}}`,
+	`{"principal":{"subject":"a","role":"admin"}}`, `{"principal":{"subject":"\u00e9\ud83d\ude00","scopes":["\ud83d"]}}`,
+	`{"principal":{"subject":"a"},"principal":null}`, `{"principal" : { "subject" : "a" , "scopes" : [ "x" , "y" ] } }`,
+	`{"principal":{"scopes":["a",]}}`, `{"principal":{"scopes":["a"}}`, `{"principal":{"subject":"a",}}`, `{"principal":{`,
+	`{"principal":{"scopes":[["a"]]}}`, `{"PRINCIPAL":{}}`,
 }
 
 var trickyResultJSON = []string{
@@ -175,6 +186,8 @@ func TestJSONFastPathsWriteWhatEncodingJSONWrites(t *testing.T) {
 			{ToolName: s, EntityKey: []byte{}, Kind: -3, SignatureScheme: 1},
 			{ArgsJSON: json.RawMessage(s), Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, Attempt: 1},
 			{SigningKeyID: s, SignatureScheme: 77, Signature: []byte{0}, TraceID: []byte("trace"), unknown: []byte{0xa0, 0x1f, 0x2a}},
+			{Principal: &toolreg.Principal{Subject: s, Scopes: []string{s, "", "x"}}},
+			{Principal: &toolreg.Principal{}, unknown: []byte{0xa0, 0x1f, 0x2a}},
 		} {
 			checkIntentMarshalJSON(t, in)
 		}
@@ -225,7 +238,8 @@ func TestJSONFastPathReadsWhatMarshalJSONWrites(t *testing.T) {
 			t.Errorf("the fast path cannot write %s", line)
 		}
 	}
-	big := Intent{Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, ToolName: "é\u2028"}
+	big := Intent{Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, ToolName: "é\u2028",
+		Principal: &toolreg.Principal{Subject: "ana <a@example.test>", Scopes: []string{"orders:refund", "orders:read"}}}
 	line, _ := big.MarshalJSON()
 	if !new(Intent).unmarshalJSONFast(line) {
 		t.Errorf("the fast path gives up on %s", line)
