@@ -69,7 +69,10 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // Run runs the read-only tool t with the JSON arguments args and returns the
 // function's result value.
 //
-// A side-effecting t is refused with *toolreg.SideEffectToolError before args
+// A tool whose manifest declares scopes the principal of ctx lacks
+// (toolreg.WithPrincipal; none is the anonymous caller, who holds no scope)
+// is refused first, with a *toolreg.ScopeError whose ModelMessage names the
+// missing scopes. A side-effecting t is refused with *toolreg.SideEffectToolError before args
 // are looked at, and its function is never invoked: request it with an
 // Activation's Act instead. Bad args give a *toolreg.ToolArgumentError and the
 // function is not invoked; so do arguments above the size limit
@@ -92,6 +95,11 @@ func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage)
 
 // run is Run inside its span.
 func (r *Runner) run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
+	if len(t.Spec().Scopes) > 0 {
+		if err := scopeErr(ctx, t); err != nil {
+			return nil, err
+		}
+	}
 	// Tool.Call holds the side-effect guard, before it looks at args.
 	if err := r.checkSize(t, args); err != nil && !t.SideEffect() {
 		return nil, err
