@@ -39,6 +39,10 @@ type Query struct {
 	// Limit is the most matches returned; not positive means
 	// DefaultSearchLimit.
 	Limit int
+	// Principal, when set, keeps only the tools it may call (see
+	// Registry.ForPrincipal): a caller never finds a tool it may not call.
+	// Nil keeps every tool, whatever its scopes.
+	Principal *toolreg.Principal
 }
 
 // Match is one tool a search found, with its score: higher is better; only
@@ -76,7 +80,7 @@ func (r *Registry) Search(q Query) []Match {
 	defer idx.mu.RUnlock()
 	keep := func(doc int) bool {
 		t := r.tools[doc]
-		if q.ReadOnly && t.SideEffect() {
+		if q.ReadOnly && t.SideEffect() || q.Principal != nil && !q.Principal.Allows(t.Spec()) {
 			return false
 		}
 		for _, want := range q.Tags {
