@@ -56,11 +56,16 @@ const (
 	MetricReclaims   = "toolreg.effector.reclaims"          // counter: gen_ai.tool.name (effect unknown)
 	MetricRejections = "toolreg.effector.rejections"        // counter: toolreg.reason
 	MetricInFlight   = "toolreg.effector.executions.active" // up-down counter: gen_ai.tool.name
+	// MetricBudgetRefusals counts intents REJECTED because a budget of their
+	// tool's manifest was used up: gen_ai.tool.name, toolreg.budget
+	// (per_activation or per_entity).
+	MetricBudgetRefusals = "toolreg.effector.budget.refusals"
 )
 
 const (
 	statusKey = attribute.Key("toolreg.status")
 	reasonKey = attribute.Key("toolreg.reason")
+	budgetKey = attribute.Key("toolreg.budget")
 )
 
 // telemetry is an Effector's tracer and instruments; a nil tracer or nil
@@ -111,6 +116,7 @@ func (t *telemetry) metrics() *instruments {
 
 type instruments struct {
 	executions, claimWaits, reclaims, rejections metric.Int64Counter
+	budgetRefusals                               metric.Int64Counter
 	duration                                     metric.Float64Histogram
 	inFlight                                     metric.Int64UpDownCounter
 }
@@ -157,6 +163,8 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	in.reclaims, e = m.Int64Counter(MetricReclaims, metric.WithDescription("Claims of an intent whose earlier claim lapsed without a result: its effect is unknown."))
 	err = errors.Join(err, e)
 	in.rejections, e = m.Int64Counter(MetricRejections, metric.WithDescription("Intents refused or rejected without running, by reason."))
+	err = errors.Join(err, e)
+	in.budgetRefusals, e = m.Int64Counter(MetricBudgetRefusals, metric.WithDescription("Intents rejected because a budget of their tool was used up, by tool and budget."))
 	err = errors.Join(err, e)
 	in.duration, e = m.Float64Histogram(MetricDuration, metric.WithUnit("s"), metric.WithDescription("Time a tool's function ran, by tool and status."))
 	err = errors.Join(err, e)
@@ -387,9 +395,16 @@ func (e *Effector) verifyTraced(ctx context.Context, root trace.Span, in *intent
 }
 
 // claim is the store's Claim in its phase span under root, counted.
-func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent, call Call) (Claim, error) {
+func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent, call Call, uses []BudgetUse) (Claim, Admission, error) {
 	sctx, span := phaseUnder(ctx, root, phaseClaim)
-	c, err := e.store.Claim(sctx, in.ID, call, e.cfg.lease)
+	var c Claim
+	var adm Admission
+	var err error
+	if uses != nil {
+		c, adm, err = e.store.(BudgetStore).ClaimAdmit(sctx, in.ID, call, e.cfg.lease, uses)
+	} else {
+		c, err = e.store.Claim(sctx, in.ID, call, e.cfg.lease)
+	}
 	if err == nil {
 		// The common case, a fresh claim, counts nothing: not even asked.
 		if wait, reclaim := c.State == InFlight, c.State == Claimed && c.Reclaimed; wait || reclaim {
@@ -404,7 +419,7 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 		}
 	}
 	endPhase(span, err)
-	return c, err
+	return c, adm, err
 }
 
 // executing is the telemetry of one run of a tool's function.
