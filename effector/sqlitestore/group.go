@@ -103,6 +103,9 @@ func (s *Store) commit(batch []*groupcommit.Op[writeOp], more func() []*groupcom
 			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
 			return all, fmt.Errorf("sweeping expired rows: %w", err)
 		}
+		if err := s.sweepBudgets(ctx, tx, now.UnixNano()); err != nil {
+			return all, err
+		}
 	}
 	return all, tx.Commit()
 }

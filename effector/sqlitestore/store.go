@@ -163,7 +163,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdb.SetMaxOpenConns(readConns)
 	rdb.SetMaxIdleConns(readConns)
 	ws := &stmts{db: db}
-	for _, q := range []string{claimFresh, claimRead, claimWrite, completeWrite} {
+	for _, q := range append([]string{claimFresh, claimRead, claimWrite, completeWrite}, budgetQueries...) {
 		if err := ws.prepare(ctx, q); err != nil {
 			ws.close()
 			rdb.Close()
@@ -225,7 +225,7 @@ func initSchema(ctx context.Context, db *sql.DB, busyTimeout time.Duration) erro
 		return explainBusy(err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
+	if _, err := tx.ExecContext(ctx, schema+budgetSchema); err != nil {
 		return err
 	}
 	have := map[string]bool{}
@@ -271,6 +271,13 @@ func checkDuration(what string, d time.Duration) error {
 // recorded for another call (Mismatch). A row an older version wrote has no
 // digest, and matches any call.
 func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
+	return s.claim(ctx, intentID, call, lease, nil)
+}
+
+// claim is Claim; then, if not nil, runs in the claim's transaction once
+// the intent is claimed (budget.go counts it there), and its error undoes
+// the claim too.
+func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration, then func(ctx context.Context, tx *sql.Tx, now int64) error) (effector.Claim, error) {
 	if err := checkDuration("lease", lease); err != nil {
 		return effector.Claim{}, err
 	}
@@ -287,11 +294,17 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	}
 	var claim effector.Claim
 	var recorded bool // the id is known for another call
-	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
+	claimed := func(ctx context.Context, tx *sql.Tx, now int64) error {
+		if then == nil {
+			return nil
+		}
+		return then(ctx, tx, now)
+	}
+	err = s.write(ctx, then != nil, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		// Most claims are of an id never seen: one statement takes those.
 		if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
 			claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
-			return nil
+			return claimed(ctx, tx, now)
 		} else if !errors.Is(err, effector.ErrNotOwner) {
 			return err
 		}
@@ -329,7 +342,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 			return err
 		}
 		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
-		return nil
+		return claimed(ctx, tx, now)
 	})
 	if err == nil && recorded {
 		claim, err = s.mismatch(ctx, intentID)

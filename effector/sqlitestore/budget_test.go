@@ -1,0 +1,123 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/storetest"
+)
+
+// raceEnv makes this test binary a process of TestBudgetsHoldAcrossProcesses:
+// it opens the file the variable names and races on its budget.
+const raceEnv = "TOOLREG_SQLITE_BUDGET_RACE"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(raceEnv); path != "" {
+		os.Exit(budgetRaceProcess(path))
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	raceKey     = "race per_entity"
+	raceLimit   = 10
+	raceWorkers = 16
+	raceEach    = 3
+)
+
+func budgetRaceProcess(path string) int {
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer s.Close()
+	n, err := storetest.BudgetRace(context.Background(), s, raceKey, raceLimit, raceWorkers, raceEach, "pid-"+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println(n)
+	return 0
+}
+
+func TestBudgetConformance(t *testing.T) {
+	storetest.RunBudgetsWithClock(t, func(t *testing.T, now func() time.Time) effector.BudgetStore {
+		return openForTest(t, filepath.Join(fastTempDir(t), "dedup.db"), WithClock(now))
+	})
+}
+
+// Four processes of sixteen workers each claim distinct intents against one
+// budget on one file at once: together they admit exactly its limit. The
+// count survives them: a store opened afterwards refuses the next intent.
+func TestBudgetsHoldAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "effects.db") // the real disk: fsyncs and all
+	openForTest(t, path).Close()                     // made before the race, so no process waits on its creation
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := make([]string, 4)
+	errs := make([]error, 4)
+	for p := range outs {
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), raceEnv+"="+path)
+			var out []byte
+			out, errs[p] = cmd.Output()
+			outs[p] = strings.TrimSpace(string(out))
+		})
+	}
+	wg.Wait()
+	total := 0
+	for p, out := range outs {
+		if errs[p] != nil {
+			t.Fatalf("process %d: %v", p, errs[p])
+		}
+		n, err := strconv.Atoi(out)
+		if err != nil {
+			t.Fatalf("process %d printed %q", p, out)
+		}
+		total += n
+	}
+	if total != raceLimit {
+		t.Fatalf("4 processes of %d workers admitted %d intents against a budget of %d (%v)", raceWorkers, total, raceLimit, outs)
+	}
+	s := openForTest(t, path)
+	c, a, err := s.ClaimAdmit(context.Background(), "after-the-race", storetest.Call, time.Minute,
+		[]effector.BudgetUse{{Key: raceKey, Group: "race", Limit: raceLimit, Window: time.Hour}})
+	if err != nil || c.State != effector.Claimed || a.Refused != 0 {
+		t.Fatalf("after the race, in a store opened anew: %v %s refused %d; want the budget full", err, c.State, a.Refused)
+	}
+	used := 0
+	if err := s.BudgetUsage(context.Background(), func(u effector.BudgetUsage) error { used += u.Used; return nil }); err != nil || used != raceLimit {
+		t.Fatalf("usage after the race: %d (%v), want %d", used, err, raceLimit)
+	}
+}
+
+// Uses that stopped counting leave the file with the automatic sweep.
+func TestTheSweepDeletesExpiredBudgetUses(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := openForTest(t, filepath.Join(fastTempDir(t), "dedup.db"), WithClock(clock.Now), WithSweepInterval(time.Minute))
+	ctx := context.Background()
+	for i := range 3 {
+		if _, _, err := s.ClaimAdmit(ctx, fmt.Sprint("i-", i), storetest.Call, time.Minute,
+			[]effector.BudgetUse{{Key: "k", Group: "k", Limit: 5, Window: time.Second}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(2 * time.Minute)
+	storetest.MustClaim(t, s, "after", time.Minute) // a write that runs the due sweep
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM effector_budget`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d budget rows after the sweep (%v), want 0", n, err)
+	}
+}
