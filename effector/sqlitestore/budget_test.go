@@ -6,9 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,13 +24,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const (
-	raceKey     = "race per_entity"
-	raceLimit   = 10
-	raceWorkers = 16
-	raceEach    = 3
-)
-
 func budgetRaceProcess(path string) int {
 	s, err := Open(context.Background(), path)
 	if err != nil {
@@ -41,13 +31,7 @@ func budgetRaceProcess(path string) int {
 		return 2
 	}
 	defer s.Close()
-	n, err := storetest.BudgetRace(context.Background(), s, raceKey, raceLimit, raceWorkers, raceEach, "pid-"+strconv.Itoa(os.Getpid()))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Println(n)
-	return 0
+	return storetest.BudgetRaceProcess(s)
 }
 
 func TestBudgetConformance(t *testing.T) {
@@ -56,50 +40,22 @@ func TestBudgetConformance(t *testing.T) {
 	})
 }
 
-// Four processes of sixteen workers each claim distinct intents against one
-// budget on one file at once: together they admit exactly its limit. The
-// count survives them: a store opened afterwards refuses the next intent.
+// Four processes of sixteen workers each, on one file, race round after
+// round on a budget: each round they admit exactly its limit. The counts
+// survive them: a store opened afterwards finds each budget full.
 func TestBudgetsHoldAcrossProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "effects.db") // the real disk: fsyncs and all
 	openForTest(t, path).Close()                     // made before the race, so no process waits on its creation
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	outs := make([]string, 4)
-	errs := make([]error, 4)
-	for p := range outs {
-		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), raceEnv+"="+path)
-			var out []byte
-			out, errs[p] = cmd.Output()
-			outs[p] = strings.TrimSpace(string(out))
-		})
-	}
-	wg.Wait()
-	total := 0
-	for p, out := range outs {
-		if errs[p] != nil {
-			t.Fatalf("process %d: %v", p, errs[p])
-		}
-		n, err := strconv.Atoi(out)
-		if err != nil {
-			t.Fatalf("process %d printed %q", p, out)
-		}
-		total += n
-	}
-	if total != raceLimit {
-		t.Fatalf("4 processes of %d workers admitted %d intents against a budget of %d (%v)", raceWorkers, total, raceLimit, outs)
-	}
+	storetest.RunBudgetRaceProcesses(t, 4, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), raceEnv+"="+path)
+		return cmd
+	})
 	s := openForTest(t, path)
 	c, a, err := s.ClaimAdmit(context.Background(), "after-the-race", storetest.Call, time.Minute,
-		[]effector.BudgetUse{{Key: raceKey, Group: "race", Limit: raceLimit, Window: time.Hour}})
+		[]effector.BudgetUse{{Key: storetest.RaceKey + "-0", Group: "race", Limit: storetest.RaceLimit, Window: time.Hour}})
 	if err != nil || c.State != effector.Claimed || a.Refused != 0 {
 		t.Fatalf("after the race, in a store opened anew: %v %s refused %d; want the budget full", err, c.State, a.Refused)
-	}
-	used := 0
-	if err := s.BudgetUsage(context.Background(), func(u effector.BudgetUsage) error { used += u.Used; return nil }); err != nil || used != raceLimit {
-		t.Fatalf("usage after the race: %d (%v), want %d", used, err, raceLimit)
 	}
 }
 

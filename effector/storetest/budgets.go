@@ -3,6 +3,9 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,32 +230,17 @@ func testBudgetKeysApart(t *testing.T, e *budgetEnv, key string) {
 }
 
 func testBudgetConcurrent(t *testing.T, e *budgetEnv, key string) {
-	const limit, workers, each = 5, 16, 4
-	b := use(key, limit, time.Hour)
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				c, a, err := e.s.ClaimAdmit(context.Background(), fmt.Sprintf("%s-%d-%d", key, w, i), callA, long, []effector.BudgetUse{b})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if c.State == effector.Claimed && a.Refused == -1 {
-					admitted.Add(1)
-				}
-			}
-		})
+	const limit, workers, rounds = 3, 16, 10
+	got, err := BudgetRace(context.Background(), e.s, key, limit, workers, rounds, key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	close(start)
-	wg.Wait()
-	if n := admitted.Load(); n != limit {
-		t.Fatalf("%d workers admitted %d intents against a budget of %d", workers, n, limit)
+	for r, n := range got {
+		if n != limit {
+			t.Fatalf("round %d: %d workers at once admitted %d intents against a budget of %d (every round: %v)", r, workers, n, limit, got)
+		}
 	}
-	wantUsed(t, e.s, key, limit)
+	wantUsed(t, e.s, fmt.Sprintf("%s-%d", key, 0), limit)
 }
 
 func testBudgetUsage(t *testing.T, e *budgetEnv, key string) {
@@ -271,19 +259,24 @@ func testBudgetUsage(t *testing.T, e *budgetEnv, key string) {
 	}
 }
 
-// BudgetRace has workers goroutines claim and admit distinct intents,
-// each times, against one budget of limit with key, and returns how many
-// were admitted: run it in several processes on one store, and their sum
-// must be limit.
-func BudgetRace(ctx context.Context, s effector.BudgetStore, key string, limit, workers, each int, prefix string) (int, error) {
-	b := use(key, limit, time.Hour)
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := range each {
-				c, a, err := s.ClaimAdmit(ctx, fmt.Sprintf("%s-%d-%d", prefix, w, i), callA, long, []effector.BudgetUse{b})
+// BudgetRace races workers goroutines on rounds budgets of limit, one
+// after the other (keys key-0, key-1, ...): in each round every worker,
+// released at once, claims and admits an intent of its own against the
+// round's budget. It returns how many each round admitted: run it in
+// several processes on one store, and each round's sum must be limit.
+// prefix makes the intent ids of one caller its own.
+func BudgetRace(ctx context.Context, s effector.BudgetStore, key string, limit, workers, rounds int, prefix string) ([]int, error) {
+	out := make([]int, rounds)
+	for r := range rounds {
+		b := use(fmt.Sprintf("%s-%d", key, r), limit, time.Hour)
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		start := make(chan struct{})
+		for w := range workers {
+			wg.Go(func() {
+				<-start
+				c, a, err := s.ClaimAdmit(ctx, fmt.Sprintf("%s-%d-%d", prefix, r, w), callA, long, []effector.BudgetUse{b})
 				if err != nil {
 					errs <- err
 					return
@@ -291,10 +284,89 @@ func BudgetRace(ctx context.Context, s effector.BudgetStore, key string, limit, 
 				if c.State == effector.Claimed && a.Refused == -1 {
 					admitted.Add(1)
 				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return out, err
+		}
+		out[r] = int(admitted.Load())
+	}
+	return out, nil
+}
+
+// Budget races across processes. A store's test binary, run as a race
+// process (its TestMain sees the variable it set), calls
+// BudgetRaceProcess; the test runs them with RunBudgetRaceProcesses.
+const (
+	RaceKey     = "race per_entity"
+	RaceLimit   = 3
+	RaceWorkers = 16
+	RaceRounds  = 10
+)
+
+// BudgetRaceProcess races on s as one of the processes of
+// RunBudgetRaceProcesses and prints each round's admitted count; it returns
+// the process's exit status.
+func BudgetRaceProcess(s effector.BudgetStore) int {
+	got, err := BudgetRace(context.Background(), s, RaceKey, RaceLimit, RaceWorkers, RaceRounds, fmt.Sprintf("pid-%d", os.Getpid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	parts := make([]string, len(got))
+	for i, n := range got {
+		parts[i] = strconv.Itoa(n)
+	}
+	fmt.Println(strings.Join(parts, ","))
+	return 0
+}
+
+// RunBudgetRaceProcesses runs n processes (command makes each, with the
+// environment that makes it a race process), all at once on one store, and
+// fails t unless each round's admissions across them sum to its limit.
+func RunBudgetRaceProcesses(t *testing.T, n int, command func(ctx context.Context) *exec.Cmd) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	outs := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for p := range n {
+		wg.Go(func() {
+			cmd := command(ctx)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			outs[p] = strings.TrimSpace(string(out))
+			if err != nil {
+				errs[p] = fmt.Errorf("%w: %s", err, stderr.String())
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	return int(admitted.Load()), <-errs
+	sums := make([]int, RaceRounds)
+	for p, out := range outs {
+		if errs[p] != nil {
+			t.Fatalf("race process %d: %v", p, errs[p])
+		}
+		parts := strings.Split(out, ",")
+		if len(parts) != RaceRounds {
+			t.Fatalf("race process %d printed %q", p, out)
+		}
+		for r, s := range parts {
+			k, err := strconv.Atoi(s)
+			if err != nil {
+				t.Fatalf("race process %d printed %q", p, out)
+			}
+			sums[r] += k
+		}
+	}
+	for r, sum := range sums {
+		if sum != RaceLimit {
+			t.Fatalf("round %d: %d processes of %d workers admitted %d intents against a budget of %d (the processes printed %q)", r, n, RaceWorkers, sum, RaceLimit, outs)
+		}
+	}
 }
