@@ -44,8 +44,9 @@ type BudgetUse struct {
 	// key share a count.
 	Key string
 	// Group is what every use of one intent shares (the tool and the entity
-	// key): a store that spreads keys over servers (a Redis Cluster) keeps
-	// a group's keys together, so that an intent's uses are counted at once.
+	// key), and every use of one Key has: a store that spreads keys over
+	// servers (a Redis Cluster) keeps a group's keys together, so that an
+	// intent's uses are counted at once.
 	Group string
 	// Limit is the most intents the key counts at a time.
 	Limit int

@@ -68,7 +68,7 @@ func TestBudgetsHoldAcrossProcesses(t *testing.T) {
 	})
 	s := openForTest(t, pool)
 	c, a, err := s.ClaimAdmit(context.Background(), "after-the-race", storetest.Call, time.Minute,
-		[]effector.BudgetUse{{Key: storetest.RaceKey + "-0", Group: "race", Limit: storetest.RaceLimit, Window: time.Hour}})
+		[]effector.BudgetUse{storetest.RaceBudget(0)})
 	if err != nil || c.State != effector.Claimed || a.Refused != 0 {
 		t.Fatalf("after the race: %v %s refused %d; want the budget full", err, c.State, a.Refused)
 	}

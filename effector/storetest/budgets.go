@@ -307,6 +307,11 @@ const (
 	RaceRounds  = 10
 )
 
+// RaceBudget is the budget of round r of the race processes.
+func RaceBudget(r int) effector.BudgetUse {
+	return use(fmt.Sprintf("%s-%d", RaceKey, r), RaceLimit, time.Hour)
+}
+
 // BudgetRaceProcess races on s as one of the processes of
 // RunBudgetRaceProcesses and prints each round's admitted count; it returns
 // the process's exit status.
