@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/beam-agents/toolreg"
@@ -72,7 +73,9 @@ type Activation struct {
 	// authority.go.
 	principal    *toolreg.Principal
 	hasPrincipal bool
-	used         map[string]int
+	lastCtx      atomic.Pointer[derivedCtx]
+	used         atomic.Pointer[map[*toolreg.Tool]*atomic.Int64] // a tool of the pipeline is one *Tool
+	usedMu       sync.Mutex                                      // adds to used
 }
 
 // ActivationOption configures an Activation.
@@ -202,11 +205,11 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 		if err := scopeErr(ctx, t); err != nil {
 			return nil, err
 		}
-		if err := a.takeLocked(t, limit); err != nil {
+		if err := a.take(t, limit); err != nil {
 			return nil, err
 		}
 	}
-	res, err := a.runner.Run(ctx, t, args)
+	res, err := a.runner.run1(ctx, t, args, limit > 0)
 	if err == nil {
 		a.offerFound(res)
 	} else if limit > 0 {
@@ -275,11 +278,6 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	if err != nil {
 		return nil, err
 	}
-	if limit := perActivation(t); limit > 0 {
-		if err := a.take(t, limit); err != nil {
-			return nil, err
-		}
-	}
 	created := a.clock().UnixMilli()
 	in := &intent.Intent{
 		ID:          intent.IntentID(a.entityKey, a.seq, a.step),
@@ -305,6 +303,11 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	}
 	if a.sign {
 		if err := in.SignHMAC(a.keyID, a.key); err != nil {
+			return nil, err
+		}
+	}
+	if limit := perActivation(t); limit > 0 {
+		if err := a.take(t, limit); err != nil {
 			return nil, err
 		}
 	}

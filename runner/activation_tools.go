@@ -52,7 +52,7 @@ func (a *Activation) RunAll(ctx context.Context, calls []Call) []Outcome {
 				out[i].Err = err
 				continue
 			}
-			if err := a.takeLocked(c.Tool, limit); err != nil {
+			if err := a.take(c.Tool, limit); err != nil {
 				out[i].Err = err
 				continue
 			}

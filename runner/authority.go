@@ -3,7 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
+	"maps"
+	"reflect"
 	"slices"
+	"sync/atomic"
 
 	"github.com/beam-agents/toolreg"
 )
@@ -53,16 +56,31 @@ func principalErr(p *toolreg.Principal, t *toolreg.Tool) error {
 }
 
 // withPrincipal is ctx carrying the activation's principal, unless ctx
-// carries one of its own or the activation has none.
+// carries one of its own or the activation has none. The context it made
+// last is kept, with the one it was made of: a dispatcher passes one
+// context for a turn's calls, which then share one derived context rather
+// than allocate one each.
 func (a *Activation) withPrincipal(ctx context.Context) context.Context {
 	if !a.hasPrincipal {
 		return ctx
 	}
+	// Only parents of a comparable type are kept, so that this comparison,
+	// equal only for two of one type, never compares uncomparable values.
+	if last := a.lastCtx.Load(); last != nil && last.parent == ctx {
+		return last.ctx
+	}
 	if _, ok := toolreg.PrincipalFrom(ctx); ok {
 		return ctx
 	}
-	return toolreg.WithPrincipal(ctx, a.principal)
+	d := toolreg.WithPrincipal(ctx, a.principal)
+	if reflect.TypeOf(ctx).Comparable() {
+		a.lastCtx.Store(&derivedCtx{parent: ctx, ctx: d})
+	}
+	return d
 }
+
+// derivedCtx is a context withPrincipal made, and the one it made it of.
+type derivedCtx struct{ parent, ctx context.Context }
 
 // perActivation is t's per-activation budget, or 0 for none.
 func perActivation(t *toolreg.Tool) int {
@@ -73,24 +91,39 @@ func perActivation(t *toolreg.Tool) int {
 }
 
 // take counts one call of t against its per-activation budget, or refuses
-// it with a *toolreg.BudgetError when the budget is used up. The caller
-// holds a.mu.
+// it with a *toolreg.BudgetError when the budget is used up. Safe for
+// concurrent use, without a lock on the common path: each tool's count is
+// an atomic counter, found in a map that is copied to add one.
 func (a *Activation) take(t *toolreg.Tool, limit int) error {
-	if a.used[t.Name()] >= limit {
+	c := a.counter(t)
+	if c.Add(1) > int64(limit) {
+		c.Add(-1)
 		return &toolreg.BudgetError{Tool: t.Name(), Budget: toolreg.BudgetPerActivation, Limit: limit}
 	}
-	if a.used == nil {
-		a.used = make(map[string]int)
-	}
-	a.used[t.Name()]++
 	return nil
 }
 
-// takeLocked is take under a.mu.
-func (a *Activation) takeLocked(t *toolreg.Tool, limit int) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.take(t, limit)
+// counter returns t's count of calls in the activation.
+func (a *Activation) counter(t *toolreg.Tool) *atomic.Int64 {
+	if m := a.used.Load(); m != nil {
+		if c := (*m)[t]; c != nil {
+			return c
+		}
+	}
+	a.usedMu.Lock()
+	defer a.usedMu.Unlock()
+	old := a.used.Load()
+	if old != nil && (*old)[t] != nil {
+		return (*old)[t]
+	}
+	m := make(map[*toolreg.Tool]*atomic.Int64)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	c := new(atomic.Int64)
+	m[t] = c
+	a.used.Store(&m)
+	return c
 }
 
 // giveBack returns the call of t that take counted, when err says the
@@ -106,7 +139,5 @@ func (a *Activation) giveBack(t *toolreg.Tool, err error) {
 	if err == nil || !errors.As(err, &argErr) && !errors.As(err, &tooLarge) && !errors.As(err, &scope) {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.used[t.Name()]--
+	a.counter(t).Add(-1)
 }

@@ -37,6 +37,7 @@ func newScopedAgent(t testing.TB) *scopedAgent {
 		{Name: "refund", Description: "Refund.", SideEffect: true, Params: []*toolreg.Param{&str},
 			Scopes: []string{"orders:refund", "orders:read"}, Budgets: &toolreg.Budgets{PerActivation: 1}},
 		{Name: "open", Description: "Open to anyone.", Params: []*toolreg.Param{&str}},
+		{Name: "whoami", Description: "Who calls."},
 	}
 	s := &scopedAgent{}
 	b := bindings.New(specs)
@@ -47,6 +48,10 @@ func newScopedAgent(t testing.TB) *scopedAgent {
 	})
 	bindings.Effect(b, "refund", func(context.Context, readArgs) (bool, error) { s.refundsRunned.Add(1); return true, nil })
 	bindings.ReadOnly(b, "open", func(context.Context, readArgs) (string, error) { s.opens.Add(1); return "ok", nil })
+	bindings.ReadOnly(b, "whoami", func(ctx context.Context, _ struct{}) (string, error) {
+		p, _ := toolreg.PrincipalFrom(ctx)
+		return p.String(), nil
+	})
 	bound, err := b.Bind()
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +243,36 @@ func TestAPerActivationBudgetHoldsUnderConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 2 || refused.Load() != 14 || s.reads.Load() != 2 {
 		t.Fatalf("%d ran, %d refused, the function ran %d times; want 2, 14, 2", ok.Load(), refused.Load(), s.reads.Load())
+	}
+}
+
+// uncomparableCtx is a context of a type == panics on.
+type uncomparableCtx struct {
+	context.Context
+	tags []string
+}
+
+// The activation keeps the context it derived last, to give a turn's calls
+// one: a context of a type that cannot be compared, and a new context
+// between two calls, still get the activation's principal, and nothing
+// panics.
+func TestTheActivationsPrincipalReachesEveryContext(t *testing.T) {
+	t.Parallel()
+	s := newScopedAgent(t)
+	a := runner.NewActivation(s.bound.Pipeline, []byte("t-1"), 1, runner.WithPrincipal(reader))
+	base := context.Background()
+	for i, ctx := range []context.Context{
+		uncomparableCtx{base, []string{"a"}}, uncomparableCtx{base, []string{"b"}},
+		base, base, context.WithValue(base, struct{}{}, 1), base,
+	} {
+		if got, err := a.RunTool(ctx, "whoami", nil); err != nil || got != "ana" {
+			t.Fatalf("call %d: %v, %v; want the activation's principal", i, got, err)
+		}
+	}
+	if got, _ := a.RunTool(toolreg.WithPrincipal(base, &toolreg.Principal{Subject: "bo"}), "whoami", nil); got != "bo" {
+		t.Fatalf("a context with a principal of its own ran as %v", got)
+	}
+	if _, err := a.RunTool(toolreg.WithPrincipal(base, nil), "open", args); err != nil {
+		t.Fatal(err)
 	}
 }

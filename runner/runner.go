@@ -84,18 +84,24 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // returns is not handed on: Run returns a *toolreg.ToolResultError naming
 // each failing path, with a nil result (see WithoutResultValidation).
 func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
+	return r.run1(ctx, t, args, false)
+}
+
+// run1 is Run; scoped says the caller checked t's scopes against the
+// principal of ctx already.
+func (r *Runner) run1(ctx context.Context, t *toolreg.Tool, args json.RawMessage, scoped bool) (any, error) {
 	if t == nil {
 		return nil, errNilTool
 	}
 	if tr := r.tracer(); tr != nil {
-		return r.runTraced(ctx, tr, t, args)
+		return r.runTraced(ctx, tr, t, args, scoped)
 	}
-	return r.run(ctx, t, args)
+	return r.run(ctx, t, args, scoped)
 }
 
 // run is Run inside its span.
-func (r *Runner) run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
-	if len(t.Spec().Scopes) > 0 {
+func (r *Runner) run(ctx context.Context, t *toolreg.Tool, args json.RawMessage, scoped bool) (any, error) {
+	if !scoped && len(t.Spec().Scopes) > 0 {
 		if err := scopeErr(ctx, t); err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ func (r *Runner) tracer() trace.Tracer {
 // runTraced is run in an execute_tool span of tr. The span starts under a
 // fixed name and gets its attributes only if it records, so a sampler that
 // drops it costs little; samplers see the name "execute_tool".
-func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage) (any, error) {
+func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage, scoped bool) (any, error) {
 	ctx, span := tr.Start(ctx, genai.ExecuteTool)
 	if span.IsRecording() {
 		span.SetName(genai.SpanName(t.Name()))
@@ -60,7 +60,7 @@ func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool
 			span.SetAttributes(genai.ToolArguments.String(string(args)))
 		}
 	}
-	res, err := r.run(ctx, t, args)
+	res, err := r.run(ctx, t, args, scoped)
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(genai.ErrorType.String(errorType(err)))
