@@ -94,9 +94,9 @@ const (
 	BudgetPerEntity     = "per_entity"
 )
 
-// Budgets limit how often a tool is called. The runner counts calls per
-// activation; the effector counts a side-effecting tool's intents durably, in
-// its dedup store, per activation and per entity.
+// Budgets limit how often a tool is called. An activation counts its calls
+// (runner: RunTool, and Act as it stages); the effector counts a
+// side-effecting tool's intents per entity, durably, in its dedup store.
 type Budgets struct {
 	// PerActivation is the most calls of the tool in one activation (one
 	// agent run: an entity key and a seq); 0 for no limit.

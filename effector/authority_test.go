@@ -234,10 +234,10 @@ func budgetRefusals(rm metricdata.ResourceMetrics, budget string) int64 {
 	return n
 }
 
-// An activation's intents count against its per-activation budget in the
-// store too, so a producer that does not check (or many producers) cannot
-// stage more.
-func TestAPerActivationBudgetIsKeptByTheEffector(t *testing.T) {
+// A per_activation budget is the activation's: Act refuses the call over
+// it, and the effector counts only the per_entity budget, so intents of an
+// activation within its budget all run.
+func TestAPerActivationBudgetIsTheActivations(t *testing.T) {
 	t.Parallel()
 	r := newBudgetRig(t)
 	a := runner.NewActivation(r.bound.Pipeline, r.key, 7, runner.WithClock(r.clock), runner.WithPrincipal(payer))
@@ -249,18 +249,17 @@ func TestAPerActivationBudgetIsKeptByTheEffector(t *testing.T) {
 		}
 		ins = append(ins, in)
 	}
-	// A third step of the same activation, from a producer that does not
-	// count: the effector does.
-	third := *ins[1]
-	third.StepIndex, third.ID = 2, intent.IntentID(r.key, 7, 2)
+	var be *toolreg.BudgetError
+	if _, err := a.Act("charge", json.RawMessage(`{"amount":9}`)); !errors.As(err, &be) || be.Budget != toolreg.BudgetPerActivation {
+		t.Fatalf("the third charge of one activation: %v, want the activation to refuse it", err)
+	}
 	for _, in := range ins {
 		if res := r.process(t, in); res.Status != intent.StatusOK {
 			t.Fatal(res.ErrorMessage)
 		}
 	}
-	res := r.process(t, &third)
-	if res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, "per_activation") || !strings.Contains(res.ErrorMessage, "next activation") {
-		t.Fatalf("the third charge of one activation: %s %q", res.Status, res.ErrorMessage)
+	if r.used(t, "per_activation") != 0 || r.used(t, "per_entity") != 2 {
+		t.Fatalf("counted %d per_activation, %d per_entity; want 0 and 2", r.used(t, "per_activation"), r.used(t, "per_entity"))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -19,12 +18,15 @@ import (
 )
 
 // Budgets. A manifest's budgets limit how often its tool is called
-// (toolreg.Budgets): per activation (an entity key and a seq) and per entity
-// key within a sliding window. The effector counts a side-effecting tool's
-// intents against them durably, in the store that holds its claims, at claim
-// time, so the counts survive restarts and every effector on the store
-// shares them. A store keeps budgets by implementing BudgetStore: every
-// store of this module does.
+// (toolreg.Budgets). The effector counts a side-effecting tool's intents
+// against its per_entity budget (calls per entity key within a sliding
+// window) durably, in the store that holds its claims, at claim time, so the
+// counts survive restarts and every effector on the store shares them. A
+// store keeps budgets by implementing BudgetStore: every store of this
+// module does. A per_activation budget is the activation's: Act refuses the
+// call over it as it stages (runner), deterministically, so a replay stages
+// the same intents; the effector does not count it again, since a producer
+// that would stage past it can as well stage under another seq.
 //
 // Intents are counted by id. A replay or a redelivery of an intent already
 // counted, and a reclaim after its owner died, is not counted again. An
@@ -36,6 +38,10 @@ import (
 // then never delivered again, whose effect is unknown (toolreg intents
 // lists them as unknown), and by intents refused after their claim (an
 // unknown tool, arguments that break the contract, a denied approval).
+//
+// A count is exact: a store counts a key's uses when it admits an intent,
+// so a budget's cost grows with its calls per window. Budgets are meant for
+// tens to thousands of calls per entity.
 
 // BudgetUse is one budget an intent is counted against.
 type BudgetUse struct {
@@ -92,11 +98,6 @@ type BudgetUsage struct {
 	FreesAt, Until time.Time
 }
 
-// ActivationBudgetMemory is how long after an intent's expiry its
-// per-activation count is kept: past that, no intent of its activation is
-// delivered any more, so none can be counted against it.
-const ActivationBudgetMemory = 24 * time.Hour
-
 // entityText names an entity key in a budget key: quoted when it is
 // printable text, else 0x and its hex.
 func entityText(key []byte) string {
@@ -115,38 +116,21 @@ func entityText(key []byte) string {
 	return "0x" + hex.EncodeToString(key)
 }
 
-// budgetUses returns the uses in of tool t is counted against, as of now,
-// and with each the budget it is, for the refusal's message; nil when t has
-// no budget the effector keeps.
-func budgetUses(t *toolreg.Tool, in *intent.Intent, now time.Time) []BudgetUse {
+// budgetUses returns the uses in, an intent of tool t, is counted
+// against: its per_entity budget's; nil when t has none.
+func budgetUses(t *toolreg.Tool, in *intent.Intent) []BudgetUse {
 	b := t.Spec().Budgets
-	if b == nil {
+	if b == nil || b.PerEntity == nil {
 		return nil
 	}
 	group := t.Name() + " entity=" + entityText(in.EntityKey)
-	var uses []BudgetUse
-	if b.PerActivation > 0 {
-		life := max(time.Duration(in.ExpiresAtMs-now.UnixMilli())*time.Millisecond, 0)
-		uses = append(uses, BudgetUse{
-			Key:   group + " seq=" + strconv.FormatInt(in.Seq, 10) + " " + toolreg.BudgetPerActivation,
-			Group: group, Limit: b.PerActivation, Window: life + ActivationBudgetMemory,
-		})
-	}
-	if e := b.PerEntity; e != nil {
-		uses = append(uses, BudgetUse{Key: group + " " + toolreg.BudgetPerEntity, Group: group, Limit: e.Calls, Window: e.Window})
-	}
-	return uses
+	return []BudgetUse{{Key: group + " " + toolreg.BudgetPerEntity, Group: group, Limit: b.PerEntity.Calls, Window: b.PerEntity.Window}}
 }
 
-// budgetError is the refusal of a use of t.
+// budgetError is the refusal of t's per_entity budget, which frees at
+// freesAt.
 func budgetError(t *toolreg.Tool, u BudgetUse, freesAt time.Time) *toolreg.BudgetError {
-	e := &toolreg.BudgetError{Tool: t.Name(), Limit: u.Limit}
-	if b := t.Spec().Budgets; b != nil && b.PerEntity != nil && strings.HasSuffix(u.Key, " "+toolreg.BudgetPerEntity) {
-		e.Budget, e.Window, e.FreesAt = toolreg.BudgetPerEntity, b.PerEntity.Window, freesAt
-	} else {
-		e.Budget = toolreg.BudgetPerActivation
-	}
-	return e
+	return &toolreg.BudgetError{Tool: t.Name(), Budget: toolreg.BudgetPerEntity, Limit: u.Limit, Window: u.Window, FreesAt: freesAt}
 }
 
 // checkBudgetStore refuses, at New, a table with budgeted tools and a
@@ -156,7 +140,7 @@ func checkBudgetStore(table *registry.Registry, store DedupStore, add func(strin
 		return
 	}
 	for _, t := range table.Tools() {
-		if t.Spec().Budgets != nil {
+		if b := t.Spec().Budgets; b != nil && b.PerEntity != nil {
 			add("tool %q declares budgets, and the dedup store %T keeps none (it is no effector.BudgetStore): they would not be enforced; use a store of this module, or remove the budgets", t.Name(), store)
 			return
 		}
@@ -169,7 +153,7 @@ func budgetNote(in *intent.Intent, be *toolreg.BudgetError) string {
 }
 
 // budgeted returns the tool of in and the budget uses its claim counts it
-// against: none for an approval (its execution is counted), for a call of
+// against (its per_entity budget's): none for an approval (its execution is counted), for a call of
 // a tool that requires approval that is not its execution (it is
 // REJECTED), and for a principal lacking the tool's scopes (it is REJECTED
 // and must not use up anyone's budget).
@@ -188,7 +172,7 @@ func (e *Effector) budgeted(in *intent.Intent, execution bool) (*toolreg.Tool, [
 	if _, ok := e.store.(BudgetStore); !ok {
 		return nil, nil // New refused such a store
 	}
-	return t, budgetUses(t, in, e.cfg.now())
+	return t, budgetUses(t, in)
 }
 
 // overBudget is the budget adm refused, or nil.

@@ -36,6 +36,9 @@ type Store struct {
 
 	mu        sync.Mutex
 	lastSweep time.Time
+	// budgetSweep is where the last sweep of budget uses stopped (its last
+	// key and intent id); only a batch's leader reads or writes it.
+	budgetSweep [2]string
 
 	group *groupcommit.Group[writeOp]
 }
@@ -163,7 +166,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdb.SetMaxOpenConns(readConns)
 	rdb.SetMaxIdleConns(readConns)
 	ws := &stmts{db: db}
-	for _, q := range append([]string{claimFresh, claimRead, claimWrite, completeWrite}, budgetQueries...) {
+	for _, q := range append([]string{claimFresh, claimRead, claimWrite, completeWrite, savepoint, rollbackTo, release}, budgetQueries...) {
 		if err := ws.prepare(ctx, q); err != nil {
 			ws.close()
 			rdb.Close()
@@ -274,10 +277,10 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	return s.claim(ctx, intentID, call, lease, nil)
 }
 
-// claim is Claim; then, if not nil, runs in the claim's transaction once
-// the intent is claimed (budget.go counts it there), and its error undoes
-// the claim too.
-func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration, then func(ctx context.Context, tx *sql.Tx, now int64) error) (effector.Claim, error) {
+// claim is Claim; b, if not nil, counts the intent against its budgets in
+// the claim's op (budget.go): b.before runs first, and b.after once the
+// claim's outcome is known.
+func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration, b *budgetOp) (effector.Claim, error) {
 	if err := checkDuration("lease", lease); err != nil {
 		return effector.Claim{}, err
 	}
@@ -292,57 +295,22 @@ func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, 
 	if err != nil {
 		return effector.Claim{}, err
 	}
+	if b != nil {
+		b.token = token
+	}
 	var claim effector.Claim
 	var recorded bool // the id is known for another call
-	claimed := func(ctx context.Context, tx *sql.Tx, now int64) error {
-		if then == nil {
-			return nil
+	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
+		if b != nil {
+			if err := b.before(ctx, tx, now); err != nil {
+				return err
+			}
 		}
-		return then(ctx, tx, now)
-	}
-	err = s.write(ctx, then != nil, func(ctx context.Context, tx *sql.Tx, now int64) error {
-		// Most claims are of an id never seen: one statement takes those.
-		if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
-			claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
-			return claimed(ctx, tx, now)
-		} else if !errors.Is(err, effector.ErrNotOwner) {
-			return err
+		err := s.claimIn(ctx, tx, now, intentID, token, call, lease, &claim, &recorded)
+		if err == nil && b != nil {
+			err = b.after(ctx, tx, now, claim.State == effector.Claimed)
 		}
-		// The id has a row. Under the write lock it cannot change between
-		// this read and the write below. The flags pack three facts in one
-		// column (every column costs the driver allocations on the hot path):
-		// bit 0, the row's call matches (or it has none: an older version's
-		// row); bit 1, a token is set (claimed, live or lapsed; not
-		// released); the rest, the attempts.
-		var done bool
-		var result []byte
-		var expiresAt, flags int64
-		err := s.queryRow(ctx, tx, claimRead, intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
-		exists := err == nil
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		live := exists && expiresAt > now
-		if exists && (live || !done) && flags&1 == 0 {
-			recorded = true
-			return nil
-		}
-		if live {
-			claim = liveClaim(done, result)
-			return nil
-		}
-		// Missing, or expired: an expired claim's owner is presumed dead (and
-		// may have run the tool: Reclaimed), an expired result has lived its
-		// ttl, a released row keeps only the attempts of earlier owners.
-		attempts := int64(1)
-		if exists && !done {
-			attempts = flags>>2 + 1
-		}
-		if _, err := s.exec(ctx, tx, claimWrite, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
-			return err
-		}
-		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
-		return claimed(ctx, tx, now)
+		return err
 	})
 	if err == nil && recorded {
 		claim, err = s.mismatch(ctx, intentID)
@@ -351,6 +319,54 @@ func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, 
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	}
 	return claim, nil
+}
+
+// claimIn is a claim's statements in the op's transaction: it sets claim,
+// or recorded when the id is known for another call.
+func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, now int64, intentID, token string, call effector.Call, lease time.Duration, claim *effector.Claim, recorded *bool) error {
+
+	// Most claims are of an id never seen: one statement takes those.
+	if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
+		*claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
+		return nil
+	} else if !errors.Is(err, effector.ErrNotOwner) {
+		return err
+	}
+	// The id has a row. Under the write lock it cannot change between
+	// this read and the write below. The flags pack three facts in one
+	// column (every column costs the driver allocations on the hot path):
+	// bit 0, the row's call matches (or it has none: an older version's
+	// row); bit 1, a token is set (claimed, live or lapsed; not
+	// released); the rest, the attempts.
+	var done bool
+	var result []byte
+	var expiresAt, flags int64
+	err := s.queryRow(ctx, tx, claimRead, intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	live := exists && expiresAt > now
+	if exists && (live || !done) && flags&1 == 0 {
+		*recorded = true
+		return nil
+	}
+	if live {
+		*claim = liveClaim(done, result)
+		return nil
+	}
+	// Missing, or expired: an expired claim's owner is presumed dead (and
+	// may have run the tool: Reclaimed), an expired result has lived its
+	// ttl, a released row keeps only the attempts of earlier owners.
+	attempts := int64(1)
+	if exists && !done {
+		attempts = flags>>2 + 1
+	}
+	if _, err := s.exec(ctx, tx, claimWrite, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
+		return err
+	}
+	*claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
+	return nil
 }
 
 // callBlob is the call column's value: the digest, then the tool name.

@@ -220,6 +220,19 @@ func testBudgetOnlyClaimed(t *testing.T, e *budgetEnv, key string) {
 		t.Fatalf("ClaimAdmit by another call = %s, %v", c.State, err)
 	}
 	wantUsed(t, e.s, key, 0)
+
+	// An intent counted, then done: asked for again under its budget and a
+	// new one, it is neither counted under the new one nor taken off the
+	// old one.
+	old, fresh := use(key+"/old", 5, time.Hour), use(key+"/new", 5, time.Hour)
+	ran := key + "-ran"
+	c := wantAdmitted(t, e.s, ran, old)
+	mustComplete(t, e.s, ran, c.Token, result)
+	if c, _ := claimAdmit(t, e.s, ran, old, fresh); c.State != effector.Done {
+		t.Fatalf("ClaimAdmit of a done intent = %s", c.State)
+	}
+	wantUsed(t, e.s, old.Key, 1)
+	wantUsed(t, e.s, fresh.Key, 0)
 }
 
 func testBudgetKeysApart(t *testing.T, e *budgetEnv, key string) {
