@@ -84,8 +84,11 @@ func errorType(err error) string {
 		sideErr  *toolreg.SideEffectToolError
 		panicErr *toolreg.ToolPanicError
 		resErr   *toolreg.ToolResultError
+		scopeErr *toolreg.ScopeError
 	)
 	switch {
+	case errors.As(err, &scopeErr):
+		return "scope"
 	case errors.As(err, &argErr):
 		return "tool_argument"
 	case errors.As(err, &sizeErr):
