@@ -17,7 +17,13 @@ import (
 // ops), contract-only.
 func corpus(t testing.TB) *registry.Registry {
 	t.Helper()
-	specs, err := loader.Load("testdata/corpus")
+	return loadRegistry(t, "testdata/corpus")
+}
+
+// loadRegistry returns a registry of the manifests in dir, contract-only.
+func loadRegistry(t testing.TB, dir string) *registry.Registry {
+	t.Helper()
+	specs, err := loader.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
