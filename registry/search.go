@@ -45,6 +45,20 @@ type Query struct {
 	Limit int
 }
 
+// Keeps reports whether q's filters (ReadOnly, Tags) keep t, whatever its
+// words: what a ranking of its own (toolsearch's embeddings) filters by.
+func (q Query) Keeps(t *toolreg.Tool) bool {
+	if q.ReadOnly && t.SideEffect() {
+		return false
+	}
+	for _, want := range q.Tags {
+		if !slices.ContainsFunc(t.Spec().Tags, func(tag string) bool { return strings.EqualFold(tag, want) }) {
+			return false
+		}
+	}
+	return true
+}
+
 // Match is one tool a search found, with its score: higher is better; only
 // comparable between matches of one search.
 type Match struct {
@@ -85,18 +99,7 @@ func (r *Registry) Search(q Query) []Match {
 	idx := r.searchIndex()
 	idx.mu.RLock()
 	defer idx.mu.RUnlock()
-	keep := func(doc int) bool {
-		t := r.tools[doc]
-		if q.ReadOnly && t.SideEffect() {
-			return false
-		}
-		for _, want := range q.Tags {
-			if !slices.ContainsFunc(t.Spec().Tags, func(tag string) bool { return strings.EqualFold(tag, want) }) {
-				return false
-			}
-		}
-		return true
-	}
+	keep := func(doc int) bool { return q.Keeps(r.tools[doc]) }
 	if strings.TrimSpace(q.Text) == "" {
 		var out []Match
 		for i := 0; i < idx.n && len(out) < limit; i++ {
