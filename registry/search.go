@@ -79,9 +79,10 @@ type Match struct {
 // (Snowball English) and stop words dropped. A query word the registry lacks
 // also matches the registry's words one edit away (one typo, in a word of
 // five letters or more). Each query word is expanded with the words WordNet
-// relates to it (synonyms and derived forms of its first senses, then two
-// levels of hypernyms, each counting less than the last and all far less
-// than the word itself: "rain" finds "weather" weakly). A tool's score is then
+// relates to it (synonyms and derived forms of its first senses, two levels
+// of hypernyms, each counting less than the last and all far less than the
+// word itself: "rain" finds "weather"
+// weakly). A tool's score is then
 // scaled by the share of the query's words it matched, so that a tool
 // answering the whole request outranks one matching a single word; matches
 // below a tenth of the best are dropped. Nothing is downloaded and no model
@@ -271,15 +272,15 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 	}
 	field(spec.Name, weightName, true)
 	if a := spec.Annotations; a != nil {
-		field(a.Title, weightLabel, false)
+		field(a.Title, weightLabel, true)
 	}
 	for _, t := range spec.Tags {
 		field(t, weightLabel, true)
 	}
 	for _, k := range spec.Keywords {
-		field(k, weightKeyword, false)
+		field(k, weightKeyword, true)
 	}
-	field(spec.Description, weightDesc, false)
+	field(spec.Description, weightDesc, true)
 	var params func(ps []*toolreg.Param)
 	var schema func(s *toolreg.Schema)
 	params = func(ps []*toolreg.Param) {
@@ -385,16 +386,17 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	at := make(map[string]int) // term -> its index in out
 	var bit uint64
 	add := func(term string, w float64) {
+		b := bit
 		if i, ok := at[term]; ok {
 			out[i].weight = max(out[i].weight, w)
-			out[i].words |= bit
+			out[i].words |= b
 			return
 		}
 		if _, ok := x.ids[term]; !ok || len(out) == maxExpandedTerms {
 			return
 		}
 		at[term] = len(out)
-		out = append(out, queryTerm{term, w, bit})
+		out = append(out, queryTerm{term, w, b})
 	}
 	for _, t := range queryTermsOf(text) {
 		add(t, 1)
@@ -449,3 +451,5 @@ func queryTermsOf(text string) []string {
 	}
 	return terms
 }
+
+var minCoverWeight = 0.1

@@ -10,11 +10,13 @@ import (
 
 // appendTerms appends to dst the terms of text: its words, split at
 // punctuation, '_', '-' and camelCase humps, lower-cased, stop words dropped
-// and stemmed (lexicon.Stem: Snowball English); and each pair of neighbouring words ("support
-// ticket"), so that a phrase outranks the same words scattered. With
-// compound, a word written with '_', '-' or humps (refund_order, refundOrder)
-// is also kept whole, lower-cased, so that a tool's exact name matches it
-// best.
+// and stemmed (lexicon.Stem: Snowball English); and each pair of
+// neighbouring words ("support ticket"), so that a phrase outranks the same
+// words scattered. With compound, a word written with '_', '-' or humps
+// (refund_order, refundOrder, to-do) is also kept whole, lower-cased and
+// joined (refundorder, todo), so that a tool's exact name matches it best and
+// a hyphenated word meets its solid spelling, even when its parts are stop
+// words.
 func appendTerms(dst []string, text string, compound bool) []string {
 	return appendTermsFunc(dst, text, compound, appendTerm)
 }
@@ -27,12 +29,13 @@ func appendTermsFunc(dst []string, text string, compound bool, term func(dst []s
 	var words []string
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isWord(r) && r != '_' && r != '-' }) {
-		start := len(words)
+		humps := 0
 		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == '_' || r == '-' }) {
 			words = appendHumps(words, part, term)
+			humps += countHumps(part)
 		}
-		if compound && len(words)-start > 1 {
-			dst = append(dst, strings.ToLower(strings.Trim(chunk, "_-")))
+		if compound && humps > 1 {
+			dst = append(dst, joined(chunk))
 		}
 	}
 	dst = append(dst, words...)
@@ -40,6 +43,28 @@ func appendTermsFunc(dst []string, text string, compound bool, term func(dst []s
 		dst = append(dst, words[i-1]+" "+words[i])
 	}
 	return dst
+}
+
+// joined is a chunk's compound term: lower-cased, without '_' and '-'.
+func joined(chunk string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, chunk)
+}
+
+// countHumps returns how many humps appendHumps splits word into.
+func countHumps(word string) int {
+	rs := []rune(word)
+	n := 1
+	for i := 1; i < len(rs); i++ {
+		if isHump(rs, i) {
+			n++
+		}
+	}
+	return n
 }
 
 // appendHumps splits one word at its camelCase humps (quasarId: quasar, id;
@@ -105,7 +130,7 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 		chunk := text[:end]
 		text = text[end:]
 
-		words := 0
+		humps := 0
 		for part := range strings.FieldsFuncSeq(chunk, isJoiner) {
 			sc.runes = sc.runes[:0]
 			for _, r := range part {
@@ -117,8 +142,8 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 				if i < len(rs) && !isHump(rs, i) {
 					continue
 				}
+				humps++
 				if sc.wordOf(rs[from:i]) {
-					words++
 					emit(sc.word)
 					if havePrev {
 						sc.pair = append(append(append(sc.pair[:0], sc.prev...), ' '), sc.word...)
@@ -130,10 +155,12 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 				from = i
 			}
 		}
-		if compound && words > 1 {
+		if compound && humps > 1 {
 			sc.comp = sc.comp[:0]
-			for _, r := range strings.Trim(chunk, "_-") {
-				sc.comp = utf8.AppendRune(sc.comp, unicode.ToLower(r))
+			for _, r := range chunk {
+				if !isJoiner(r) {
+					sc.comp = utf8.AppendRune(sc.comp, unicode.ToLower(r))
+				}
 			}
 			emit(sc.comp)
 		}

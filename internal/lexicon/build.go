@@ -24,17 +24,22 @@ type BuildOptions struct {
 	// Hypernyms2 also lists the hypernyms of the hypernyms (rain:
 	// precipitation: weather).
 	Hypernyms2 bool
+	// TaggedOnly lists only words seen in WordNet's sense-tagged corpus
+	// (tagsense_cnt > 0): common words, those people write; the others
+	// (species, places, rare terms) make the table large and match little.
+	TaggedOnly bool
 }
 
 // DefaultBuildOptions are the options the committed table was built with.
-var DefaultBuildOptions = BuildOptions{Senses: 2, MaxRelated: 32, Hypernyms2: true}
+var DefaultBuildOptions = BuildOptions{Senses: 2, MaxRelated: 32, Hypernyms2: true, TaggedOnly: true}
 
 // Build derives the table from the WordNet 3.0 database files in dir
 // (Debian's wordnet-base installs them in /usr/share/wordnet): for each
-// single-word lemma, the single-word lemmas of its first senses' synsets
-// (synonyms), of their direct hypernyms, and its derivationally related
-// forms and pertainyms, all stemmed as the index stems words; and the
-// irregular forms of the *.exc files (ran: run). The result is the bytes
+// single-word lemma (with TaggedOnly, each one seen in WordNet's tagged
+// corpus), the single-word lemmas of its first senses' synsets (synonyms),
+// of their direct hypernyms (and theirs, with Hypernyms2), and its
+// derivationally related forms and pertainyms, all stemmed as the index
+// stems words; and the irregular forms of the *.exc files (ran: run). The result is the bytes
 // of table.bin; see the format in wordnet.go.
 func Build(dir string, opt BuildOptions) ([]byte, error) {
 	type rel struct {
@@ -48,6 +53,9 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 	}
 	related := map[string][]rel{} // key stem -> related stems
 	add := func(key, word string, kind Relation, rank int) {
+		if !singleWord(word) {
+			return
+		}
 		k, w := Stem(key), Stem(word)
 		if k == "" || w == "" || k == w {
 			return
@@ -60,7 +68,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 			return nil, err
 		}
 		for _, e := range idx {
-			if !singleWord(e.lemma) {
+			if !singleWord(e.lemma) || (opt.TaggedOnly && e.tagged == 0) {
 				continue
 			}
 			n := min(len(e.offsets), opt.Senses)
@@ -71,9 +79,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 				}
 				self := slices.Index(s.words, e.lemma) + 1 // 1-based word number
 				for _, w := range s.words {
-					if singleWord(w) {
-						add(e.lemma, w, Synonym, sense)
-					}
+					add(e.lemma, w, Synonym, sense)
 				}
 				for _, p := range s.pointers {
 					switch {
@@ -83,9 +89,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 							continue
 						}
 						for _, w := range h.words {
-							if singleWord(w) {
-								add(e.lemma, w, Hypernym, sense)
-							}
+							add(e.lemma, w, Hypernym, sense)
 						}
 						if !opt.Hypernyms2 {
 							continue
@@ -93,17 +97,13 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 						for _, p2 := range h.pointers {
 							if h2 := synsets[p2.pos][p2.offset]; h2 != nil && (p2.symbol == "@" || p2.symbol == "@i") {
 								for _, w := range h2.words {
-									if singleWord(w) {
-										add(e.lemma, w, Hypernym2, sense)
-									}
+									add(e.lemma, w, Hypernym2, sense)
 								}
 							}
 						}
 					case (p.symbol == "+" || p.symbol == `\`) && p.source == self:
 						if t := synsets[p.pos][p.offset]; t != nil && p.target >= 1 && p.target <= len(t.words) {
-							if w := t.words[p.target-1]; singleWord(w) {
-								add(e.lemma, w, Derived, sense)
-							}
+							add(e.lemma, t.words[p.target-1], Derived, sense)
 						}
 					}
 				}
@@ -119,7 +119,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 		for sc.Scan() {
 			fs := strings.Fields(sc.Text())
 			for _, base := range fs[1:] {
-				if singleWord(fs[0]) && singleWord(base) {
+				if singleWord(fs[0]) {
 					add(fs[0], base, Form, -1)
 				}
 			}
@@ -205,6 +205,7 @@ func singleWord(lemma string) bool {
 type indexEntry struct {
 	lemma   string
 	offsets []int
+	tagged  int // senses seen in the tagged corpus
 }
 
 // readIndex reads an index.POS file: lemma pos synset_cnt p_cnt [ptr...]
@@ -219,7 +220,11 @@ func readIndex(file string) ([]indexEntry, error) {
 		if err != nil || len(f) < 6+pcnt {
 			return fmt.Errorf("bad p_cnt %q", f[3])
 		}
-		e := indexEntry{lemma: f[0]}
+		tagged, err := strconv.Atoi(f[5+pcnt])
+		if err != nil {
+			return fmt.Errorf("bad tagsense_cnt %q", f[5+pcnt])
+		}
+		e := indexEntry{lemma: f[0], tagged: tagged}
 		for _, s := range f[6+pcnt:] {
 			off, err := strconv.Atoi(s)
 			if err != nil {
