@@ -106,10 +106,12 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 }
 
 // The figures each half reached when the ranking was last tuned: the
-// evaluation fails below them, so a change that ranks worse is seen.
+// evaluation fails below them, so a change that ranks worse is seen. Before
+// issue 34 (BM25, plural endings only): tune 0.426, 0.623, 0.525, 3 of 3
+// quiet; held-out 0.571, 0.602, 0.602, 4 of 5 quiet.
 var evalFloors = map[string]evalFigures{
 	"tune":    {p1: 0.491, r3: 0.663, mrr: 0.592, quiet: 1},
-	"heldout": {},
+	"heldout": {p1: 0.591, r3: 0.714, mrr: 0.653, quiet: 0},
 }
 
 // TestSearchEvaluation measures the offline ranking on the evaluation set of
