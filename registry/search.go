@@ -386,17 +386,16 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	at := make(map[string]int) // term -> its index in out
 	var bit uint64
 	add := func(term string, w float64) {
-		b := bit
 		if i, ok := at[term]; ok {
 			out[i].weight = max(out[i].weight, w)
-			out[i].words |= b
+			out[i].words |= bit
 			return
 		}
 		if _, ok := x.ids[term]; !ok || len(out) == maxExpandedTerms {
 			return
 		}
 		at[term] = len(out)
-		out = append(out, queryTerm{term, w, b})
+		out = append(out, queryTerm{term, w, bit})
 	}
 	for _, t := range queryTermsOf(text) {
 		add(t, 1)
@@ -451,5 +450,3 @@ func queryTermsOf(text string) []string {
 	}
 	return terms
 }
-
-var minCoverWeight = 0.1
