@@ -15,7 +15,8 @@ import (
 var printedCommand = regexp.MustCompile(`(?m)^\s+\$ go run \./cmd/toolreg (.*)$`)
 
 // shellWords splits a line as a POSIX shell does the words the trace
-// writes: plain words, and single-quoted ones ('\'' for a quote inside).
+// writes: plain words, and single-quoted ones (a quote inside one closes
+// it, is escaped with a backslash, and opens it again).
 func shellWords(t *testing.T, line string) []string {
 	t.Helper()
 	var words []string
@@ -30,6 +31,9 @@ func shellWords(t *testing.T, line string) []string {
 			w.WriteByte(c)
 		case c == '\'':
 			quoted, inWord = true, true
+		case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+			w.WriteByte('\'')
+			i, inWord = i+1, true
 		case c == ' ':
 			if inWord {
 				words = append(words, w.String())
