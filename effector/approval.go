@@ -118,6 +118,11 @@ type Approval struct {
 	// when its producer recorded none. Its execution runs with it, and is
 	// refused if it lacks the tool's scopes.
 	Principal *toolreg.Principal
+	// AlreadyDecided is set by RecordDecision when a decision was recorded
+	// before the one it was given, which then changed nothing: Decision is
+	// that first one (who decided, and when). The other calls leave it
+	// false.
+	AlreadyDecided bool
 
 	traceID      []byte
 	signingKeyID string
@@ -477,8 +482,9 @@ const decisionLease = 30 * time.Second
 // effector executes an approved call with Resume, or Decide does both.
 //
 // The first decision wins: a second decision with the same verdict changes
-// nothing and returns the recorded approval; one with the other verdict is
-// refused with a *DecisionConflictError. A decision after the approval's
+// nothing and returns the recorded approval, with AlreadyDecided set so
+// that the person can be told theirs was ignored; one with the other
+// verdict is refused with a *DecisionConflictError. A decision after the approval's
 // deadline is refused with an *ApprovalExpiredError, and the approval is
 // recorded as expired (if no decision came first). An id with no recorded
 // approval request gives ErrUnknownApproval.
@@ -549,7 +555,7 @@ func RecordDecision(ctx context.Context, store DedupStore, id string, d Decision
 			if err != nil {
 				return Approval{}, err
 			}
-			a.State, a.Decision = st, got
+			a.State, a.Decision, a.AlreadyDecided = st, got, true
 			switch {
 			case st == ApprovalExpired:
 				return a, &ApprovalExpiredError{ApprovalID: id, ExpiresAt: a.ExpiresAt, At: d.At}
