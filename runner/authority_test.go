@@ -246,6 +246,9 @@ func TestAPerActivationBudgetHoldsUnderConcurrentCalls(t *testing.T) {
 	}
 }
 
+// otherKey is a context key of a value the tests do not read.
+type otherKey struct{}
+
 // uncomparableCtx is a context of a type == panics on.
 type uncomparableCtx struct {
 	context.Context
@@ -263,7 +266,7 @@ func TestTheActivationsPrincipalReachesEveryContext(t *testing.T) {
 	base := context.Background()
 	for i, ctx := range []context.Context{
 		uncomparableCtx{base, []string{"a"}}, uncomparableCtx{base, []string{"b"}},
-		base, base, context.WithValue(base, struct{}{}, 1), base,
+		base, base, context.WithValue(base, otherKey{}, 1), base,
 	} {
 		if got, err := a.RunTool(ctx, "whoami", nil); err != nil || got != "ana" {
 			t.Fatalf("call %d: %v, %v; want the activation's principal", i, got, err)
