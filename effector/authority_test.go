@@ -332,3 +332,60 @@ func TestNewRefusesBudgetsWithAStoreThatKeepsNone(t *testing.T) {
 		t.Fatalf("New = %v, want a *ConfigError about the budgets", err)
 	}
 }
+
+// No one is asked to approve a call its caller may not make: an approval
+// whose principal lacks the tool's scopes is REJECTED, and nothing is
+// pending. An approval of a caller who may is pending with its principal,
+// which its execution carries.
+func TestAnApprovalOfACallerWithoutTheScopesIsRejected(t *testing.T) {
+	t.Parallel()
+	amount := toolreg.Param{Name: "amount", Schema: toolreg.Schema{Type: toolreg.TypeInteger}}
+	b := bindings.New([]*toolreg.Spec{{Name: "wire", Description: "Wire money.", SideEffect: true,
+		Params: []*toolreg.Param{&amount}, Scopes: []string{"payments:wire"}, Approval: &toolreg.Approval{}}})
+	var ranAs atomic.Value
+	bindings.Effect(b, "wire", func(ctx context.Context, _ chargeArgs) (bool, error) {
+		info, _ := effector.IntentFrom(ctx)
+		ranAs.Store(info.Principal.String())
+		return true, nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := effector.NewMemoryStore()
+	e, err := effector.New(bound.Effector, store, effector.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wirer := &toolreg.Principal{Subject: "ana", Scopes: []string{"payments:wire"}}
+	stage := func(seq int64) *intent.Intent {
+		a := runner.NewActivation(bound.Pipeline, []byte("acct-1"), seq, runner.WithClock(time.Now), runner.WithPrincipal(wirer))
+		in, err := a.Act("wire", json.RawMessage(`{"amount":5}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	forged := stage(1)
+	forged.Principal = &toolreg.Principal{Subject: "eve"}
+	res, err := e.Process(ctx, forged)
+	if err != nil || res.Status != intent.StatusRejected || !strings.Contains(res.ErrorMessage, `"payments:wire"`) {
+		t.Fatalf("the approval of eve: %v %s %q; want REJECTED naming the scope", err, res.Status, res.ErrorMessage)
+	}
+	n := 0
+	if err := effector.Approvals(ctx, store, func(effector.Approval) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("%d approvals pending (%v), want none", n, err)
+	}
+	res, err = e.Process(ctx, stage(2))
+	if err != nil || res.Status != intent.StatusOK {
+		t.Fatalf("ana's approval: %v %s %q", err, res.Status, res.ErrorMessage)
+	}
+	var pending effector.Approval
+	if err := effector.Approvals(ctx, store, func(a effector.Approval) error { pending = a; return nil }); err != nil || pending.Principal.String() != "ana" {
+		t.Fatalf("the pending approval's principal: %+v (%v)", pending.Principal, err)
+	}
+	if res, err := e.Decide(ctx, pending.ID, effector.Decision{Verdict: effector.Approve, By: "ops"}); err != nil || res.Status != intent.StatusOK || ranAs.Load() != "ana" {
+		t.Fatalf("the approved call: %v %s %q, ran as %v", err, res.Status, res.ErrorMessage, ranAs.Load())
+	}
+}
