@@ -51,7 +51,8 @@ type Match struct {
 // Search ranks the registry's tools against q.Text and returns the best
 // q.Limit of those q's filters keep, best first; tools with equal scores come
 // in registration order, so a search repeated gives the same answer. A tool
-// that matches none of the words is not returned.
+// that matches none of the words is not returned, nor is a withdrawn remote
+// tool (toolreg.Tool.Withdrawn).
 //
 // The ranking is BM25 over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties
@@ -78,6 +79,9 @@ func (r *Registry) Search(q Query) []Match {
 		t := r.tools[doc]
 		if q.ReadOnly && t.SideEffect() {
 			return false
+		}
+		if t.Withdrawn() != nil {
+			return false // a remote tool whose server drifted is not offered
 		}
 		for _, want := range q.Tags {
 			if !slices.ContainsFunc(t.Spec().Tags, func(tag string) bool { return strings.EqualFold(tag, want) }) {
