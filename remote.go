@@ -55,23 +55,34 @@ func checkRemote(s *Spec, add func(Pos, string, string, ...any)) {
 }
 
 // ToolWithdrawnError is a call of a remote tool that was taken out of the
-// offered set at run time: its server changed the tool (announced with
-// tools/list_changed) so that it no longer matches its reviewed manifest, or
-// stopped serving it. Nothing is sent to the server. The tool stays
-// withdrawn until it is re-pinned, reviewed, and the service restarted.
+// offered set at run time. Nothing is sent to the server.
+//
+// Withdrawn for good (Temporary false): its server changed the tool
+// (announced with tools/list_changed, or after a reconnection) so that it no
+// longer matches its reviewed manifest, or stopped serving it; it stays out
+// until it is re-pinned, reviewed, and the service restarted. Suspended
+// (Temporary true): its server cannot be reached or checked now; it is
+// offered again once the server answers and serves what the manifest pins.
 type ToolWithdrawnError struct {
 	Name string
 	// Reason says what changed, such as "description: pinned ..., served ...".
-	Reason string
+	Reason    string
+	Temporary bool
 }
 
 func (e *ToolWithdrawnError) Error() string {
+	if e.Temporary {
+		return fmt.Sprintf("toolreg: tool %q is unavailable: %s; nothing was sent: it is offered again once its server answers and serves what its manifest pins", e.Name, e.Reason)
+	}
 	return fmt.Sprintf("toolreg: tool %q was withdrawn: %s; nothing was sent: re-pin the tool (toolreg pin), review the diff and restart", e.Name, e.Reason)
 }
 
 // ModelMessage renders the refusal for the model that made the call: the tool
 // is not available, and the model should do without it.
 func (e *ToolWithdrawnError) ModelMessage() string {
+	if e.Temporary {
+		return fmt.Sprintf("The call to %s was not run: the tool is unavailable right now (its server cannot be reached). Use another tool, or tell the user it is unavailable for now.", e.Name)
+	}
 	return fmt.Sprintf("The call to %s was not run: the tool is no longer available (its server changed it, and the change has not been reviewed). Do not call it again; use another tool, or tell the user it is unavailable.", e.Name)
 }
 
@@ -85,8 +96,8 @@ func (t *Tool) Withdrawn() error {
 	if t.gate == nil {
 		return nil
 	}
-	if reason, ok := t.gate.Withdrawn(); ok {
-		return &ToolWithdrawnError{Name: t.spec.Name, Reason: reason}
+	if reason, temporary, out := t.gate.Withdrawn(); out {
+		return &ToolWithdrawnError{Name: t.spec.Name, Reason: reason, Temporary: temporary}
 	}
 	return nil
 }
