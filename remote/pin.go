@@ -164,7 +164,7 @@ func plan(server string, tools map[string]*mcp.Tool, existing []*toolreg.Spec, p
 			file = filepath.Join(po.Dir, server, toolName(n)+".yaml")
 			names[tn] = spec
 		}
-		data, err := loader.MarshalYAML(spec, header(server, n, s.ReadOnly, old == nil))
+		data, err := loader.MarshalYAML(spec, header(server, n))
 		if err != nil {
 			rep.Refused[n] = []Refusal{{Reason: err.Error()}}
 			continue
@@ -187,19 +187,14 @@ var nameRE = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 // toolName is a remote tool's name as a manifest can name it.
 func toolName(remote string) string { return nameRE.ReplaceAllString(remote, "_") }
 
-func header(server, tool string, readOnly, fresh bool) string {
-	h := fmt.Sprintf("Pinned from MCP server %q, tool %q, by toolreg pin.\n", server, tool) +
-		"Review every change: the description and the params' descriptions are text the\n" +
-		"model obeys. side_effect, name, strict, approval, tags and keywords are this\n" +
-		"manifest's decisions: pin keeps them.\n"
-	if fresh {
-		hint := "does not say it is read-only"
-		if readOnly {
-			hint = "says it is read-only (readOnlyHint)"
-		}
-		h += fmt.Sprintf("side_effect: true until a person decides otherwise: the server %s,\nwhich is a hint only.\n", hint)
-	}
-	return h
+// header is the comment pin writes atop a manifest: the same for every
+// pin of one tool, so that a re-pin of what did not change is no change.
+func header(server, tool string) string {
+	return fmt.Sprintf("Pinned from MCP server %q, tool %q, by toolreg pin.\n", server, tool) +
+		"Review every change: the description and the params' descriptions are text\n" +
+		"the model obeys. name, side_effect, strict, approval, tags and keywords are\n" +
+		"this manifest's decisions, which pin keeps; a new tool starts with\n" +
+		"side_effect: true. The server's readOnlyHint is a hint only (read_only_hint).\n"
 }
 
 func loaderRefusals(err error) []Refusal {
