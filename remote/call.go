@@ -94,7 +94,7 @@ func (p *pinned) call(ctx context.Context, args json.RawMessage) (json.RawMessag
 			params.Meta[MetaReclaimed] = true
 		}
 	}
-	sess := p.srv.session()
+	sess, gen := p.srv.session()
 	if sess == nil {
 		return nil, fail(false, fmt.Errorf("server %q is not connected", r.Server))
 	}
@@ -117,6 +117,9 @@ func (p *pinned) call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		case ctx.Err() != nil:
 			return nil, fail(true, fmt.Errorf("%w (the call was cancelled on the server)", context.Cause(ctx)))
 		}
+		// The connection broke under the call: the server's tools are
+		// suspended now, not when the SDK notices, and it is reconnected.
+		p.srv.lost(gen)
 		return nil, fail(true, err)
 	}
 	if res.IsError {

@@ -340,10 +340,11 @@ func (sv *server) logUnpinned(tools map[string]*mcp.Tool) {
 		"server", sv.name, "count", len(extra), "tools", cut(strings.Join(extra, ","), 512))
 }
 
-func (sv *server) session() *mcp.ClientSession {
+// session returns sv's connection and its generation; nil when there is none.
+func (sv *server) session() (*mcp.ClientSession, int) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	return sv.sess
+	return sv.sess, sv.gen
 }
 
 func (sv *server) disconnect() {
@@ -437,7 +438,7 @@ func (sv *server) watch() {
 func (sv *server) refresh(ctx context.Context) bool {
 	var tools map[string]*mcp.Tool
 	var err error
-	if sess := sv.session(); sess != nil {
+	if sess, _ := sv.session(); sess != nil {
 		lctx, cancel := context.WithTimeout(ctx, sv.set.opts.connectTimeout)
 		tools, err = sv.list(lctx, sess)
 		cancel()

@@ -50,6 +50,12 @@ const (
 )
 
 func newShop(t testing.TB) *shop {
+	s := newShopServer()
+	t.Cleanup(func() { s.closeSessions() })
+	return s
+}
+
+func newShopServer() *shop {
 	s := &shop{refunds: map[string]string{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
 	s.add(&mcp.Tool{Name: "lookup_order", Title: "Look up an order", Description: "Look up an order by its id.",
@@ -79,7 +85,6 @@ func newShop(t testing.TB) *shop {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil
 		})
-	t.Cleanup(func() { s.closeSessions() })
 	return s
 }
 

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -90,7 +91,8 @@ func (sv *server) transport() (mcp.Transport, error) {
 	case c.Transport != nil:
 		return c.Transport()
 	case len(c.Command) > 0:
-		return &commandTransport{argv: c.Command, env: c.Env, dir: c.Dir, limit: sv.set.opts.maxMessage, over: over, stderr: &sv.stderr}, nil
+		return &commandTransport{argv: c.Command, env: c.Env, dir: c.Dir, limit: sv.set.opts.maxMessage, over: over, stderr: &sv.stderr,
+			writeTimeout: max(sv.set.opts.connectTimeout, sv.set.opts.callTimeout)}, nil
 	default:
 		base := http.DefaultTransport
 		if c.HTTPClient != nil && c.HTTPClient.Transport != nil {
@@ -140,6 +142,9 @@ type commandTransport struct {
 	limit  int
 	over   func()
 	stderr *tail
+	// writeTimeout bounds one write to the server's stdin: a server that
+	// stops reading must not block a call forever on a full pipe.
+	writeTimeout time.Duration
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -169,7 +174,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	outW.Close()
 	inR.Close()
-	p := &process{cmd: cmd, stdin: inW, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: inW, exited: make(chan struct{}), writeTimeout: t.writeTimeout}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -182,14 +187,24 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // process is a stdio server's stdin; closing it ends the server: stdin is
 // closed, and a server that does not exit within a second is killed.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	exited chan struct{}
-	err    error
-	once   sync.Once
+	cmd          *exec.Cmd
+	stdin        *os.File
+	exited       chan struct{}
+	err          error
+	once         sync.Once
+	writeTimeout time.Duration
 }
 
-func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+func (p *process) Write(b []byte) (int, error) {
+	if p.writeTimeout > 0 {
+		_ = p.stdin.SetWriteDeadline(time.Now().Add(p.writeTimeout))
+	}
+	n, err := p.stdin.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("the server has not read its stdin for %v: %w", p.writeTimeout, err)
+	}
+	return n, err
+}
 
 func (p *process) Close() error {
 	p.once.Do(func() {
