@@ -48,7 +48,8 @@ function newServer() {
     async ({ query, limit }) => {
       const found = issues
         .filter((i) => i.title.toLowerCase().includes(query.toLowerCase()))
-        .slice(0, limit ?? 10);
+        .slice(0, limit ?? 10)
+        .map(({ id, title }) => ({ id, title }));
       const out = { issues: found };
       return { content: [{ type: "text", text: JSON.stringify(out) }], structuredContent: out };
     },
