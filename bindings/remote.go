@@ -3,6 +3,8 @@ package bindings
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/canonjson"
@@ -39,14 +41,23 @@ func newRemoteBinding(r *toolbind.Remote) *binding {
 		nilFn:  r.Call == nil,
 	}
 	bd.build = func(spec *toolreg.Spec) (*toolbind.Binding, error) {
-		c, err := argcheck.Compile(argsSchema(spec), spec.Strict)
-		if err != nil {
-			return nil, &toolreg.ToolDefinitionError{Problems: []toolreg.Problem{{
-				Pos: spec.Pos, Tool: spec.Name, Path: "params",
-				Message: err.Error() + ": fix the manifest's params",
-			}}}
+		// The checker is compiled on the tool's first call, not here: a
+		// service that pins a hundred tools of a server starts in the time
+		// it takes to list and check them (BenchmarkStartup100), and calls
+		// few of them. Bind has validated spec (Spec.Validate checks its
+		// patterns), so the compilation has nothing left to refuse.
+		var once sync.Once
+		var c *argcheck.Checker
+		var cerr error
+		checker := func() (*argcheck.Checker, error) {
+			once.Do(func() { c, cerr = argcheck.Compile(argsSchema(spec), spec.Strict) })
+			return c, cerr
 		}
 		decode := func(raw json.RawMessage) (json.RawMessage, error) {
+			c, err := checker()
+			if err != nil {
+				return nil, fmt.Errorf("bindings: tool %q: its params do not compile: %w", spec.Name, err)
+			}
 			if out, ok := c.Canonical(raw); ok {
 				return out, nil
 			}
@@ -59,7 +70,6 @@ func newRemoteBinding(r *toolbind.Remote) *binding {
 		call := r.Call
 		return &toolbind.Binding{
 			Func: call,
-			Args: c,
 			Gate: r.Gate,
 			Decode: func(raw json.RawMessage) (any, error) {
 				a, err := decode(raw)

@@ -73,6 +73,9 @@ func (e *DriftError) Is(target error) bool { return target == toolreg.ErrTool }
 // compare returns the drifts of the served tool s from the manifest spec:
 // every field of the pinned contract, each once.
 func compare(spec *toolreg.Spec, s *served) []Drift {
+	if same(spec, s) {
+		return nil // the common case, at startup: no field to list
+	}
 	pinned, got := flatten(spec), flatten(toSpec(spec, s))
 	var ds []Drift
 	keys := make([]string, 0, len(pinned)+len(got))
@@ -297,4 +300,93 @@ func toSpec(spec *toolreg.Spec, s *served) *toolreg.Spec {
 	out.Returns = s.Returns
 	out.Annotations = s.Annotations
 	return &out
+}
+
+// same reports whether s serves exactly the contract spec pins, comparing
+// field by field as flatten lists them, without building the list.
+func same(spec *toolreg.Spec, s *served) bool {
+	r := spec.Remote
+	if spec.Description != s.Description || r.Title != s.Title || r.ReadOnlyHint != s.ReadOnly ||
+		!sameAnnotations(spec.Annotations, s.Annotations) || len(spec.Params) != len(s.Params) ||
+		(spec.Returns == nil) != (s.Returns == nil) {
+		return false
+	}
+	if !sameParams(spec.Params, s.Params) {
+		return false
+	}
+	return spec.Returns == nil || sameSchema(spec.Returns, s.Returns)
+}
+
+func sameAnnotations(a, b *toolreg.Annotations) bool {
+	var za, zb toolreg.Annotations
+	if a == nil {
+		a = &za
+	}
+	if b == nil {
+		b = &zb
+	}
+	idem := func(p *bool) bool { return p != nil && *p } // MCP's false and absent are one
+	return a.Title == b.Title && sameFlag(a.DestructiveHint, b.DestructiveHint) &&
+		idem(a.IdempotentHint) == idem(b.IdempotentHint) && sameFlag(a.OpenWorldHint, b.OpenWorldHint)
+}
+
+func sameFlag(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// sameParams compares two lists of params by name: their order is no part
+// of the contract.
+func sameParams(a, b []*toolreg.Param) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, p := range a {
+		q := b[i]
+		if q.Name != p.Name {
+			q = nil
+			for _, x := range b {
+				if x.Name == p.Name {
+					q = x
+					break
+				}
+			}
+			if q == nil {
+				return false
+			}
+		}
+		if p.Optional && !p.HasDefault != (q.Optional && !q.HasDefault) || !sameSchema(&p.Schema, &q.Schema) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSchema(a, b *toolreg.Schema) bool {
+	if a.Type != b.Type || a.Description != b.Description || a.HasDefault != b.HasDefault ||
+		a.Pattern != b.Pattern || a.Format != b.Format || a.UniqueItems != b.UniqueItems ||
+		!sameInt(a.MinLength, b.MinLength) || !sameInt(a.MaxLength, b.MaxLength) ||
+		!sameInt(a.MinItems, b.MinItems) || !sameInt(a.MaxItems, b.MaxItems) ||
+		!sameNumber(a.Minimum, b.Minimum) || !sameNumber(a.Maximum, b.Maximum) ||
+		!sameNumber(a.ExclusiveMinimum, b.ExclusiveMinimum) || !sameNumber(a.ExclusiveMaximum, b.ExclusiveMaximum) ||
+		!sameNumber(a.MultipleOf, b.MultipleOf) || (a.Enum == nil) != (b.Enum == nil) ||
+		(a.Items == nil) != (b.Items == nil) || (a.AdditionalProperties == nil) != (b.AdditionalProperties == nil) {
+		return false
+	}
+	if a.HasDefault && jsonValue(a.Default).cmp != jsonValue(b.Default).cmp {
+		return false
+	}
+	if a.Enum != nil && jsonValue(a.Enum).cmp != jsonValue(b.Enum).cmp {
+		return false
+	}
+	if a.Items != nil && !sameSchema(a.Items, b.Items) {
+		return false
+	}
+	if a.AdditionalProperties != nil && !sameSchema(a.AdditionalProperties, b.AdditionalProperties) {
+		return false
+	}
+	return sameParams(a.Properties, b.Properties)
+}
+
+func sameInt(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func sameNumber(a, b json.Number) bool {
+	return a == b || a != "" && b != "" && number(a).cmp == number(b).cmp
 }
