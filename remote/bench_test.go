@@ -26,7 +26,9 @@ func hundredTools() *mcp.Server {
 		out := `{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"score":{"type":"number"}},"required":["id","score"],"additionalProperties":false}},"next":{"type":"string"}},"required":["items"],"additionalProperties":false}`
 		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), Description: fmt.Sprintf("Tool number %d: finds records by id and ranks them.", i),
 			InputSchema: json.RawMessage(in), OutputSchema: json.RawMessage(out), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	return srv
 }

@@ -28,7 +28,7 @@ func TestTheIdempotencyKeyIsTheOneToolregsServerReads(t *testing.T) {
 func TestAnEffectPinnedFromAToolregServerRunsOnceUpstream(t *testing.T) {
 	t.Parallel()
 	charge := &toolreg.Spec{Name: "charge", Description: "Charge a card.", SideEffect: true,
-		Params: []*toolreg.Param{{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: "1"}}},
+		Params:  []*toolreg.Param{{Name: "cents", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: "1"}}},
 		Returns: &toolreg.Schema{Type: toolreg.TypeObject, Properties: []*toolreg.Param{{Name: "charged", Schema: toolreg.Schema{Type: toolreg.TypeInteger}}}}}
 	type chargeArgs struct {
 		Cents int64 `json:"cents"`

@@ -16,8 +16,8 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
-	"github.com/beam-agents/toolreg/internal/mcpjstest"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/mcpjstest"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/remote"
 	"github.com/beam-agents/toolreg/runner"
