@@ -81,9 +81,9 @@ const DefaultConfig = "mcp-servers.yaml"
 //	    url: https://docs.example.com/mcp
 //	    headers: {Authorization: "Bearer ${DOCS_TOKEN}"}
 //
-// ${NAME} in an env value or a header is replaced with the process's
-// environment variable NAME, so the file holds no secret; a variable that is
-// not set is an error naming it. Every problem of the file comes back at once,
+// ${NAME} in a value (a url, a header, an env value, an argument) is
+// replaced with the process's environment variable NAME, so the file holds no
+// secret; a variable that is not set is an error naming it. Every problem of the file comes back at once,
 // with its line.
 func LoadConfig(path string) (Servers, error) {
 	data, err := os.ReadFile(path)
@@ -203,17 +203,17 @@ func (c *configReader) server(n *yaml.Node, path string) (Server, bool) {
 					c.add(a, kp, "an argument is a string")
 					continue
 				}
-				s.Command = append(s.Command, a.Value)
+				s.Command = append(s.Command, c.expand(a, kp))
 			}
 		case "dir":
-			s.Dir = v.Value
+			s.Dir = c.expand(v, kp)
 		case "env":
 			for name, val := range c.strings(v, kp) {
 				s.Env = append(s.Env, name+"="+val)
 			}
 			sort.Strings(s.Env)
 		case "url":
-			s.URL = v.Value
+			s.URL = c.expand(v, kp)
 		case "headers":
 			h := c.strings(v, kp)
 			if len(h) > 0 {
@@ -244,17 +244,22 @@ func (c *configReader) strings(n *yaml.Node, path string) map[string]string {
 			c.add(v, path+"."+k.Value, "a string")
 			continue
 		}
-		val := envRef.ReplaceAllStringFunc(v.Value, func(ref string) string {
-			name := envRef.FindStringSubmatch(ref)[1]
-			x, ok := os.LookupEnv(name)
-			if !ok {
-				c.add(v, path+"."+k.Value, "the environment variable %s is not set: set it, or write the value", name)
-			}
-			return x
-		})
-		out[k.Value] = val
+		out[k.Value] = c.expand(v, path+"."+k.Value)
 	}
 	return out
+}
+
+// expand is the scalar n with each ${NAME} replaced by the environment
+// variable NAME; one that is not set is a problem at n.
+func (c *configReader) expand(n *yaml.Node, path string) string {
+	return envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
+		name := envRef.FindStringSubmatch(ref)[1]
+		x, ok := os.LookupEnv(name)
+		if !ok {
+			c.add(n, path, "the environment variable %s is not set: set it, or write the value", name)
+		}
+		return x
+	})
 }
 
 func kindName(n *yaml.Node) string {

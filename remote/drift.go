@@ -267,7 +267,7 @@ func jsonValue(v any) value {
 // cut to a readable length, so that a change at the end of a long
 // description is what a person sees.
 func excerpt(a, b string, bok bool) (string, string) {
-	const before, width = 24, 96
+	const before, width = 24, 160
 	if !bok {
 		return cut(a, width), "(absent)"
 	}

@@ -529,7 +529,7 @@ func cut(s string, n int) string {
 	for i > 0 && !utf8RuneStart(s[i]) {
 		i--
 	}
-	return s[:i] + fmt.Sprintf("… (%d bytes)", len(s))
+	return s[:i] + fmt.Sprintf("…(+%d bytes)", len(s)-i)
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
