@@ -260,4 +260,3 @@ func sendEmail(ctx context.Context, a emailArgs) (map[string]string, error) {
 	in, _ := effector.IntentFrom(ctx)
 	return map[string]string{"message_id": "msg_" + in.ID[:8]}, nil
 }
-

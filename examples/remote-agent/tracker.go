@@ -72,7 +72,7 @@ func (tr *tracker) server(release int) *mcp.Server {
 			return result(map[string]any{"issues": found}), nil
 		})
 	srv.AddTool(&mcp.Tool{Name: "get_issue", Description: "Get one issue by its number.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true},
 		InputSchema:  raw(`{"type":"object","properties":{"number":{"type":"integer","minimum":1}},"required":["number"],"additionalProperties":false}`),
 		OutputSchema: raw(issueSchema)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
