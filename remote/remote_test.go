@@ -156,3 +156,36 @@ func TestARetriedEffectRunsOnceOnAServerThatHonoursTheKey(t *testing.T) {
 		t.Errorf("%d calls, %d refunds: want the retry sent and deduplicated by the server", len(s.callsTo("refund_order")), s.nRefunds)
 	}
 }
+
+// An intent the effector runs again after an earlier attempt stopped with no
+// result (its worker died: the claim lapsed) is sent with the same key and
+// toolreg/reclaimed, so the server knows it may have seen it; the result says
+// the effect is unknown.
+func TestAReclaimedEffectIsSentAsReclaimed(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	_, specs := pin(t, "shop", s.server(), "lookup_order", "ping")
+	_, bound := bindAll(t, specs, remote.Servers{"shop": s.server()})
+	now := time.Now()
+	act := runner.NewActivation(bound.Pipeline, []byte("ticket-1"), 1, runner.WithClock(func() time.Time { return now }))
+	in, err := act.Act("refund_order", json.RawMessage(`{"order_id":"ord_1","amount":20}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := effector.NewMemoryStore()
+	if _, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), 20*time.Millisecond); err != nil { // a worker that died
+		t.Fatal(err)
+	}
+	eff, err := effector.New(bound.Effector, store, effector.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eff.Process(context.Background(), in)
+	if err != nil || res.Status != intent.StatusOK || !strings.HasPrefix(res.ErrorMessage, "effect unknown") {
+		t.Fatalf("Process = %v %s %q, %v", res.Status, res.Payload, res.ErrorMessage, err)
+	}
+	c := s.callsTo("refund_order")
+	if len(c) != 1 || c[0].Meta[remote.MetaIdempotencyKey] != in.ID || c[0].Meta[remote.MetaReclaimed] != true {
+		t.Errorf("the server was sent %+v, want the intent id and toolreg/reclaimed", c)
+	}
+}
