@@ -32,7 +32,10 @@ func TestAWithdrawnRemoteToolIsHiddenAndRefused(t *testing.T) {
 	gates := map[string]*toolbind.Gate{"read": {}, "write": {}}
 	for name, g := range gates {
 		toolbind.BindRemote(b, &toolbind.Remote{Name: name, Effect: name == "write", Gate: g,
-			Call: func(context.Context, json.RawMessage) (json.RawMessage, error) { sent++; return json.RawMessage(`{}`), nil }})
+			Call: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				sent++
+				return json.RawMessage(`{}`), nil
+			}})
 	}
 	bound, err := b.Bind()
 	if err != nil {
