@@ -67,6 +67,53 @@ func (s Server) check() error {
 // reach each.
 type Servers map[string]Server
 
+// Check reports each remote tool of specs (Spec.Remote) whose server is not
+// in servers, or is configured wrong, at its manifest's position, as one
+// *toolreg.ToolDefinitionError; nil when every one is there. It connects to
+// nothing: toolreg vet -config runs it offline, and Connect runs it first.
+func (servers Servers) Check(specs []*toolreg.Spec) error {
+	var ps []toolreg.Problem
+	for _, spec := range specs {
+		if p, bad := servers.problem(spec); bad {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return &toolreg.ToolDefinitionError{Problems: ps}
+}
+
+// problem is spec's problem with servers, if it has one.
+func (servers Servers) problem(spec *toolreg.Spec) (toolreg.Problem, bool) {
+	if spec == nil || spec.Remote == nil {
+		return toolreg.Problem{}, false
+	}
+	name := spec.Remote.Server
+	cfg, ok := servers[name]
+	if !ok {
+		return toolreg.Problem{Pos: spec.Pos, Tool: spec.Name, Path: "remote.server",
+			Message: fmt.Sprintf("no server %q in the configuration: add it, with its command or url%s", name, knownServers(servers))}, true
+	}
+	if err := cfg.check(); err != nil {
+		return toolreg.Problem{Pos: spec.Pos, Tool: spec.Name, Path: "remote.server",
+			Message: fmt.Sprintf("server %q is configured wrong: %v", name, err)}, true
+	}
+	return toolreg.Problem{}, false
+}
+
+func knownServers(servers Servers) string {
+	if len(servers) == 0 {
+		return " (it configures none)"
+	}
+	names := make([]string, 0, len(servers))
+	for n := range servers {
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	sort.Strings(names)
+	return " (it configures " + strings.Join(names, ", ") + ")"
+}
+
 // DefaultConfig is the file `toolreg pin` reads the servers from unless told
 // otherwise.
 const DefaultConfig = "mcp-servers.yaml"

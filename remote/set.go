@@ -112,21 +112,14 @@ func Connect(ctx context.Context, specs []*toolreg.Spec, servers Servers, opts .
 		if spec == nil || spec.Remote == nil {
 			continue
 		}
+		if p, bad := servers.problem(spec); bad {
+			defs = append(defs, p)
+			continue
+		}
 		name := spec.Remote.Server
 		sv, ok := byName[name]
 		if !ok {
-			cfg, configured := servers[name]
-			if !configured {
-				defs = append(defs, toolreg.Problem{Pos: spec.Pos, Tool: spec.Name, Path: "remote.server",
-					Message: fmt.Sprintf("no server %q in the configuration: add it, with its command or url%s", name, knownServers(servers))})
-				continue
-			}
-			if err := cfg.check(); err != nil {
-				defs = append(defs, toolreg.Problem{Pos: spec.Pos, Tool: spec.Name, Path: "remote.server",
-					Message: fmt.Sprintf("server %q is configured wrong: %v", name, err)})
-				continue
-			}
-			sv = &server{name: name, cfg: cfg, set: s, wake: make(chan struct{}, 1)}
+			sv = &server{name: name, cfg: servers[name], set: s, wake: make(chan struct{}, 1)}
 			sv.client = mcp.NewClient(&mcp.Implementation{Name: "toolreg", Version: "remote"}, &mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { sv.changed() },
 				Logger:                 s.opts.logger,
@@ -191,18 +184,6 @@ func Connect(ctx context.Context, specs []*toolreg.Spec, servers Servers, opts .
 		s.wg.Go(sv.watch)
 	}
 	return s, nil
-}
-
-func knownServers(servers Servers) string {
-	if len(servers) == 0 {
-		return " (it configures none)"
-	}
-	names := make([]string, 0, len(servers))
-	for n := range servers {
-		names = append(names, fmt.Sprintf("%q", n))
-	}
-	sort.Strings(names)
-	return " (it configures " + strings.Join(names, ", ") + ")"
 }
 
 // Bind binds every remote tool of the Set to b: a read-only one to run
