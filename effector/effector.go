@@ -442,6 +442,7 @@ func (e *Effector) complete(ctx context.Context, id, token string, b []byte, lea
 		if wait <= 0 {
 			return attempt, err
 		}
+		e.storeRetry(ctx, span, "complete", id, attempt, err, wait) // telemetry.go: logged and counted
 		time.Sleep(wait)
 		backoff = min(2*backoff, e.cfg.maxBackoff)
 	}

@@ -56,11 +56,16 @@ const (
 	MetricReclaims   = "toolreg.effector.reclaims"          // counter: gen_ai.tool.name (effect unknown)
 	MetricRejections = "toolreg.effector.rejections"        // counter: toolreg.reason
 	MetricInFlight   = "toolreg.effector.executions.active" // up-down counter: gen_ai.tool.name
+	// MetricStoreRetries counts store writes Process tried again after they
+	// failed, by toolreg.store.operation ("complete"): each is logged at level
+	// Warn with the intent id and the store's error.
+	MetricStoreRetries = "toolreg.effector.store.retries" // counter: toolreg.store.operation
 )
 
 const (
-	statusKey = attribute.Key("toolreg.status")
-	reasonKey = attribute.Key("toolreg.reason")
+	statusKey  = attribute.Key("toolreg.status")
+	reasonKey  = attribute.Key("toolreg.reason")
+	storeOpKey = attribute.Key("toolreg.store.operation")
 )
 
 // telemetry is an Effector's tracer and instruments; a nil tracer or nil
@@ -110,9 +115,9 @@ func (t *telemetry) metrics() *instruments {
 }
 
 type instruments struct {
-	executions, claimWaits, reclaims, rejections metric.Int64Counter
-	duration                                     metric.Float64Histogram
-	inFlight                                     metric.Int64UpDownCounter
+	executions, claimWaits, reclaims, rejections, storeRetries metric.Int64Counter
+	duration                                                   metric.Float64Histogram
+	inFlight                                                   metric.Int64UpDownCounter
 }
 
 func newTelemetry(cfg *config) (telemetry, error) {
@@ -161,6 +166,8 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	in.duration, e = m.Float64Histogram(MetricDuration, metric.WithUnit("s"), metric.WithDescription("Time a tool's function ran, by tool and status."))
 	err = errors.Join(err, e)
 	in.inFlight, e = m.Int64UpDownCounter(MetricInFlight, metric.WithDescription("Tool functions running now."))
+	err = errors.Join(err, e)
+	in.storeRetries, e = m.Int64Counter(MetricStoreRetries, metric.WithDescription("Store writes tried again after they failed, by store operation."))
 	err = errors.Join(err, e)
 	if err != nil {
 		return nil, fmt.Errorf("effector: creating metric instruments: %w", err)
@@ -444,4 +451,23 @@ func finishExecute(ctx context.Context, x executing, in *intent.Intent, err erro
 		m.duration.Record(ctx, time.Duration(monoNow()-x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
 	}
 	endPhase(x.span, err)
+}
+
+// storeRetry reports a store write for intent id (op, such as "complete")
+// that failed and that Process tries again after wait: a warn line with the
+// intent id and the store's error, MetricStoreRetries and Stats, and a
+// "retry" event on span, the operation's phase span (nil when nothing
+// records). A store that recovers (a database restarted mid-run) would
+// otherwise leave no trace.
+func (e *Effector) storeRetry(ctx context.Context, span trace.Span, op, id string, attempt int, err error, wait time.Duration) {
+	e.stats.storeRetries.Add(1)
+	e.cfg.logger.WarnContext(ctx, "effector: store "+op+" failed; retrying", "intent_id", id, "operation", op,
+		"attempt", attempt, "error", err.Error(), "backoff", wait)
+	if m := e.tel.metrics(); m != nil {
+		m.storeRetries.Add(ctx, 1, metric.WithAttributes(storeOpKey.String(op)))
+	}
+	if span != nil && span.IsRecording() {
+		span.AddEvent("retry", trace.WithAttributes(storeOpKey.String(op), attribute.Int("toolreg.store.attempt", attempt),
+			attribute.String("exception.message", err.Error())))
+	}
 }
