@@ -139,7 +139,7 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if len(ps) > 0 {
 		return nil, &ConfigError{Problems: ps}
 	}
-	tel, err := newTelemetry(&cfg)
+	tel, err := newTelemetry(&cfg, effectTable)
 	if err != nil {
 		return nil, err
 	}
