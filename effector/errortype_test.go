@@ -4,6 +4,7 @@ package effector_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -14,9 +15,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/genai"
+	"github.com/beam-agents/toolreg/runner"
 )
 
 // TestTheEffectorsSpanCarriesTheModelsToolCallID: gen_ai.tool.call.id is
@@ -188,6 +192,67 @@ func TestEachEffectorFailureHasItsDocumentedErrorType(t *testing.T) {
 			}
 			if !known {
 				t.Errorf("error.type %q is not one of the documented values %v", a["error.type"], genai.ErrorTypes)
+			}
+		})
+	}
+}
+
+// TestTheRunnerAndTheEffectorNameTheSameFailureAlike: the same function
+// failing the same way has the same error.type whether it ran inline
+// (runner.Run, a read-only tool) or from an intent (Process, a
+// side-effecting tool): the issue saw "*errors.errorString" in one and
+// "error" in the other.
+func TestTheRunnerAndTheEffectorNameTheSameFailureAlike(t *testing.T) {
+	type out struct {
+		Total int `json:"total"`
+	}
+	cases := []struct {
+		name string
+		fn   func(ctx context.Context, _ noArgs) (out, error)
+		want string
+	}{
+		{"an error of its own", func(context.Context, noArgs) (out, error) { return out{}, errors.New("upstream said no") }, genai.ErrorTool},
+		{"a panic", func(context.Context, noArgs) (out, error) { panic("nil map") }, genai.ErrorToolPanic},
+		{"its timeout", func(ctx context.Context, _ noArgs) (out, error) { <-ctx.Done(); return out{}, ctx.Err() }, genai.ErrorTimeout},
+		{"a result off its contract", func(context.Context, noArgs) (out, error) { return out{Total: 0}, nil }, genai.ErrorResultRefused},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			returns := &toolreg.Schema{Type: toolreg.TypeObject, Properties: []*toolreg.Param{
+				{Name: "total", Schema: toolreg.Schema{Type: toolreg.TypeInteger, Minimum: json.Number("1")}}}}
+			b := bindings.New([]*toolreg.Spec{
+				{Name: "inline", Description: "d", Returns: returns},
+				{Name: "effect", Description: "d", SideEffect: true, Returns: returns},
+			})
+			bindings.ReadOnly(b, "inline", c.fn)
+			bindings.Effect(b, "effect", c.fn)
+			bound, err := b.Bind()
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+
+			inline, _ := bound.Pipeline.Get("inline")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			if _, err := runner.New(runner.WithTracerProvider(tp)).Run(ctx, inline, json.RawMessage(`{}`)); err == nil {
+				t.Fatal("runner.Run succeeded")
+			}
+			e, err := effector.New(bound.Effector, effector.NewMemoryStore(), effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
+				effector.WithToolTimeout("effect", 30*time.Millisecond), effector.WithTracerProvider(tp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := e.Process(testCtx(t), intentFor("effect", `{}`, uint32(i))); err != nil || res.Status != intent.StatusError {
+				t.Fatalf("Process = %s, %v; want ERROR", res.Status, err)
+			}
+			got := map[string]string{}
+			for _, s := range exp.GetSpans() {
+				got[s.Name] = attrsOf(s.Attributes)["error.type"]
+			}
+			if got["execute_tool inline"] != c.want || got["execute_tool effect"] != c.want {
+				t.Errorf("error.type inline %q, from an intent %q; want %q in both", got["execute_tool inline"], got["execute_tool effect"], c.want)
 			}
 		})
 	}

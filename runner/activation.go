@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
@@ -57,6 +59,9 @@ type Activation struct {
 	key       []byte
 	traceID   []byte // WithTraceID
 	traceErr  error
+	// spanParent is the remote parent of the inline runs' spans in the
+	// trace traceID names (telemetry.go); zero without a valid trace id.
+	spanParent trace.SpanID
 
 	mu      sync.Mutex
 	step    uint32
@@ -130,6 +135,14 @@ func WithSigningKey(keyID string, key []byte) ActivationOption {
 // writes it). Take it from the activation's input, not from the current
 // span: a replay must stage the same bytes, and a retried bundle runs in a
 // new span. A trace id that is not 16 bytes, or all zero, makes Act fail.
+//
+// The activation's inline runs (RunTool, RunAll) join that trace too: when
+// the caller's context holds no span of it, their execute_tool spans have
+// a remote parent in it, whose span id is a pure function of the
+// activation (the first 8 bytes of the SHA-256 of "activation|<hex of
+// entity key>|<seq>"), the same for every run, and the caller's span, of
+// another trace, is linked. A caller's span of the activation's trace
+// stays their parent.
 func WithTraceID(traceID []byte) ActivationOption {
 	return func(a *Activation) {
 		a.traceID, a.traceErr = bytes.Clone(traceID), nil
@@ -155,7 +168,19 @@ func NewActivation(pipeline *registry.Registry, entityKey []byte, seq int64, opt
 	if a.runner == nil {
 		a.runner = New()
 	}
+	if len(a.traceID) == 16 && a.traceErr == nil {
+		a.spanParent = activationSpanID(a.entityKey, a.seq)
+	}
 	return a
+}
+
+// traceContext is ctx for an inline run: joined to the activation's trace
+// when it has one (WithTraceID).
+func (a *Activation) traceContext(ctx context.Context) context.Context {
+	if !a.spanParent.IsValid() {
+		return ctx
+	}
+	return a.runner.joinTrace(ctx, trace.TraceID(a.traceID), a.spanParent)
 }
 
 // Step returns the step index the next Act will take.
@@ -183,7 +208,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.runner.Run(ctx, t, args)
+	res, err := a.runner.Run(a.traceContext(ctx), t, args)
 	if err == nil {
 		a.offerFound(res)
 	}

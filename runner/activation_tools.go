@@ -27,6 +27,7 @@ func (a *Activation) Tool(name string) (*toolreg.Tool, error) {
 // tools offers them, and it stages nothing and does not advance the step
 // cursor.
 func (a *Activation) RunAll(ctx context.Context, calls []Call) []Outcome {
+	ctx = a.traceContext(ctx)
 	if a.offered == nil {
 		return a.runner.RunAll(ctx, calls)
 	}

@@ -122,6 +122,9 @@ func (r *Runner) checkSize(t *toolreg.Tool, args json.RawMessage) error {
 type Call struct {
 	Tool *toolreg.Tool
 	Args json.RawMessage
+	// ID is the model's id for the call, recorded on its span as
+	// gen_ai.tool.call.id (as WithCallID does for Run); "" for none.
+	ID string
 }
 
 // Outcome is what one call of RunAll gave: Run's result and error.
@@ -154,7 +157,11 @@ func (r *Runner) RunAll(ctx context.Context, calls []Call) []Outcome {
 			if sem != nil {
 				defer func() { <-sem }()
 			}
-			res, err := r.Run(ctx, c.Tool, c.Args)
+			cctx := ctx
+			if c.ID != "" {
+				cctx = WithCallID(ctx, c.ID)
+			}
+			res, err := r.Run(cctx, c.Tool, c.Args)
 			out[i] = Outcome{Result: res, Err: err}
 		})
 	}

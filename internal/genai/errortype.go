@@ -12,14 +12,13 @@ import (
 // shared by runner and effector, so that the same failure has the same name
 // wherever it happens (the GenAI conventions ask instrumentations to
 // document the errors they report). Each names a kind of failure, never a
-// Go type. ErrorTypes lists them all.
+// Go type. ErrorTypes lists them all; the README's Telemetry section says
+// where each is set.
 const (
 	// Nothing ran: the call or intent was refused before its function.
 	ErrorArgumentRefused   = "argument_refused"    // the arguments break the manifest's params (*toolreg.ToolArgumentError)
 	ErrorArgumentsTooLarge = "arguments_too_large" // the arguments exceed the size limit (*toolreg.ArgumentsTooLargeError)
 	ErrorSideEffectRefused = "side_effect_refused" // a side-effecting tool asked to run inline (*toolreg.SideEffectToolError)
-	ErrorReadOnlyRefused   = "read_only_refused"   // a read-only tool asked of the effector (*toolreg.ReadOnlyToolError)
-	ErrorToolNotFound      = "tool_not_found"      // no such tool, or not offered (*toolreg.ToolNotFoundError, *toolreg.ToolNotOfferedError)
 	ErrorNotBound          = "not_bound"           // the table holds no function for the tool (toolreg.ErrNotBound)
 	ErrorRejected          = "rejected"            // effector: a REJECTED result; its error_message says why
 	ErrorExpired           = "expired"             // effector: the intent expired before it ran
@@ -44,10 +43,10 @@ const (
 
 // ErrorTypes is every error.type value, in the order above.
 var ErrorTypes = []string{
-	ErrorArgumentRefused, ErrorArgumentsTooLarge, ErrorSideEffectRefused, ErrorReadOnlyRefused, ErrorToolNotFound,
-	ErrorNotBound, ErrorRejected, ErrorExpired, ErrorMalformedIntent, ErrorSignature, ErrorIntentID,
-	ErrorNonDeterministic, ErrorTool, ErrorToolPanic, ErrorTimeout, ErrorCanceled, ErrorResultRefused,
-	ErrorDetached, ErrorUnrecorded, ErrorStore, ErrorOther,
+	ErrorArgumentRefused, ErrorArgumentsTooLarge, ErrorSideEffectRefused, ErrorNotBound, ErrorRejected,
+	ErrorExpired, ErrorMalformedIntent, ErrorSignature, ErrorIntentID, ErrorNonDeterministic,
+	ErrorTool, ErrorToolPanic, ErrorTimeout, ErrorCanceled, ErrorResultRefused, ErrorDetached, ErrorUnrecorded,
+	ErrorStore, ErrorOther,
 }
 
 // ErrorTypeOf is the error.type of err among the kinds both runner and
@@ -56,14 +55,11 @@ var ErrorTypes = []string{
 // ErrorTool where the function returned it.
 func ErrorTypeOf(err error) string {
 	var (
-		argErr     *toolreg.ToolArgumentError
-		sizeErr    *toolreg.ArgumentsTooLargeError
-		sideErr    *toolreg.SideEffectToolError
-		roErr      *toolreg.ReadOnlyToolError
-		notFound   *toolreg.ToolNotFoundError
-		notOffered *toolreg.ToolNotOfferedError
-		panicErr   *toolreg.ToolPanicError
-		resErr     *toolreg.ToolResultError
+		argErr   *toolreg.ToolArgumentError
+		sizeErr  *toolreg.ArgumentsTooLargeError
+		sideErr  *toolreg.SideEffectToolError
+		panicErr *toolreg.ToolPanicError
+		resErr   *toolreg.ToolResultError
 	)
 	switch {
 	case err == nil:
@@ -74,10 +70,6 @@ func ErrorTypeOf(err error) string {
 		return ErrorArgumentsTooLarge
 	case errors.As(err, &sideErr):
 		return ErrorSideEffectRefused
-	case errors.As(err, &roErr):
-		return ErrorReadOnlyRefused
-	case errors.As(err, &notFound), errors.As(err, &notOffered):
-		return ErrorToolNotFound
 	case errors.Is(err, toolreg.ErrNotBound):
 		return ErrorNotBound
 	case errors.As(err, &panicErr):
