@@ -215,8 +215,14 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	return res, err
 }
 
-// Act requests the side-effecting tool called name with args: it validates
-// args against the tool's contract exactly as the runner would
+// Act is ActContext with a context that carries nothing: the intent has no
+// tool call id. See ActContext for what it stages and what it refuses.
+func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
+	return a.ActContext(context.Background(), name, args)
+}
+
+// ActContext requests the side-effecting tool called name with args: it
+// validates args against the tool's contract exactly as the runner would
 // (toolreg.Tool.CheckArgs), stages an intent for the effector, advances the
 // step cursor, and returns the intent. It runs nothing and sends nothing; the
 // intent leaves only through Drain.
@@ -228,7 +234,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // arguments, and it expires after the manifest's approval_timeout when it
 // gives one: the effector executes the call only once a person approves it.
 //
-// Act refuses, staging nothing and leaving the step where it was: an unknown
+// It refuses, staging nothing and leaving the step where it was: an unknown
 // name (*toolreg.ToolNotFoundError), a name the activation does not offer
 // (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
@@ -237,7 +243,20 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // with no clock (ErrNoClock) or a non-positive WithIntentTTL, and one already
 // drained (ErrDrained). The intent it returns is the caller's copy: changing
 // it changes nothing staged.
-func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
+//
+// ctx is the caller's, for a call a model made: the tool call id WithCallID
+// put in it (the id the model gave the call) goes with the intent as its
+// ToolCallID (toolreg's extension field 1000), which the effector records on
+// its execute_tool span as gen_ai.tool.call.id, and which the signature
+// covers. It is not part of the intent id: a replay that passes the same
+// call id stages byte-identical intents, and one that passes another stages
+// the same id. A ctx that has ended stages nothing and returns its error,
+// leaving the step where it was.
+func (a *Activation) ActContext(ctx context.Context, name string, args json.RawMessage) (*intent.Intent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	callID, _ := CallIDFromContext(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -281,6 +300,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		ExpiresAtMs: created + a.ttl.Milliseconds(),
 		Kind:        intent.KindTool,
 		TraceID:     bytes.Clone(a.traceID),
+		ToolCallID:  callID,
 	}
 	if ap := t.Spec().Approval; ap != nil {
 		// A person decides first: the intent asks for approval of exactly

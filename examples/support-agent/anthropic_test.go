@@ -222,7 +222,8 @@ func TestTheAnthropicVariantOfTheLoop(t *testing.T) {
 	}
 
 	// The same script staged through either SDK gives the same intents, byte
-	// for byte.
+	// for byte, but for the tool call id each carries: the provider's own
+	// (toolu_..., call_...).
 	at := time.UnixMilli(1764750000000)
 	viaClaude, err := svc.activate(ctx, &conv, claude, at, false)
 	if err != nil {
@@ -241,7 +242,20 @@ func TestTheAnthropicVariantOfTheLoop(t *testing.T) {
 		t.Fatalf("staged %d intents through anthropic-sdk-go and %d through openai-go; want 4 each", len(viaClaude.wire), len(viaGPT.wire))
 	}
 	for i := range viaClaude.wire {
-		if !bytes.Equal(viaClaude.wire[i], viaGPT.wire[i]) {
+		var c, g intent.Intent
+		if err := c.UnmarshalBinary(viaClaude.wire[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.UnmarshalBinary(viaGPT.wire[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(c.ToolCallID, "toolu_") || !strings.HasPrefix(g.ToolCallID, "call_") {
+			t.Errorf("intent %d carries tool call ids %q and %q; want Claude's toolu_ and GPT's call_", i, c.ToolCallID, g.ToolCallID)
+		}
+		c.ToolCallID, g.ToolCallID = "", ""
+		cb, _ := c.MarshalBinary()
+		gb, _ := g.MarshalBinary()
+		if !bytes.Equal(cb, gb) {
 			t.Errorf("intent %d differs between the two SDKs' loops", i)
 		}
 	}
