@@ -221,13 +221,15 @@ type processNote struct {
 	span        trace.Span // Process's execute_tool span; nil when no tracer records
 	fn          atomic.Uint32
 	storeFailed atomic.Bool
+	timeout     time.Duration // the tool's, set as its function starts (before the goroutine it may run on)
 }
 
 // The function's outcome in processNote.fn: fnNone (it did not run in this
 // Process), fnReturned (it returned a value before its timeout), fnLate (it
 // returned a value after its timeout had passed: the watchdog's ERROR is
-// the result), or fnFailed plus the index in genai.ErrorTypes of its
-// error's type.
+// the result, unless the function beat the watchdog by a hair, when its own
+// refused result is taken for a timeout), or fnFailed plus the index in
+// genai.ErrorTypes of its error's type.
 const (
 	fnNone uint32 = iota
 	fnReturned
@@ -269,17 +271,27 @@ func (t *telemetry) start(ctx context.Context, in *intent.Intent) (context.Conte
 	ctx, span := tr.Start(ctx, genai.ExecuteTool, opts...)
 	if span.IsRecording() {
 		span.SetName(genai.SpanName(in.ToolName))
-		span.SetAttributes(genai.Operation, genai.ToolName.String(in.ToolName), genai.ToolType.String(toolType(in)),
-			intentIDKey.String(in.ID))
-		if in.ToolCallID != "" {
-			span.SetAttributes(genai.ToolCallID.String(in.ToolCallID))
+		// In one call of the size it needs: the SDK grows its attributes once.
+		d := t.description(in.ToolName)
+		n := 4
+		for _, set := range [...]bool{in.ToolCallID != "", d != "", t.recordArgs} {
+			if set {
+				n++
+			}
 		}
-		if d := t.description(in.ToolName); d != "" {
-			span.SetAttributes(genai.ToolDescription.String(d))
+		attrs := make([]attribute.KeyValue, 4, n)
+		attrs[0], attrs[1], attrs[2], attrs[3] = genai.Operation, genai.ToolName.String(in.ToolName),
+			genai.ToolType.String(toolType(in)), intentIDKey.String(in.ID)
+		if in.ToolCallID != "" {
+			attrs = append(attrs, genai.ToolCallID.String(in.ToolCallID))
+		}
+		if d != "" {
+			attrs = append(attrs, genai.ToolDescription.String(d))
 		}
 		if t.recordArgs {
-			span.SetAttributes(genai.ToolArguments.String(string(in.ArgsJSON)))
+			attrs = append(attrs, genai.ToolArguments.String(string(in.ArgsJSON)))
 		}
+		span.SetAttributes(attrs...)
 	}
 	return context.WithValue(ctx, noteKey{}, &processNote{span: span}), span
 }
@@ -342,7 +354,6 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, in *intent.Intent,
 		return
 	}
 	if span.IsRecording() {
-		span.SetAttributes(statusKey.String(status))
 		switch {
 		case err != nil:
 			span.SetStatus(codes.Error, err.Error())
@@ -350,7 +361,9 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, in *intent.Intent,
 			span.SetStatus(codes.Error, res.ErrorMessage)
 		}
 		if typ != "" {
-			span.SetAttributes(genai.ErrorType.String(typ))
+			span.SetAttributes(statusKey.String(status), genai.ErrorType.String(typ))
+		} else {
+			span.SetAttributes(statusKey.String(status))
 		}
 	}
 	span.End()
@@ -576,11 +589,10 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 
 // executing is the telemetry of one run of a tool's function.
 type executing struct {
-	span    trace.Span
-	m       *instruments  // as at the start, so the in-flight count balances
-	note    *processNote  // Process's, told the function's outcome
-	start   int64         // monoNow at the start, when m or note is set
-	timeout time.Duration // the tool's, when note is set
+	span  trace.Span
+	m     *instruments // as at the start, so the in-flight count balances
+	note  *processNote // Process's, told the function's outcome
+	start int64        // monoNow at the start, when m or note is set
 }
 
 // startExecute starts the execute phase of in: its span is in the context
@@ -592,7 +604,7 @@ func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context
 	}
 	if x.note = noteOf(ctx); x.note != nil {
 		ctx, x.span = phaseUnder(ctx, x.note.span, phaseExecute)
-		x.timeout = e.timeout(in.ToolName)
+		x.note.timeout = e.timeout(in.ToolName)
 	}
 	if m := x.m; m != nil {
 		m.inFlight.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
@@ -613,7 +625,7 @@ func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Inten
 func finishExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
 	ran := time.Duration(monoNow() - x.start)
 	if x.note != nil {
-		x.note.fn.Store(functionOutcome(err, ran, x.timeout))
+		x.note.fn.Store(functionOutcome(err, ran, x.note.timeout))
 	}
 	if m := x.m; m != nil {
 		tool := genai.ToolName.String(in.ToolName)

@@ -60,8 +60,8 @@ type Activation struct {
 	traceID   []byte // WithTraceID
 	traceErr  error
 	// spanParent is the remote parent of the inline runs' spans in the
-	// trace traceID names (telemetry.go); zero without a valid trace id.
-	spanParent trace.SpanID
+	// trace traceID names (telemetry.go); invalid without a trace id.
+	spanParent trace.SpanContext
 
 	mu      sync.Mutex
 	step    uint32
@@ -169,18 +169,9 @@ func NewActivation(pipeline *registry.Registry, entityKey []byte, seq int64, opt
 		a.runner = New()
 	}
 	if len(a.traceID) == 16 && a.traceErr == nil {
-		a.spanParent = activationSpanID(a.entityKey, a.seq)
+		a.spanParent = activationParent(trace.TraceID(a.traceID), a.entityKey, a.seq)
 	}
 	return a
-}
-
-// traceContext is ctx for an inline run: joined to the activation's trace
-// when it has one (WithTraceID).
-func (a *Activation) traceContext(ctx context.Context) context.Context {
-	if !a.spanParent.IsValid() {
-		return ctx
-	}
-	return a.runner.joinTrace(ctx, trace.TraceID(a.traceID), a.spanParent)
 }
 
 // Step returns the step index the next Act will take.
@@ -208,7 +199,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.runner.Run(a.traceContext(ctx), t, args)
+	res, err := a.runner.runIn(ctx, t, args, a.spanParent)
 	if err == nil {
 		a.offerFound(res)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -63,24 +64,38 @@ func (r *Runner) tracer() trace.Tracer {
 // runTraced is run in an execute_tool span of tr. The span starts under a
 // fixed name and gets its attributes only if it records, so a sampler that
 // drops it costs little; samplers see the name "execute_tool".
-func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage) (any, error) {
+//
+// A valid parent (an Activation's with WithTraceID, see joinTrace) puts the
+// span in parent's trace when ctx's span is of another one.
+func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage, parent trace.SpanContext) (any, error) {
 	var opts []trace.SpanStartOption
-	if j, ok := ctx.Value(joinedKey{}).(*joined); ok && j.link.SpanContext.IsValid() && trace.SpanContextFromContext(ctx).Equal(j.parent) {
-		opts = append(opts, trace.WithLinks(j.link))
+	if parent.IsValid() {
+		ctx, opts = joinTrace(ctx, parent)
 	}
 	ctx, span := tr.Start(ctx, genai.ExecuteTool, opts...)
 	if span.IsRecording() {
 		span.SetName(genai.SpanName(t.Name()))
-		span.SetAttributes(genai.Operation, genai.ToolName.String(t.Name()), genai.ToolType.String("function"))
-		if d := t.Description(); d != "" {
-			span.SetAttributes(genai.ToolDescription.String(d))
+		// In one call of the size it needs: the SDK grows its attributes once.
+		d := t.Description()
+		id, hasID := CallIDFromContext(ctx)
+		n := 3
+		for _, set := range [...]bool{d != "", hasID, r.recordArgs} {
+			if set {
+				n++
+			}
 		}
-		if id, ok := CallIDFromContext(ctx); ok {
-			span.SetAttributes(genai.ToolCallID.String(id))
+		attrs := make([]attribute.KeyValue, 3, n)
+		attrs[0], attrs[1], attrs[2] = genai.Operation, genai.ToolName.String(t.Name()), genai.ToolType.String("function")
+		if d != "" {
+			attrs = append(attrs, genai.ToolDescription.String(d))
+		}
+		if hasID {
+			attrs = append(attrs, genai.ToolCallID.String(id))
 		}
 		if r.recordArgs {
-			span.SetAttributes(genai.ToolArguments.String(string(args)))
+			attrs = append(attrs, genai.ToolArguments.String(string(args)))
 		}
+		span.SetAttributes(attrs...)
 	}
 	res, err := r.run(ctx, t, args)
 	if err != nil && span.IsRecording() {
@@ -100,15 +115,6 @@ func errorType(err error) string {
 	return genai.ErrorTool
 }
 
-// joined is what joinTrace put in a context: the remote parent of the
-// activation's trace it made, and the caller's span it replaced, to link.
-type joined struct {
-	parent trace.SpanContext
-	link   trace.Link
-}
-
-type joinedKey struct{}
-
 // activationSpanID is the span id of the remote parent the inline runs of
 // an activation with WithTraceID have: the first 8 bytes of the SHA-256 of
 // "activation|<hex of entity key>|<seq>", a pure function of the
@@ -123,24 +129,25 @@ func activationSpanID(entityKey []byte, seq int64) trace.SpanID {
 	return id
 }
 
-// joinTrace returns ctx for an inline run of an activation whose trace is
-// tid: unchanged when nothing records or ctx's span is already of that
-// trace; else with a remote parent of that trace (span id parent), the
-// caller's span, if any, to be linked.
-func (r *Runner) joinTrace(ctx context.Context, tid trace.TraceID, parent trace.SpanID) context.Context {
-	if r.tracer() == nil {
-		return ctx
-	}
+// activationParent is the remote parent of the spans of an activation's
+// inline runs (see WithTraceID): in its trace tid, with the span id
+// activationSpanID gives.
+func activationParent(tid trace.TraceID, entityKey []byte, seq int64) trace.SpanContext {
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: activationSpanID(entityKey, seq), TraceFlags: trace.FlagsSampled, Remote: true})
+}
+
+// joinTrace returns ctx under parent, and the option linking the caller's
+// span it replaces, unless ctx's span is already of parent's trace.
+func joinTrace(ctx context.Context, parent trace.SpanContext) (context.Context, []trace.SpanStartOption) {
 	sc := trace.SpanContextFromContext(ctx)
-	if sc.TraceID() == tid {
-		return ctx
+	if sc.TraceID() == parent.TraceID() {
+		return ctx, nil
 	}
-	remote := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: parent, TraceFlags: trace.FlagsSampled, Remote: true})
-	j := &joined{parent: remote}
+	var opts []trace.SpanStartOption
 	if sc.IsValid() {
-		j.link = trace.Link{SpanContext: sc}
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	return context.WithValue(trace.ContextWithRemoteSpanContext(ctx, remote), joinedKey{}, j)
+	return trace.ContextWithRemoteSpanContext(ctx, parent), opts
 }
 
 type callIDKey struct{}
