@@ -313,7 +313,9 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	}
 	// The activation stages this one intent and is dropped: Act's intent goes
 	// straight to the effector, so there is nothing to Drain.
-	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.cfg.act...).Act(t.Name(), arguments(req))
+	// ActContext keeps the request's JSON-RPC id (joinTrace put it in ctx)
+	// with the intent, for the effector's span.
+	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.cfg.act...).ActContext(ctx, t.Name(), arguments(req))
 	if err != nil {
 		return toolError(err)
 	}
