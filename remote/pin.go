@@ -169,6 +169,8 @@ func plan(server string, tools map[string]*mcp.Tool, existing []*toolreg.Spec, p
 			rep.Refused[n] = []Refusal{{Reason: err.Error()}}
 			continue
 		}
+		// Loaded back as a file would be (testing/fstest's MapFS is the
+		// standard library's in-memory fs.FS; it imports no test code).
 		if _, err := loader.LoadFS(fstest.MapFS{"pin.yaml": {Data: data}}, "pin.yaml"); err != nil {
 			rep.Refused[n] = loaderRefusals(err)
 			continue
