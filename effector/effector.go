@@ -140,7 +140,7 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if len(ps) > 0 {
 		return nil, &ConfigError{Problems: ps}
 	}
-	tel, err := newTelemetry(&cfg)
+	tel, err := newTelemetry(&cfg, effectTable)
 	if err != nil {
 		return nil, err
 	}
@@ -452,6 +452,7 @@ func (e *Effector) complete(ctx context.Context, id, token string, b []byte, lea
 		if wait <= 0 {
 			return attempt, err
 		}
+		e.storeRetry(ctx, span, "complete", id, attempt, err, wait) // telemetry.go: logged and counted
 		time.Sleep(wait)
 		backoff = min(2*backoff, e.cfg.maxBackoff)
 	}

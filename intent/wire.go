@@ -17,10 +17,10 @@ import (
 //
 //   - known fields in field-number order, each only when it is not its zero
 //     value (proto3 implicit presence), as protobuf-go and Python's upb write;
-//   - then toolreg's extension fields (principal, 1001, a message of its
-//     own: 1 subject, 2 repeated scopes), which the Python runtime does not
-//     know and so keeps, and writes back, as unknown fields in the order it
-//     read them: after its known fields, as here;
+//   - then toolreg's extension fields (tool_call_id, 1000; principal, 1001,
+//     a message of its own: 1 subject, 2 repeated scopes), which the Python
+//     runtime does not know and so keeps, and writes back, as unknown fields
+//     in the order it read them: after its known fields, as here;
 //   - then the unknown fields, exactly as they were read, so that an intent
 //     written by a newer runtime keeps its signature when passed on.
 //
@@ -54,7 +54,8 @@ const (
 	// toolreg's extension fields, numbered from 1000 so that no future field
 	// of the beam-agents v1 contract (which owns 1 to 14) can collide with
 	// them. A reader of the contract alone keeps them as unknown fields.
-	fPrincipal protowire.Number = 1001
+	fToolCallID protowire.Number = 1000
+	fPrincipal  protowire.Number = 1001
 )
 
 // Principal message field numbers (field 1001 of ToolIntent).
@@ -130,6 +131,7 @@ func (in *Intent) appendWire(b []byte, signed bool) ([]byte, error) {
 		b = appendBytesField(b, fSigningKeyID, in.SigningKeyID)
 		b = appendBytesField(b, fSignature, in.Signature)
 	}
+	b = appendBytesField(b, fToolCallID, in.ToolCallID)
 	b = appendPrincipal(b, in.Principal)
 	return append(b, in.unknown...), nil
 }
@@ -146,6 +148,7 @@ func (in *Intent) wireSize(signed bool) int {
 		varintFieldSize(fAttempt, uint64(in.Attempt)) +
 		varintFieldSize(fKind, uint64(int64(in.Kind))) +
 		bytesFieldSize(fTraceID, in.TraceID) +
+		bytesFieldSize(fToolCallID, in.ToolCallID) +
 		principalFieldSize(in.Principal) +
 		len(in.unknown)
 	if signed {
@@ -165,6 +168,7 @@ func (in *Intent) checkUTF8() error {
 		{"tool_name", utf8.ValidString(in.ToolName)},
 		{"args_json", utf8.Valid(in.ArgsJSON)},
 		{"signing_key_id", utf8.ValidString(in.SigningKeyID)},
+		{"tool_call_id", utf8.ValidString(in.ToolCallID)},
 		{"principal", validPrincipal(in.Principal)},
 	} {
 		if !f.ok {
@@ -300,6 +304,8 @@ func (in *Intent) UnmarshalBinary(data []byte) error {
 				return stringField(&x.SigningKeyID, v)
 			case fSignature:
 				x.Signature = cloneBytes(v)
+			case fToolCallID:
+				return stringField(&x.ToolCallID, v)
 			case fPrincipal:
 				if x.Principal != nil {
 					// A protobuf reader would merge the two: a principal is
@@ -483,6 +489,9 @@ var (
 
 func fieldName(msg string, num protowire.Number) string {
 	names := intentFieldNames[:]
+	if msg == msgToolIntent && num == fToolCallID {
+		return "tool_call_id"
+	}
 	if msg == msgToolIntent && num == fPrincipal {
 		return "principal"
 	}

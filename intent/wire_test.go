@@ -608,16 +608,17 @@ func TestTheDecoderFollowsProto3Rules(t *testing.T) {
 }
 
 // Differential check against protobuf-go: a dynamic message built from the
-// README's field table must accept exactly what UnmarshalBinary accepts, and
-// its deterministic serialization must be our bytes.
+// README's field table, plus toolreg's extension fields, must accept exactly
+// what UnmarshalBinary accepts, and its deterministic serialization must be
+// our bytes. contractIntentDesc is the table alone, as the Python runtime
+// knows the message: it keeps toolreg's fields as unknown ones.
 
-// intentDesc is ToolIntent with toolreg's extension fields (principal, 1001,
-// a message), as toolreg reads it; contractIntentDesc is the contract's
-// fields alone, as the Python runtime reads it.
-var intentDesc, resultDesc = wireDescriptors(true)
-var contractIntentDesc, _ = wireDescriptors(false)
+var (
+	intentDesc, resultDesc = wireDescriptors(true)
+	contractIntentDesc, _  = wireDescriptors(false)
+)
 
-func wireDescriptors(ext bool) (protoreflect.MessageDescriptor, protoreflect.MessageDescriptor) {
+func wireDescriptors(extensions bool) (protoreflect.MessageDescriptor, protoreflect.MessageDescriptor) {
 	field := func(name string, num int32, typ descriptorpb.FieldDescriptorProto_Type, enum string) *descriptorpb.FieldDescriptorProto {
 		f := &descriptorpb.FieldDescriptorProto{
 			Name: proto.String(name), Number: proto.Int32(num), Type: typ.Enum(),
@@ -665,13 +666,13 @@ func wireDescriptors(ext bool) (protoreflect.MessageDescriptor, protoreflect.Mes
 			}},
 		},
 	}
-	if ext {
+	if extensions {
+		fd.MessageType[0].Field = append(fd.MessageType[0].Field, field("tool_call_id", 1000, str, ""))
 		fd.MessageType = append(fd.MessageType, &descriptorpb.DescriptorProto{Name: proto.String("Principal"), Field: []*descriptorpb.FieldDescriptorProto{
 			field("subject", 1, str, ""),
 			{Name: proto.String("scopes"), Number: proto.Int32(2), Type: str.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()},
 		}})
-		ti := fd.MessageType[0]
-		ti.Field = append(ti.Field, &descriptorpb.FieldDescriptorProto{
+		fd.MessageType[0].Field = append(fd.MessageType[0].Field, &descriptorpb.FieldDescriptorProto{
 			Name: proto.String("principal"), Number: proto.Int32(1001), Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(),
 			TypeName: proto.String(".beam.v1.Principal"), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
 		})

@@ -331,8 +331,10 @@ func (in *Intent) unmarshalJSONFast(data []byte) bool {
 			f = 14
 		case "unknown_fields":
 			f = 15
-		case "principal":
+		case "tool_call_id":
 			f = 16
+		case "principal":
+			f = 17
 		default:
 			return false
 		}
@@ -388,6 +390,8 @@ func (in *Intent) unmarshalJSONFast(data []byte) bool {
 		case 15:
 			x.unknown, ok = s.bytes()
 		case 16:
+			x.ToolCallID, ok = s.text()
+		case 17:
 			x.Principal, ok = s.principal()
 		}
 		return ok
@@ -525,7 +529,7 @@ func appendJSONBytes(b, p []byte) []byte {
 // appendJSON appends the intent's JSON form as encoding/json writes its
 // intentJSON; ok is false when a string needs encoding/json.
 func (in *Intent) appendJSON(b []byte) (_ []byte, ok bool) {
-	ok1, ok2, ok3, ok4, ok5, ok6 := true, true, true, true, true, true
+	ok1, ok2, ok3, ok4, ok5, ok6, ok7 := true, true, true, true, true, true, true
 	b = append(b, `{"intent_id":`...)
 	b, ok1 = appendJSONString(b, in.ID)
 	b = append(b, `,"entity_key":`...)
@@ -562,15 +566,19 @@ func (in *Intent) appendJSON(b []byte) (_ []byte, ok bool) {
 		b = append(b, `,"signature":`...)
 		b = appendJSONBytes(b, in.Signature)
 	}
-	ok7 := true
+	if in.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b, ok7 = appendJSONString(b, in.ToolCallID)
+	}
+	ok8 := true
 	if p := in.Principal; p != nil {
-		b, ok7 = appendPrincipalJSON(append(b, `,"principal":`...), p)
+		b, ok8 = appendPrincipalJSON(append(b, `,"principal":`...), p)
 	}
 	if len(in.unknown) > 0 {
 		b = append(b, `,"unknown_fields":`...)
 		b = appendJSONBytes(b, in.unknown)
 	}
-	return append(b, '}'), ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7
+	return append(b, '}'), ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8
 }
 
 // appendPrincipalJSON appends p as encoding/json writes its *principalJSON.
@@ -600,7 +608,7 @@ func appendPrincipalJSON(b []byte, p *toolreg.Principal) (_ []byte, ok bool) {
 }
 
 func (in *Intent) jsonSizeHint() int {
-	return 256 + len(in.ID) + len(in.ToolName) + len(in.SigningKeyID) + len(in.ArgsJSON) + len(in.ArgsJSON)/2 +
+	return 256 + len(in.ID) + len(in.ToolName) + len(in.SigningKeyID) + len(in.ToolCallID) + len(in.ArgsJSON) + len(in.ArgsJSON)/2 +
 		base64.StdEncoding.EncodedLen(len(in.EntityKey)) + base64.StdEncoding.EncodedLen(len(in.TraceID)) +
 		base64.StdEncoding.EncodedLen(len(in.Signature)) + base64.StdEncoding.EncodedLen(len(in.unknown)) +
 		principalSizeHint(in.Principal)

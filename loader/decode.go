@@ -63,6 +63,10 @@ func decodeSpec(n *node) *toolreg.Spec {
 			if v.kind == kindMap {
 				s.Budgets = decodeBudgets(v)
 			}
+		case "remote":
+			if v.kind == kindMap {
+				s.Remote = decodeRemote(v)
+			}
 		}
 	}
 	return s
@@ -117,6 +121,24 @@ func decodeAnnotations(n *node) *toolreg.Annotations {
 		}
 	}
 	return a
+}
+
+func decodeRemote(n *node) *toolreg.Remote {
+	r := &toolreg.Remote{}
+	for i, k := range n.keys {
+		v := n.vals[i]
+		switch k {
+		case "server":
+			r.Server = str(v)
+		case "tool":
+			r.Tool = str(v)
+		case "title":
+			r.Title = str(v)
+		case "read_only_hint":
+			r.ReadOnlyHint = v.text == "true"
+		}
+	}
+	return r
 }
 
 func decodeParams(n *node) []*toolreg.Param {

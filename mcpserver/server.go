@@ -173,13 +173,18 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		return nil, err
 	}
 	// The SDK's AddTool is safe for concurrent use, and the registry is
-	// only read.
+	// only read. A remote tool withdrawn already is served, hidden from
+	// tools/list and refused when called, as one withdrawn later is.
+	byName := make(map[string]*toolreg.Tool, bound.Pipeline.Len())
+	for _, t := range bound.Pipeline.Tools() {
+		byName[t.Name()] = t
+	}
 	errs := make([]error, len(tools))
 	par.Do(len(tools), func(i int) {
 		mt := tools[i]
-		t, err := bound.Pipeline.Get(mt.Name)
-		if err != nil {
-			errs[i] = fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+		t, ok := byName[mt.Name]
+		if !ok {
+			errs[i] = fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold", mt.Name)
 			return
 		}
 		errs[i] = addRendered(s.mcp, mt, s.handler(t))
@@ -188,6 +193,9 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		return nil, err
 	}
 	s.tools = tools
+	if hasRemote(bound.Pipeline) {
+		s.mcp.AddReceivingMiddleware(s.hideWithdrawn)
+	}
 	if cfg.search != nil {
 		if err := s.initSearch(); err != nil {
 			return nil, err
@@ -318,8 +326,10 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	}
 	// The activation stages this one intent and is dropped: Act's intent goes
 	// straight to the effector, so there is nothing to Drain.
+	// ActContext keeps the request's JSON-RPC id (joinTrace put it in ctx)
+	// with the intent, for the effector's span.
 	act := append(s.cfg.act[:len(s.cfg.act):len(s.cfg.act)], runner.WithPrincipal(s.principal(req)))
-	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, act...).Act(t.Name(), arguments(req))
+	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, act...).ActContext(ctx, t.Name(), arguments(req))
 	if err != nil {
 		return toolError(err)
 	}
@@ -389,6 +399,10 @@ func toolError(err error) *mcp.CallToolResult {
 		return errorResult(scope.ModelMessage())
 	case errors.As(err, &budget):
 		return errorResult(budget.ModelMessage())
+	}
+	var withdrawn *toolreg.ToolWithdrawnError
+	if errors.As(err, &withdrawn) {
+		return errorResult(withdrawn.ModelMessage())
 	}
 	return errorResult(err.Error())
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
@@ -58,6 +60,9 @@ type Activation struct {
 	key       []byte
 	traceID   []byte // WithTraceID
 	traceErr  error
+	// spanParent is the remote parent of the inline runs' spans in the
+	// trace traceID names (telemetry.go); invalid without a trace id.
+	spanParent trace.SpanContext
 
 	mu      sync.Mutex
 	step    uint32
@@ -140,6 +145,14 @@ func WithSigningKey(keyID string, key []byte) ActivationOption {
 // writes it). Take it from the activation's input, not from the current
 // span: a replay must stage the same bytes, and a retried bundle runs in a
 // new span. A trace id that is not 16 bytes, or all zero, makes Act fail.
+//
+// The activation's inline runs (RunTool, RunAll) join that trace too: when
+// the caller's context holds no span of it, their execute_tool spans have
+// a remote parent in it, whose span id is a pure function of the
+// activation (the first 8 bytes of the SHA-256 of "activation|<hex of
+// entity key>|<seq>"), the same for every run, and the caller's span, of
+// another trace, is linked. A caller's span of the activation's trace
+// stays their parent.
 func WithTraceID(traceID []byte) ActivationOption {
 	return func(a *Activation) {
 		a.traceID, a.traceErr = bytes.Clone(traceID), nil
@@ -164,6 +177,9 @@ func NewActivation(pipeline *registry.Registry, entityKey []byte, seq int64, opt
 	}
 	if a.runner == nil {
 		a.runner = New()
+	}
+	if len(a.traceID) == 16 && a.traceErr == nil {
+		a.spanParent = activationParent(trace.TraceID(a.traceID), a.entityKey, a.seq)
 	}
 	return a
 }
@@ -209,7 +225,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 			return nil, err
 		}
 	}
-	res, err := a.runner.run1(ctx, t, args, limit > 0)
+	res, err := a.runner.runIn(ctx, t, args, a.spanParent, limit > 0)
 	if err == nil {
 		a.offerFound(res)
 	} else if limit > 0 {
@@ -218,24 +234,31 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	return res, err
 }
 
-// Act requests the side-effecting tool called name with args: it validates
-// args against the tool's contract exactly as the runner would
+// Act is ActContext with a context that carries nothing: the intent has no
+// tool call id. See ActContext for what it stages and what it refuses.
+func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
+	return a.ActContext(context.Background(), name, args)
+}
+
+// ActContext requests the side-effecting tool called name with args: it
+// validates args against the tool's contract exactly as the runner would
 // (toolreg.Tool.CheckArgs), stages an intent for the effector, advances the
 // step cursor, and returns the intent. It runs nothing and sends nothing; the
 // intent leaves only through Drain.
 //
 // The intent has kind TOOL, attempt 0, the canonical JSON of the validated
 // args (coerced, defaults applied), id IntentID(entity key, seq, step),
-// created/expiry times from the clock, and the activation's principal. For a tool whose manifest says
+// created/expiry times from the clock, and the caller's principal (ctx's,
+// else the activation's: WithPrincipal). For a tool whose manifest says
 // approval: required its kind is APPROVAL instead, with the same exact
 // arguments, and it expires after the manifest's approval_timeout when it
 // gives one: the effector executes the call only once a person approves it.
 //
-// Act refuses, staging nothing and leaving the step where it was: an unknown
+// It refuses, staging nothing and leaving the step where it was: an unknown
 // name (*toolreg.ToolNotFoundError), a name the activation does not offer
 // (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), a tool whose scopes the
-// activation's principal (WithPrincipal) lacks (*toolreg.ScopeError), a call
+// caller's principal lacks (*toolreg.ScopeError), a call
 // over the tool's per_activation budget (*toolreg.BudgetError; only calls
 // with valid arguments count), arguments that break the
 // contract (*toolreg.ToolArgumentError), arguments above the runner's size
@@ -243,7 +266,24 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // with no clock (ErrNoClock) or a non-positive WithIntentTTL, and one already
 // drained (ErrDrained). The intent it returns is the caller's copy: changing
 // it changes nothing staged.
-func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
+//
+// ctx is the caller's, for a call a model made: the tool call id WithCallID
+// put in it (the id the model gave the call) goes with the intent as its
+// ToolCallID (toolreg's extension field 1000), which the effector records on
+// its execute_tool span as gen_ai.tool.call.id, and which the signature
+// covers. It is not part of the intent id: a replay that passes the same
+// call id stages byte-identical intents, and one that passes another stages
+// the same id. A ctx that has ended stages nothing and returns its error,
+// leaving the step where it was.
+func (a *Activation) ActContext(ctx context.Context, name string, args json.RawMessage) (*intent.Intent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	callID, _ := CallIDFromContext(ctx)
+	who := a.principal // the context's, when it carries one
+	if p, ok := toolreg.PrincipalFrom(ctx); ok {
+		who = p
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -268,7 +308,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 	if !t.SideEffect() {
 		return nil, &toolreg.ReadOnlyToolError{Name: name}
 	}
-	if err := principalErr(a.principal, t); err != nil {
+	if err := principalErr(who, t); err != nil {
 		return nil, err
 	}
 	if err := a.runner.checkSize(t, args); err != nil {
@@ -290,7 +330,8 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		ExpiresAtMs: created + a.ttl.Milliseconds(),
 		Kind:        intent.KindTool,
 		TraceID:     bytes.Clone(a.traceID),
-		Principal:   clonePrincipal(a.principal),
+		ToolCallID:  callID,
+		Principal:   clonePrincipal(who),
 	}
 	if ap := t.Spec().Approval; ap != nil {
 		// A person decides first: the intent asks for approval of exactly

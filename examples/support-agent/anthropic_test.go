@@ -15,6 +15,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/beam-agents/toolreg/intent"
 )
 
 // The Anthropic run's whole trace: the scripted conversation served as
@@ -26,8 +28,9 @@ func TestMainJobTraceThroughAnthropic(t *testing.T) {
 }
 
 // The same script staged through either SDK gives the same intents, byte
-// for byte; through anthropic-sdk-go the refused call goes back to the
-// model as a tool_result flagged is_error.
+// for byte but for the tool call id each carries, the provider's own
+// (toolu_..., call_...); through anthropic-sdk-go the refused call goes back
+// to the model as a tool_result flagged is_error.
 func TestTheAnthropicLoopStagesWhatTheOpenAIOneDoes(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("ANTHROPIC_API_KEY", "")
@@ -70,7 +73,20 @@ func TestTheAnthropicLoopStagesWhatTheOpenAIOneDoes(t *testing.T) {
 		t.Fatalf("staged %d intents through anthropic-sdk-go and %d through openai-go; want 4 each", len(viaClaude.wire), len(viaGPT.wire))
 	}
 	for i := range viaClaude.wire {
-		if !bytes.Equal(viaClaude.wire[i], viaGPT.wire[i]) {
+		var c, g intent.Intent
+		if err := c.UnmarshalBinary(viaClaude.wire[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.UnmarshalBinary(viaGPT.wire[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(c.ToolCallID, "toolu_") || !strings.HasPrefix(g.ToolCallID, "call_") {
+			t.Errorf("intent %d carries tool call ids %q and %q; want Claude's toolu_ and GPT's call_", i, c.ToolCallID, g.ToolCallID)
+		}
+		c.ToolCallID, g.ToolCallID = "", ""
+		cb, _ := c.MarshalBinary()
+		gb, _ := g.MarshalBinary()
+		if !bytes.Equal(cb, gb) {
 			t.Errorf("intent %d differs between the two SDKs' loops", i)
 		}
 	}

@@ -45,6 +45,7 @@ var commands = []*command{
 	intentsCommand,
 	budgetsCommand,
 	approvalsCommand,
+	pinCommand,
 }
 
 func lookup(name string) *command {
