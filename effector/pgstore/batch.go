@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/idrounds"
 )
 
 // The batch forms. A batch's items travel as arrays, one per column, that a
@@ -157,7 +158,7 @@ func (s *Store) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, ou
 		if len(pending) == 0 {
 			return
 		}
-		round, later := firstOccurrences(pending, func(i int) []byte { return items[i].id })
+		round, later := idrounds.First(pending, func(i int) string { return string(items[i].id) })
 		again := s.claimRound(ctx, items, round, out)
 		if len(again) > 0 {
 			retries++
@@ -347,7 +348,7 @@ func (s *Store) ReleaseBatch(ctx context.Context, reqs []effector.Release, errs 
 func (s *Store) changeBatch(ctx context.Context, pending []int, id func(int) []byte, size func(int) int,
 	statement func(part []int) (string, []any), answer func(i int, err error)) {
 	for len(pending) > 0 {
-		round, later := firstOccurrences(pending, id)
+		round, later := idrounds.First(pending, func(i int) string { return string(id(i)) })
 		sortByID(round, id)
 		for _, part := range s.parts(round, size) {
 			err := s.changeStatement(ctx, part, statement, answer)
@@ -413,22 +414,6 @@ func (s *Store) changeStatement(ctx context.Context, part []int, statement func(
 func itemMayHaveFailed(ctx context.Context, err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Severity == "ERROR" && ctx.Err() == nil
-}
-
-// firstOccurrences splits idx (in batch order) into the first occurrence of
-// each id, and the rest, both in batch order.
-func firstOccurrences(idx []int, id func(int) []byte) (first, rest []int) {
-	seen := make(map[string]bool, len(idx))
-	for _, i := range idx {
-		k := string(id(i))
-		if seen[k] {
-			rest = append(rest, i)
-			continue
-		}
-		seen[k] = true
-		first = append(first, i)
-	}
-	return first, rest
 }
 
 // sortByID sorts idx by id, the order batches take rows in.
