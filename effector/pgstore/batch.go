@@ -215,6 +215,8 @@ func (s *Store) claimStatement(ctx context.Context, items []claimItem, part []in
 		it := &items[i]
 		ids[k], randoms[k], leases[k], digests[k], tools[k] = it.id, it.random, it.lease, it.call.Digest[:], []byte(it.call.Tool)
 	}
+	s.batchStatements.Add(1)
+	s.batchItems.Add(int64(len(part)))
 	rows, err := s.pool.Query(ctx, batchClaimSQL, ids, randoms, leases, digests, tools)
 	if err != nil {
 		return nil, err
@@ -375,6 +377,8 @@ func (s *Store) changeBatch(ctx context.Context, pending []int, id func(int) []b
 // answers every item of part.
 func (s *Store) changeStatement(ctx context.Context, part []int, statement func(part []int) (string, []any), answer func(i int, err error)) error {
 	query, args := statement(part)
+	s.batchStatements.Add(1)
+	s.batchItems.Add(int64(len(part)))
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return err

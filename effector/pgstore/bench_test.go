@@ -272,6 +272,7 @@ func BenchmarkProcessWorkers(b *testing.B) {
 			}
 			defer s.Close()
 			effectortest.BenchmarkBatch100(b, s, workers, result)
+			b.ReportMetric(float64(s.batchItems.Load())/float64(max(1, s.batchStatements.Load())), "items/stmt")
 		})
 		for _, impl := range impls {
 			b.Run(fmt.Sprintf("workers=%d/impl=%s", workers, impl), func(b *testing.B) {

@@ -41,6 +41,9 @@ type Store struct {
 
 	statementBytes    int          // for tests: maxStatementBytes if 0 (batch.go)
 	statementFailures atomic.Int64 // batch statements Postgres refused, whose items then went one by one
+	// batchStatements and batchItems count the batch statements sent and
+	// the items they carried, for benchmarks.
+	batchStatements, batchItems atomic.Int64
 }
 
 var _ effector.DedupStore = (*Store)(nil)

@@ -226,6 +226,10 @@ func (u *unit) call(kind batchKind, items []batchItem) (*redis.Script, []string,
 // Run (which loads the script) those the server did not have the script
 // for: they did not run.
 func (s *Store) pipelineOnce(ctx context.Context, kind batchKind, items []batchItem, units []*unit) {
+	s.batchTrips.Add(1)
+	for _, u := range units {
+		s.batchItems.Add(int64(len(u.items)))
+	}
 	if len(units) == 1 {
 		script, keys, args := units[0].call(kind, items)
 		units[0].cmd = script.Run(ctx, s.rdb, keys, args...)

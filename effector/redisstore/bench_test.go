@@ -109,10 +109,12 @@ func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 		reportServerCPU(b, rdb)
 		s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"))
 		effectortest.BenchmarkBatch100(b, s, 1, result)
+		b.ReportMetric(float64(s.batchItems.Load())/float64(max(1, s.batchTrips.Load())), "items/rt")
 	})
 	for _, batch := range []int{1, DefaultBatchSize} {
 		for _, workers := range []int{1, 4, 16, 64} {
 			b.Run("impl=store/batch="+strconv.Itoa(batch)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
+				reportServerCPU(b, rdb)
 				s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithBatch(batch))
 				effectortest.BenchmarkProcessWorkers(b, s, workers)
 				b.ReportMetric(float64(s.calls())/float64(max(1, s.batches())), "calls/rt")

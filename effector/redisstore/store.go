@@ -34,6 +34,10 @@ type Store struct {
 	nlanes        int          // WithLanes
 	lanes         []*lane      // none with WithBatch(1): see batch.go
 	nextLane      atomic.Uint32
+	// batchTrips and batchItems count the round trips the batch forms made
+	// (pipelines, and calls sent alone) and the items they carried, for
+	// benchmarks (batchforms.go).
+	batchTrips, batchItems atomic.Int64
 }
 
 var _ effector.DedupStore = (*Store)(nil)
