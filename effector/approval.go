@@ -114,6 +114,11 @@ type Approval struct {
 	// Result is the execution's recorded result (ExecutionID's), once there
 	// is one.
 	Result *intent.Result
+	// AlreadyDecided is set by RecordDecision when a decision was recorded
+	// before the one it was given, which then changed nothing: Decision is
+	// that first one (who decided, and when). The other calls leave it
+	// false.
+	AlreadyDecided bool
 
 	traceID      []byte
 	signingKeyID string
@@ -453,8 +458,9 @@ const decisionLease = 30 * time.Second
 // effector executes an approved call with Resume, or Decide does both.
 //
 // The first decision wins: a second decision with the same verdict changes
-// nothing and returns the recorded approval; one with the other verdict is
-// refused with a *DecisionConflictError. A decision after the approval's
+// nothing and returns the recorded approval, with AlreadyDecided set so
+// that the person can be told theirs was ignored; one with the other
+// verdict is refused with a *DecisionConflictError. A decision after the approval's
 // deadline is refused with an *ApprovalExpiredError, and the approval is
 // recorded as expired (if no decision came first). An id with no recorded
 // approval request gives ErrUnknownApproval.
@@ -525,7 +531,7 @@ func RecordDecision(ctx context.Context, store DedupStore, id string, d Decision
 			if err != nil {
 				return Approval{}, err
 			}
-			a.State, a.Decision = st, got
+			a.State, a.Decision, a.AlreadyDecided = st, got, true
 			switch {
 			case st == ApprovalExpired:
 				return a, &ApprovalExpiredError{ApprovalID: id, ExpiresAt: a.ExpiresAt, At: d.At}

@@ -18,8 +18,9 @@ import (
 // TestTheCLIDecidingOnASQLiteFileAnEffectorUsesRunsEachCallOnce: `toolreg
 // approvals approve|deny` on the SQLite file a running effector uses (its
 // ResumeDecided loop going, and Decide racing the CLI on one approval):
-// every approved call runs once, the CLI and Decide agree on who won, and
-// a decision by a blank name records nothing.
+// every approved call runs once, one of three people approving at once is
+// recorded and the others told theirs was ignored, the CLI and Decide agree
+// on who won, and a decision by a blank name records nothing.
 func TestTheCLIDecidingOnASQLiteFileAnEffectorUsesRunsEachCallOnce(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "dedup.db")
@@ -81,10 +82,19 @@ func TestTheCLIDecidingOnASQLiteFileAnEffectorUsesRunsEachCallOnce(t *testing.T)
 	if _, err := a.eff.ResumeDecided(ctx, func(context.Context, intent.Result) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// One of the three approvals is recorded; the other two are told
+	// theirs was ignored, and fail.
+	recorded := 0
 	for i := range 3 {
-		if codes[i] != 0 {
+		switch {
+		case codes[i] == 0:
+			recorded++
+		case codes[i] != 1 || !strings.Contains(outs[i], "ignored: approval "+approved.ID+" (big_refund) was already approved by ana at "):
 			t.Fatalf("CLI approve %d: exit %d: %s", i, codes[i], outs[i])
 		}
+	}
+	if recorded != 1 {
+		t.Fatalf("%d of three CLI approvals were recorded, want 1: %q", recorded, outs[:3])
 	}
 	ap, err := effector.LookupApproval(ctx, s, approved.ID)
 	if err != nil || ap.State != effector.ApprovalApproved || ap.Result == nil || ap.Result.Status != intent.StatusOK {

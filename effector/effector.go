@@ -139,7 +139,7 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	if len(ps) > 0 {
 		return nil, &ConfigError{Problems: ps}
 	}
-	tel, err := newTelemetry(&cfg)
+	tel, err := newTelemetry(&cfg, effectTable)
 	if err != nil {
 		return nil, err
 	}
@@ -190,8 +190,9 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     its effect is unknown, so it is never run again). A Complete that fails
 //     is retried with backoff until the lease ends.
 //
-// Every result carries the intent's id, entity key and seq, and the clock's
-// time as completed_at_ms. Results of phases 3 to 6 are stored, so a
+// Every result carries the intent's id, entity key and seq (a result
+// `toolreg intents resolve` recorded, which has no intent to read them from,
+// is given them as it is returned), and the clock's time as completed_at_ms. Results of phases 3 to 6 are stored, so a
 // redelivered intent gets the same result. An EXPIRED result (phase 2) is
 // returned with a nil error and logged at level Warn with the intent's age
 // and time-to-live: check res.Status, not only err.
@@ -442,6 +443,7 @@ func (e *Effector) complete(ctx context.Context, id, token string, b []byte, lea
 		if wait <= 0 {
 			return attempt, err
 		}
+		e.storeRetry(ctx, span, "complete", id, attempt, err, wait) // telemetry.go: logged and counted
 		time.Sleep(wait)
 		backoff = min(2*backoff, e.cfg.maxBackoff)
 	}
@@ -467,11 +469,18 @@ func putWireBuf(buf *[]byte) {
 	}
 }
 
-// storedResult decodes the result the store holds for in.
+// storedResult decodes the result the store holds for in. A result of in's
+// id with no entity key and seq 0 is one `toolreg intents resolve` recorded
+// (the store keeps no intent it could read them from): it is given in's,
+// which its id derives from, so that it carries them as every result does,
+// the same on every delivery.
 func storedResult(in *intent.Intent, b []byte) (intent.Result, error) {
 	var res intent.Result
 	if err := res.UnmarshalBinary(b); err != nil {
 		return intent.Result{}, fmt.Errorf("effector: intent %q: the store's result is not a ToolResult (%w): the store is corrupt or shared with something else; give the effector a store (or key prefix) of its own", in.ID, err)
+	}
+	if len(res.EntityKey) == 0 && res.Seq == 0 && res.IntentID == in.ID {
+		res.EntityKey, res.Seq = bytes.Clone(in.EntityKey), in.Seq
 	}
 	return res, nil
 }

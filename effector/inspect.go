@@ -63,6 +63,9 @@ type Inspector interface {
 	// Resolve stores result (ToolResult bytes) as the terminal result of
 	// id, kept for ttl, if and only if its record is RecordUnknown: a record
 	// that is done, in flight, or missing is refused with ErrNotResolvable.
+	// A result with no entity key and seq 0 (the store keeps no intent to
+	// read them from) is given the intent's by Process when it answers the
+	// intent's next delivery with it.
 	Resolve(ctx context.Context, id string, result []byte, ttl time.Duration) error
 	// Purge deletes, in batches, the results that expired at least
 	// olderThan ago (every expired one for 0), and lapsed claims older than

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/genai"
+	"github.com/beam-agents/toolreg/registry"
 )
 
 // WithTracerProvider sets the provider of the tracer that records an
@@ -24,6 +26,25 @@ import (
 // phases ("effector.verify", "effector.claim", "effector.execute",
 // "effector.complete"). The default is the global provider
 // (otel.GetTracerProvider): nothing is exported unless the service sets one.
+//
+// The execute_tool span carries, as the OpenTelemetry GenAI conventions
+// name them: gen_ai.operation.name ("execute_tool"), gen_ai.tool.name,
+// gen_ai.tool.description (the manifest's, when the effect table holds the
+// tool), gen_ai.tool.type ("function", or "approval" for an APPROVAL
+// intent), gen_ai.tool.call.id (the model's tool call id the intent
+// carries, intent.Intent.ToolCallID, when it carries one), and
+// gen_ai.tool.call.arguments only with WithRecordArguments; and
+// toolreg.intent.id (the intent id), toolreg.status (statusOf's names: ok,
+// error, expired, rejected, refused, failed). A Process that ends without an
+// OK result has error status and error.type, one of the values toolreg
+// documents for runner and effector alike (see the README's Telemetry
+// section): the typed error Process returns names it (refused intents by
+// their reason: malformed_intent, signature, intent_id; non_deterministic,
+// detached, unrecorded, store, timeout, canceled); else the result does:
+// expired, rejected, and for ERROR the function's outcome in this Process
+// (tool_error, tool_panic, timeout, result_refused), or tool_error. The
+// execute phase's span has the function's error.type; the complete phase's
+// span has a "retry" event per failed Complete tried again.
 //
 // An intent that carries a trace_id joins that trace: its span's parent is a
 // remote span of that trace whose span id is derived from the intent id
@@ -48,24 +69,33 @@ func WithRecordArguments(on bool) Option {
 	return func(c *config) { c.recordArgs = on }
 }
 
-// Metric names the effector records.
+// Metric names the effector records. error.type, on the executions and
+// durations that did not end OK, and toolreg.reason take their values from
+// the same set as the spans' error.type.
 const (
-	MetricExecutions = "toolreg.effector.executions"        // counter: gen_ai.tool.name, toolreg.status
-	MetricDuration   = "toolreg.effector.duration"          // histogram, s: gen_ai.tool.name, toolreg.status
+	MetricExecutions = "toolreg.effector.executions"        // counter: gen_ai.tool.name, toolreg.status, error.type
+	MetricDuration   = "toolreg.effector.duration"          // histogram, s: gen_ai.tool.name, toolreg.status, error.type
 	MetricClaimWaits = "toolreg.effector.claim.waits"       // counter: gen_ai.tool.name (the intent was in flight elsewhere)
 	MetricReclaims   = "toolreg.effector.reclaims"          // counter: gen_ai.tool.name (effect unknown)
-	MetricRejections = "toolreg.effector.rejections"        // counter: toolreg.reason
+	MetricRejections = "toolreg.effector.rejections"        // counter: gen_ai.tool.name, toolreg.reason (refused, rejected or expired: its error.type)
 	MetricInFlight   = "toolreg.effector.executions.active" // up-down counter: gen_ai.tool.name
+	// MetricStoreRetries counts store writes Process tried again after they
+	// failed, by toolreg.store.operation ("complete"): each is logged at level
+	// Warn with the intent id and the store's error.
+	MetricStoreRetries = "toolreg.effector.store.retries" // counter: toolreg.store.operation
 )
 
 const (
-	statusKey = attribute.Key("toolreg.status")
-	reasonKey = attribute.Key("toolreg.reason")
+	statusKey   = attribute.Key("toolreg.status")
+	reasonKey   = attribute.Key("toolreg.reason")
+	storeOpKey  = attribute.Key("toolreg.store.operation")
+	intentIDKey = attribute.Key("toolreg.intent.id")
 )
 
 // telemetry is an Effector's tracer and instruments; a nil tracer or nil
 // instruments record nothing.
 type telemetry struct {
+	table      *registry.Registry   // the effect table: the tools' descriptions
 	tp         trace.TracerProvider // nil: the global one
 	tr         trace.Tracer
 	recordArgs bool
@@ -110,13 +140,13 @@ func (t *telemetry) metrics() *instruments {
 }
 
 type instruments struct {
-	executions, claimWaits, reclaims, rejections metric.Int64Counter
-	duration                                     metric.Float64Histogram
-	inFlight                                     metric.Int64UpDownCounter
+	executions, claimWaits, reclaims, rejections, storeRetries metric.Int64Counter
+	duration                                                   metric.Float64Histogram
+	inFlight                                                   metric.Int64UpDownCounter
 }
 
-func newTelemetry(cfg *config) (telemetry, error) {
-	t := telemetry{tp: cfg.tracerProvider, recordArgs: cfg.recordArgs}
+func newTelemetry(cfg *config, table *registry.Registry) (telemetry, error) {
+	t := telemetry{table: table, tp: cfg.tracerProvider, recordArgs: cfg.recordArgs}
 	if t.tp != nil {
 		t.tr = genai.Tracer(t.tp)
 	}
@@ -162,6 +192,8 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	err = errors.Join(err, e)
 	in.inFlight, e = m.Int64UpDownCounter(MetricInFlight, metric.WithDescription("Tool functions running now."))
 	err = errors.Join(err, e)
+	in.storeRetries, e = m.Int64Counter(MetricStoreRetries, metric.WithDescription("Store writes tried again after they failed, by store operation."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, fmt.Errorf("effector: creating metric instruments: %w", err)
 	}
@@ -180,13 +212,48 @@ func (t *telemetry) tracer() trace.Tracer {
 	return genai.GlobalTracer()
 }
 
-type rootSpanKey struct{}
+// processNote is what the hooks of one Process learn on the way, for its
+// span's error.type and its metrics: the claim hook notes a store failure,
+// the execute hook the function's outcome. end reads it once Process
+// returns; a detached function may still write fn then, so fields are
+// atomic.
+type processNote struct {
+	span        trace.Span // Process's execute_tool span; nil when no tracer records
+	fn          atomic.Uint32
+	storeFailed atomic.Bool
+	timeout     time.Duration // the tool's, set as its function starts (before the goroutine it may run on)
+}
 
-// start starts the execute_tool span of in's Process.
+// The function's outcome in processNote.fn: fnNone (it did not run in this
+// Process), fnReturned (it returned a value before its timeout), fnLate (it
+// returned a value after its timeout had passed: the watchdog's ERROR is
+// the result, unless the function beat the watchdog by a hair, when its own
+// refused result is taken for a timeout), or fnFailed plus the index in
+// genai.ErrorTypes of its error's type.
+const (
+	fnNone uint32 = iota
+	fnReturned
+	fnLate
+	fnFailed
+)
+
+type noteKey struct{}
+
+// noteOf returns the note start put in ctx, or nil.
+func noteOf(ctx context.Context) *processNote {
+	n, _ := ctx.Value(noteKey{}).(*processNote)
+	return n
+}
+
+// start starts the execute_tool span of in's Process, and its note; neither
+// when nothing records.
 func (t *telemetry) start(ctx context.Context, in *intent.Intent) (context.Context, trace.Span) {
 	tr := t.tracer()
 	if tr == nil {
-		return ctx, nil
+		if t.metrics() == nil {
+			return ctx, nil
+		}
+		return context.WithValue(ctx, noteKey{}, new(processNote)), nil
 	}
 	var opts []trace.SpanStartOption
 	if len(in.TraceID) == 16 {
@@ -204,13 +271,42 @@ func (t *telemetry) start(ctx context.Context, in *intent.Intent) (context.Conte
 	ctx, span := tr.Start(ctx, genai.ExecuteTool, opts...)
 	if span.IsRecording() {
 		span.SetName(genai.SpanName(in.ToolName))
-		span.SetAttributes(genai.Operation, genai.ToolName.String(in.ToolName), genai.ToolCallID.String(in.ID),
-			genai.ToolType.String(toolType(in)))
-		if t.recordArgs {
-			span.SetAttributes(genai.ToolArguments.String(string(in.ArgsJSON)))
+		// In one call of the size it needs: the SDK grows its attributes once.
+		d := t.description(in.ToolName)
+		n := 4
+		for _, set := range [...]bool{in.ToolCallID != "", d != "", t.recordArgs} {
+			if set {
+				n++
+			}
 		}
+		attrs := make([]attribute.KeyValue, 4, n)
+		attrs[0], attrs[1], attrs[2], attrs[3] = genai.Operation, genai.ToolName.String(in.ToolName),
+			genai.ToolType.String(toolType(in)), intentIDKey.String(in.ID)
+		if in.ToolCallID != "" {
+			attrs = append(attrs, genai.ToolCallID.String(in.ToolCallID))
+		}
+		if d != "" {
+			attrs = append(attrs, genai.ToolDescription.String(d))
+		}
+		if t.recordArgs {
+			attrs = append(attrs, genai.ToolArguments.String(string(in.ArgsJSON)))
+		}
+		span.SetAttributes(attrs...)
 	}
-	return context.WithValue(ctx, rootSpanKey{}, span), span
+	return context.WithValue(ctx, noteKey{}, &processNote{span: span}), span
+}
+
+// description is the manifest's description of the tool called name, if
+// the effect table holds it.
+func (t *telemetry) description(name string) string {
+	if t.table == nil {
+		return ""
+	}
+	tool, err := t.table.Get(name)
+	if err != nil {
+		return ""
+	}
+	return tool.Description()
 }
 
 // IntentSpanID is the span id of the remote parent an intent's execute_tool
@@ -241,25 +337,33 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, in *intent.Intent,
 		return
 	}
 	status := statusOf(res, err)
+	typ := errorTypeOf(noteOf(ctx), res, err)
 	if m != nil {
 		tool := genai.ToolName.String(in.ToolName)
-		m.executions.Add(ctx, 1, metric.WithAttributes(tool, statusKey.String(status)))
-		if reason := rejectionReason(res, err); reason != "" {
-			m.rejections.Add(ctx, 1, metric.WithAttributes(tool, reasonKey.String(reason)))
+		if typ == "" {
+			m.executions.Add(ctx, 1, metric.WithAttributes(tool, statusKey.String(status)))
+		} else {
+			m.executions.Add(ctx, 1, metric.WithAttributes(tool, statusKey.String(status), genai.ErrorType.String(typ)))
+		}
+		switch status {
+		case "refused", "rejected", "expired":
+			m.rejections.Add(ctx, 1, metric.WithAttributes(tool, reasonKey.String(typ)))
 		}
 	}
 	if span == nil {
 		return
 	}
 	if span.IsRecording() {
-		span.SetAttributes(statusKey.String(status))
 		switch {
 		case err != nil:
 			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(genai.ErrorType.String(errorType(err)))
 		case res.Status != intent.StatusOK:
 			span.SetStatus(codes.Error, res.ErrorMessage)
-			span.SetAttributes(genai.ErrorType.String(status))
+		}
+		if typ != "" {
+			span.SetAttributes(statusKey.String(status), genai.ErrorType.String(typ))
+		} else {
+			span.SetAttributes(statusKey.String(status))
 		}
 	}
 	span.End()
@@ -288,44 +392,98 @@ func statusOf(res intent.Result, err error) string {
 	return res.Status.String()
 }
 
-// rejectionReason is why in was refused or rejected without running, or "".
-func rejectionReason(res intent.Result, err error) string {
-	var re *RefusedError
-	if errors.As(err, &re) {
-		return errorType(re.Reason)
+// errorTypeOf is the error.type of a Process that returned res and err,
+// with what its hooks noted in n (nil when none): "" for an OK result. The
+// typed error decides; else the result's status, and for ERROR what the
+// function did in this Process. (A REJECTED result is "rejected" whatever
+// refused it: its error_message says which check.)
+func errorTypeOf(n *processNote, res intent.Result, err error) string {
+	if err != nil {
+		if typ := errorType(err); typ != genai.ErrorOther {
+			return typ
+		}
+		if n != nil && n.storeFailed.Load() {
+			return genai.ErrorStore
+		}
+		return genai.ErrorOther
 	}
 	switch res.Status {
-	case intent.StatusRejected:
-		return "rejected"
+	case intent.StatusOK:
+		return ""
 	case intent.StatusExpired:
-		return "expired"
+		return genai.ErrorExpired
+	case intent.StatusRejected:
+		return genai.ErrorRejected
+	case intent.StatusError:
+		if n == nil {
+			return genai.ErrorTool
+		}
+		switch fn := n.fn.Load(); {
+		case fn == fnReturned: // it returned a value, and ERROR is the verdict on it
+			return genai.ErrorResultRefused
+		case fn == fnLate:
+			return genai.ErrorTimeout
+		case fn >= fnFailed && int(fn-fnFailed) < len(genai.ErrorTypes):
+			return genai.ErrorTypes[fn-fnFailed]
+		}
+		return genai.ErrorTool // a stored ERROR, or an intent given up
 	}
-	return ""
+	return genai.ErrorOther
 }
 
+// errorType is the error.type of an error Process or a phase returned: the
+// effector's own kinds first (a DetachedError is also context.Canceled),
+// then the kinds runner shares (genai.ErrorTypeOf); genai.ErrorOther for
+// the rest.
 func errorType(err error) string {
 	var (
+		re  *RefusedError
 		ide *IntentIDError
+		nde *NonDeterministicError
 		de  *DetachedError
 		ue  *UnrecordedError
 	)
 	switch {
-	case errors.Is(err, ErrMalformedIntent):
-		return "malformed_intent"
-	case errors.Is(err, intent.ErrUnsigned), errors.Is(err, intent.ErrUnknownKey), errors.Is(err, intent.ErrBadSignature):
-		return "signature"
+	case errors.As(err, &re) && re.Reason != nil:
+		return errorType(re.Reason)
 	case errors.As(err, &ide):
-		return "intent_id"
+		return genai.ErrorIntentID
+	case errors.Is(err, ErrMalformedIntent):
+		return genai.ErrorMalformedIntent
+	case errors.Is(err, intent.ErrUnsigned), errors.Is(err, intent.ErrUnknownKey), errors.Is(err, intent.ErrBadSignature):
+		return genai.ErrorSignature
+	case errors.As(err, &nde):
+		return genai.ErrorNonDeterministic
 	case errors.As(err, &de):
-		return "detached"
+		return genai.ErrorDetached
 	case errors.As(err, &ue):
-		return "unrecorded"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
+		return genai.ErrorUnrecorded
 	}
-	return fmt.Sprintf("%T", err)
+	if typ := genai.ErrorTypeOf(err); typ != "" {
+		return typ
+	}
+	return genai.ErrorOther
+}
+
+// functionOutcome is processNote.fn for a function that returned err after
+// running for ran of its timeout.
+func functionOutcome(err error, ran, timeout time.Duration) uint32 {
+	if err == nil {
+		if ran >= timeout {
+			return fnLate
+		}
+		return fnReturned
+	}
+	return fnFailed + uint32(slices.Index(genai.ErrorTypes, functionErrorType(err)))
+}
+
+// functionErrorType is the error.type of the error a tool's function
+// returned: a kind runner names alike, or tool_error for its own.
+func functionErrorType(err error) string {
+	if typ := genai.ErrorTypeOf(err); typ != "" {
+		return typ
+	}
+	return genai.ErrorTool
 }
 
 // Phase span names.
@@ -349,6 +507,14 @@ func startPhase(ctx context.Context, root trace.Span, name string) (context.Cont
 	return root.TracerProvider().Tracer(genai.Scope).Start(trace.ContextWithSpan(ctx, root), name)
 }
 
+// note returns Process's note, from ctx; nil when nothing records.
+func (t *telemetry) note(ctx context.Context) *processNote {
+	if t.tracer() == nil && t.metrics() == nil {
+		return nil // no note was made: no walk down the caller's context chain
+	}
+	return noteOf(ctx)
+}
+
 // phase starts a phase span as a child of Process's span, which it finds in
 // ctx; phaseUnder is cheaper where the caller holds it.
 func (t *telemetry) phase(ctx context.Context, name string) (context.Context, trace.Span) {
@@ -357,11 +523,11 @@ func (t *telemetry) phase(ctx context.Context, name string) (context.Context, tr
 		// context chain however deep the caller's is.
 		return ctx, nil
 	}
-	root, ok := ctx.Value(rootSpanKey{}).(trace.Span)
-	if !ok {
+	n := noteOf(ctx)
+	if n == nil || n.span == nil {
 		return ctx, nil
 	}
-	return phaseUnder(ctx, root, name)
+	return phaseUnder(ctx, n.span, name)
 }
 
 func endPhase(span trace.Span, err error) {
@@ -370,12 +536,24 @@ func endPhase(span trace.Span, err error) {
 	}
 }
 
+// finishPhase ends a phase span; a failed verify, claim or complete phase
+// has the error's type, and an untyped error there is the store's.
 func finishPhase(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(genai.ErrorType.String(errorType(err)))
+	if err != nil {
+		typ := errorType(err)
+		if typ == genai.ErrorOther {
+			typ = genai.ErrorStore
+		}
+		failPhase(span, err, typ)
 	}
 	span.End()
+}
+
+func failPhase(span trace.Span, err error, typ string) {
+	if span.IsRecording() {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(genai.ErrorType.String(typ))
+	}
 }
 
 // verifyTraced is verify in its phase span under root.
@@ -402,6 +580,8 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 		if span != nil && span.IsRecording() {
 			span.SetAttributes(attribute.String("toolreg.claim.state", c.State.String()), attribute.Bool("toolreg.claim.reclaimed", c.Reclaimed))
 		}
+	} else if n := e.tel.note(ctx); n != nil {
+		n.storeFailed.Store(true)
 	}
 	endPhase(span, err)
 	return c, err
@@ -411,16 +591,25 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 type executing struct {
 	span  trace.Span
 	m     *instruments // as at the start, so the in-flight count balances
-	start int64        // monoNow at the start, when m is set
+	note  *processNote // Process's, told the function's outcome
+	start int64        // monoNow at the start, when m or note is set
 }
 
 // startExecute starts the execute phase of in: its span is in the context
 // the function gets, so the function's own spans are its children.
 func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context.Context, executing) {
-	ctx, span := e.tel.phase(ctx, phaseExecute)
-	x := executing{span: span, m: e.tel.metrics()}
+	x := executing{m: e.tel.metrics()}
+	if e.tel.tracer() == nil && x.m == nil {
+		return ctx, x // nothing records: no note to look up
+	}
+	if x.note = noteOf(ctx); x.note != nil {
+		ctx, x.span = phaseUnder(ctx, x.note.span, phaseExecute)
+		x.note.timeout = e.timeout(in.ToolName)
+	}
 	if m := x.m; m != nil {
 		m.inFlight.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
+	}
+	if x.m != nil || x.note != nil {
 		x.start = monoNow()
 	}
 	return ctx, x
@@ -428,20 +617,48 @@ func (e *Effector) startExecute(ctx context.Context, in *intent.Intent) (context
 
 // endExecute ends the execute phase of in with the function's outcome.
 func (e *Effector) endExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
-	if x.m != nil || x.span != nil { // inlined: nothing records, nothing to call
+	if x.m != nil || x.span != nil || x.note != nil { // inlined: nothing records, nothing to call
 		finishExecute(ctx, x, in, err)
 	}
 }
 
 func finishExecute(ctx context.Context, x executing, in *intent.Intent, err error) {
-	st := intent.StatusOK
-	if err != nil {
-		st = intent.StatusError
+	ran := time.Duration(monoNow() - x.start)
+	if x.note != nil {
+		x.note.fn.Store(functionOutcome(err, ran, x.note.timeout))
 	}
 	if m := x.m; m != nil {
 		tool := genai.ToolName.String(in.ToolName)
 		m.inFlight.Add(ctx, -1, metric.WithAttributes(tool))
-		m.duration.Record(ctx, time.Duration(monoNow()-x.start).Seconds(), metric.WithAttributes(tool, statusKey.String(statusOf(intent.Result{Status: st}, nil))))
+		if err == nil {
+			m.duration.Record(ctx, ran.Seconds(), metric.WithAttributes(tool, statusKey.String("ok")))
+		} else {
+			m.duration.Record(ctx, ran.Seconds(), metric.WithAttributes(tool, statusKey.String("error"), genai.ErrorType.String(functionErrorType(err))))
+		}
 	}
-	endPhase(x.span, err)
+	if x.span != nil {
+		if err != nil {
+			failPhase(x.span, err, functionErrorType(err))
+		}
+		x.span.End()
+	}
+}
+
+// storeRetry reports a store write for intent id (op, such as "complete")
+// that failed and that Process tries again after wait: a warn line with the
+// intent id and the store's error, MetricStoreRetries and Stats, and a
+// "retry" event on span, the operation's phase span (nil when nothing
+// records). A store that recovers (a database restarted mid-run) would
+// otherwise leave no trace.
+func (e *Effector) storeRetry(ctx context.Context, span trace.Span, op, id string, attempt int, err error, wait time.Duration) {
+	e.stats.storeRetries.Add(1)
+	e.cfg.logger.WarnContext(ctx, "effector: store "+op+" failed; retrying", "intent_id", id, "operation", op,
+		"attempt", attempt, "error", err.Error(), "backoff", wait)
+	if m := e.tel.metrics(); m != nil {
+		m.storeRetries.Add(ctx, 1, metric.WithAttributes(storeOpKey.String(op)))
+	}
+	if span != nil && span.IsRecording() {
+		span.AddEvent("retry", trace.WithAttributes(storeOpKey.String(op), attribute.Int("toolreg.store.attempt", attempt),
+			attribute.String("exception.message", err.Error())))
+	}
 }

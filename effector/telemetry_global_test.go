@@ -24,7 +24,7 @@ func spansOf(exp *tracetest.InMemoryExporter, id string) map[string]tracetest.Sp
 	spans := exp.GetSpans()
 	var trace string
 	for _, s := range spans {
-		if attrsOf(s.Attributes)["gen_ai.tool.call.id"] == id {
+		if attrsOf(s.Attributes)["toolreg.intent.id"] == id {
 			trace = s.SpanContext.TraceID().String()
 		}
 	}

@@ -78,12 +78,15 @@ func TestProcessJoinsTheTraceTheIntentCarries(t *testing.T) {
 	}
 	a := attrsOf(root.Attributes)
 	for k, v := range map[attribute.Key]string{
-		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "http.post",
-		"gen_ai.tool.call.id": in.ID, "gen_ai.tool.type": "function", "toolreg.status": "ok",
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "http.post", "gen_ai.tool.description": "POST a body.",
+		"toolreg.intent.id": in.ID, "gen_ai.tool.type": "function", "toolreg.status": "ok",
 	} {
 		if a[k] != v {
 			t.Errorf("%s = %q, want %q", k, a[k], v)
 		}
+	}
+	if id, ok := a["gen_ai.tool.call.id"]; ok {
+		t.Errorf("gen_ai.tool.call.id = %q for an intent that carries no tool call id", id)
 	}
 	if _, ok := a["gen_ai.tool.call.arguments"]; ok {
 		t.Error("arguments recorded without WithRecordArguments")

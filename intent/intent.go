@@ -48,6 +48,16 @@ type Intent struct {
 	SigningKeyID    string          // field 13
 	Signature       []byte          // field 14
 
+	// ToolCallID is the id the model gave the tool call this intent stages
+	// (OpenAI's call_..., Anthropic's toolu_...), or "" when the caller had
+	// none. It is toolreg's extension field 1000, not part of the beam-agents
+	// v1 contract: the Python runtime keeps it as an unknown field, so its
+	// bytes round-trip there, and the signature covers it (only fields 12 to
+	// 14 are left out of what is signed). It is not part of the intent id,
+	// which stays a pure function of the position. The effector records it
+	// on its execute_tool span as gen_ai.tool.call.id.
+	ToolCallID string // field 1000 (toolreg extension)
+
 	// unknown holds fields this version does not know, as read, so that
 	// re-encoding (and so a signature over the bytes) keeps them.
 	unknown []byte

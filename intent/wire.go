@@ -17,6 +17,9 @@ import (
 //
 //   - known fields in field-number order, each only when it is not its zero
 //     value (proto3 implicit presence), as protobuf-go and Python's upb write;
+//   - then toolreg's extension fields (tool_call_id, 1000), which the Python
+//     runtime does not know and so keeps, and writes back, as unknown fields
+//     in the order it read them: after its known fields, as here;
 //   - then the unknown fields, exactly as they were read, so that an intent
 //     written by a newer runtime keeps its signature when passed on.
 //
@@ -46,6 +49,12 @@ const (
 	fSignatureScheme protowire.Number = 12
 	fSigningKeyID    protowire.Number = 13
 	fSignature       protowire.Number = 14
+
+	// toolreg's extension fields, numbered from 1000 so that no future field
+	// of the beam-agents v1 contract (which owns 1 to 14) can collide with
+	// them. A reader of the contract alone keeps them as unknown fields.
+	// 1001 is reserved.
+	fToolCallID protowire.Number = 1000
 )
 
 // ToolResult field numbers.
@@ -115,6 +124,7 @@ func (in *Intent) appendWire(b []byte, signed bool) ([]byte, error) {
 		b = appendBytesField(b, fSigningKeyID, in.SigningKeyID)
 		b = appendBytesField(b, fSignature, in.Signature)
 	}
+	b = appendBytesField(b, fToolCallID, in.ToolCallID)
 	return append(b, in.unknown...), nil
 }
 
@@ -130,6 +140,7 @@ func (in *Intent) wireSize(signed bool) int {
 		varintFieldSize(fAttempt, uint64(in.Attempt)) +
 		varintFieldSize(fKind, uint64(int64(in.Kind))) +
 		bytesFieldSize(fTraceID, in.TraceID) +
+		bytesFieldSize(fToolCallID, in.ToolCallID) +
 		len(in.unknown)
 	if signed {
 		n += varintFieldSize(fSignatureScheme, uint64(int64(in.SignatureScheme))) +
@@ -148,6 +159,7 @@ func (in *Intent) checkUTF8() error {
 		{"tool_name", utf8.ValidString(in.ToolName)},
 		{"args_json", utf8.Valid(in.ArgsJSON)},
 		{"signing_key_id", utf8.ValidString(in.SigningKeyID)},
+		{"tool_call_id", utf8.ValidString(in.ToolCallID)},
 	} {
 		if !f.ok {
 			return &WireError{Message: msgToolIntent, Field: f.name, Offset: -1, Reason: "string field is not valid UTF-8"}
@@ -202,6 +214,8 @@ func (in *Intent) UnmarshalBinary(data []byte) error {
 				return stringField(&x.SigningKeyID, v)
 			case fSignature:
 				x.Signature = cloneBytes(v)
+			case fToolCallID:
+				return stringField(&x.ToolCallID, v)
 			default:
 				return false, ""
 			}
@@ -375,6 +389,9 @@ var (
 
 func fieldName(msg string, num protowire.Number) string {
 	names := intentFieldNames[:]
+	if msg == msgToolIntent && num == fToolCallID {
+		return "tool_call_id"
+	}
 	if msg == msgToolResult {
 		names = resultFieldNames[:]
 	}

@@ -24,6 +24,9 @@ func addWireSeeds(f *testing.F, files ...string) {
 	f.Add([]byte{0x1a, 0x01, 0x00, 0x18, 0x01})                                     // seq with the wrong wire type, then right
 	f.Add([]byte{0xa3, 0x1f, 0x08, 0x01, 0xa4, 0x1f})                               // an unknown group 500
 	f.Add([]byte{0x0d, 0x01, 0x02, 0x03, 0x04, 0x51, 1, 2, 3, 4, 5, 6, 7, 8})       // fixed32 and fixed64 fields
+	f.Add([]byte{0xa0, 0x1f, 0x2a, 0xc2, 0x3e, 0x02, 'i', 'd', 0x18, 0x01})         // unknown 500, tool_call_id (1000), then seq
+	f.Add([]byte{0xc2, 0x3e, 0x02, 0xc3, 0x28})                                     // a tool_call_id that is not UTF-8
+	f.Add([]byte{0xc0, 0x3e, 0x07})                                                 // field 1000 as a varint: kept as unknown
 }
 
 func FuzzIntentUnmarshalBinary(f *testing.F) {

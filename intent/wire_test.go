@@ -608,12 +608,17 @@ func TestTheDecoderFollowsProto3Rules(t *testing.T) {
 }
 
 // Differential check against protobuf-go: a dynamic message built from the
-// README's field table must accept exactly what UnmarshalBinary accepts, and
-// its deterministic serialization must be our bytes.
+// README's field table, plus toolreg's extension fields, must accept exactly
+// what UnmarshalBinary accepts, and its deterministic serialization must be
+// our bytes. contractIntentDesc is the table alone, as the Python runtime
+// knows the message: it keeps toolreg's fields as unknown ones.
 
-var intentDesc, resultDesc = wireDescriptors()
+var (
+	intentDesc, resultDesc = wireDescriptors(true)
+	contractIntentDesc, _  = wireDescriptors(false)
+)
 
-func wireDescriptors() (protoreflect.MessageDescriptor, protoreflect.MessageDescriptor) {
+func wireDescriptors(extensions bool) (protoreflect.MessageDescriptor, protoreflect.MessageDescriptor) {
 	field := func(name string, num int32, typ descriptorpb.FieldDescriptorProto_Type, enum string) *descriptorpb.FieldDescriptorProto {
 		f := &descriptorpb.FieldDescriptorProto{
 			Name: proto.String(name), Number: proto.Int32(num), Type: typ.Enum(),
@@ -660,6 +665,9 @@ func wireDescriptors() (protoreflect.MessageDescriptor, protoreflect.MessageDesc
 				field("completed_at_ms", 7, i64, ""),
 			}},
 		},
+	}
+	if extensions {
+		fd.MessageType[0].Field = append(fd.MessageType[0].Field, field("tool_call_id", 1000, str, ""))
 	}
 	f, err := protodesc.NewFile(fd, nil)
 	if err != nil {

@@ -28,6 +28,7 @@ type intentJSON struct {
 	SignatureScheme SignatureScheme `json:"signature_scheme,omitempty"`
 	SigningKeyID    string          `json:"signing_key_id,omitempty"`
 	Signature       jsonBytes       `json:"signature,omitempty"`
+	ToolCallID      string          `json:"tool_call_id,omitempty"`
 	UnknownFields   jsonBytes       `json:"unknown_fields,omitempty"`
 }
 
@@ -59,8 +60,9 @@ type resultJSON struct {
 //   - fields this version does not know are kept, as base64 protobuf bytes,
 //     under "unknown_fields".
 //
-// Empty trace_id, signature fields, payload, error_message and unknown_fields
-// are left out. Unknown JSON keys are refused, so a typo is an error rather
+// tool_call_id, toolreg's extension field 1000, is a string like the other
+// text fields. Empty trace_id, signature fields, tool_call_id, payload,
+// error_message and unknown_fields are left out. Unknown JSON keys are refused, so a typo is an error rather
 // than a zero value.
 func (in Intent) MarshalJSON() ([]byte, error) {
 	if err := in.checkUTF8(); err != nil {
@@ -74,7 +76,7 @@ func (in Intent) MarshalJSON() ([]byte, error) {
 		ToolName: in.ToolName, ArgsJSON: string(in.ArgsJSON),
 		CreatedAtMs: jsonInt64(in.CreatedAtMs), ExpiresAtMs: jsonInt64(in.ExpiresAtMs), Attempt: jsonUint32(in.Attempt),
 		Kind: in.Kind, TraceID: in.TraceID, SignatureScheme: in.SignatureScheme,
-		SigningKeyID: in.SigningKeyID, Signature: in.Signature, UnknownFields: in.unknown,
+		SigningKeyID: in.SigningKeyID, Signature: in.Signature, ToolCallID: in.ToolCallID, UnknownFields: in.unknown,
 	})
 }
 
@@ -101,7 +103,8 @@ func (in *Intent) UnmarshalJSON(data []byte) error {
 		ToolName: j.ToolName, ArgsJSON: args,
 		CreatedAtMs: int64(j.CreatedAtMs), ExpiresAtMs: int64(j.ExpiresAtMs), Attempt: uint32(j.Attempt),
 		Kind: j.Kind, TraceID: nilIfEmpty(j.TraceID), SignatureScheme: j.SignatureScheme,
-		SigningKeyID: j.SigningKeyID, Signature: nilIfEmpty(j.Signature), unknown: nilIfEmpty(j.UnknownFields),
+		SigningKeyID: j.SigningKeyID, Signature: nilIfEmpty(j.Signature), ToolCallID: j.ToolCallID,
+		unknown: nilIfEmpty(j.UnknownFields),
 	}
 	return nil
 }

@@ -276,6 +276,8 @@ func (in *Intent) unmarshalJSONFast(data []byte) bool {
 			f = 14
 		case "unknown_fields":
 			f = 15
+		case "tool_call_id":
+			f = 16
 		default:
 			return false
 		}
@@ -330,6 +332,8 @@ func (in *Intent) unmarshalJSONFast(data []byte) bool {
 			x.Signature, ok = s.bytes()
 		case 15:
 			x.unknown, ok = s.bytes()
+		case 16:
+			x.ToolCallID, ok = s.text()
 		}
 		return ok
 	})
@@ -466,7 +470,7 @@ func appendJSONBytes(b, p []byte) []byte {
 // appendJSON appends the intent's JSON form as encoding/json writes its
 // intentJSON; ok is false when a string needs encoding/json.
 func (in *Intent) appendJSON(b []byte) (_ []byte, ok bool) {
-	ok1, ok2, ok3, ok4, ok5, ok6 := true, true, true, true, true, true
+	ok1, ok2, ok3, ok4, ok5, ok6, ok7 := true, true, true, true, true, true, true
 	b = append(b, `{"intent_id":`...)
 	b, ok1 = appendJSONString(b, in.ID)
 	b = append(b, `,"entity_key":`...)
@@ -503,15 +507,19 @@ func (in *Intent) appendJSON(b []byte) (_ []byte, ok bool) {
 		b = append(b, `,"signature":`...)
 		b = appendJSONBytes(b, in.Signature)
 	}
+	if in.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b, ok7 = appendJSONString(b, in.ToolCallID)
+	}
 	if len(in.unknown) > 0 {
 		b = append(b, `,"unknown_fields":`...)
 		b = appendJSONBytes(b, in.unknown)
 	}
-	return append(b, '}'), ok1 && ok2 && ok3 && ok4 && ok5 && ok6
+	return append(b, '}'), ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7
 }
 
 func (in *Intent) jsonSizeHint() int {
-	return 256 + len(in.ID) + len(in.ToolName) + len(in.SigningKeyID) + len(in.ArgsJSON) + len(in.ArgsJSON)/2 +
+	return 256 + len(in.ID) + len(in.ToolName) + len(in.SigningKeyID) + len(in.ToolCallID) + len(in.ArgsJSON) + len(in.ArgsJSON)/2 +
 		base64.StdEncoding.EncodedLen(len(in.EntityKey)) + base64.StdEncoding.EncodedLen(len(in.TraceID)) +
 		base64.StdEncoding.EncodedLen(len(in.Signature)) + base64.StdEncoding.EncodedLen(len(in.unknown))
 }

@@ -52,6 +52,11 @@ var trickyIntentJSON = []string{
 	`{"kind":"-2147483648"}`, `{"kind":"999999999"}`, `{"kind":"1000000000"}`, `{"kind":1}`, `{"kind":"T\u004fOL"}`,
 	`{"kind":"EXECUTE"}`, `{"signature_scheme":"HMAC_SHA256"}`, `{"signature_scheme":"HMAC_SHA512"}`, `{"signature_scheme":"0"}`,
 	`{"kind":" 1"}`, `{"kind":"1 "}`, `{"kind":"TOOL "}`,
+	// tool_call_id, toolreg's extension field 1000
+	`{"tool_call_id":"call_1"}`, `{"tool_call_id":""}`, `{"tool_call_id":null}`, `{"tool_call_id":5}`,
+	`{"tool_call_id":"a","tool_call_id":"b"}`, `{"TOOL_CALL_ID":"x"}`, `{"tool_call_Id":"x"}`, `{"tool_call_id":"\u00e9\n<>"}`,
+	`{"tool_call_id":"\ud83d"}`, "{\"tool_call_id\":\"\xff\"}", `{"toolCallId":"x"}`, `{"tool_call_id":["x"]}`,
+	`{"signature":"c2ln","tool_call_id":"toolu_01","unknown_fields":"oB8q"}`,
 }
 
 var trickyResultJSON = []string{
@@ -175,6 +180,7 @@ func TestJSONFastPathsWriteWhatEncodingJSONWrites(t *testing.T) {
 			{ToolName: s, EntityKey: []byte{}, Kind: -3, SignatureScheme: 1},
 			{ArgsJSON: json.RawMessage(s), Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, Attempt: 1},
 			{SigningKeyID: s, SignatureScheme: 77, Signature: []byte{0}, TraceID: []byte("trace"), unknown: []byte{0xa0, 0x1f, 0x2a}},
+			{ToolCallID: s, Signature: []byte{0}, unknown: []byte{0xa0, 0x1f, 0x2a}},
 		} {
 			checkIntentMarshalJSON(t, in)
 		}
@@ -225,10 +231,13 @@ func TestJSONFastPathReadsWhatMarshalJSONWrites(t *testing.T) {
 			t.Errorf("the fast path cannot write %s", line)
 		}
 	}
-	big := Intent{Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, ToolName: "é\u2028"}
+	big := Intent{Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, ToolName: "é\u2028", ToolCallID: "call_<1>"}
 	line, _ := big.MarshalJSON()
 	if !new(Intent).unmarshalJSONFast(line) {
 		t.Errorf("the fast path gives up on %s", line)
+	}
+	if _, ok := big.appendJSON(nil); !ok {
+		t.Errorf("the fast path cannot write %s", line)
 	}
 }
 
@@ -263,15 +272,15 @@ func FuzzResultJSONFastPath(f *testing.F) {
 // MarshalJSON writes the reference's bytes, and that they read back as the
 // reference reads them.
 func FuzzJSONFastPathWrites(f *testing.F) {
-	f.Add("id", []byte("entity"), int64(7), uint32(5), "http.post", []byte(`{"a":"<b>"}`), int64(-1), int32(1), []byte("t"), int32(1), "k1", []byte("sig"), []byte{0xa0, 0x1f, 0x2a}, uint8(0))
-	f.Add("\u2028", []byte(nil), int64(math.MinInt64), uint32(math.MaxUint32), "\n\t\r\b\f\x00", []byte("\xff"), int64(math.MaxInt64), int32(-5), []byte{}, int32(9), "", []byte{}, []byte{0xff}, uint8(1))
-	f.Fuzz(func(t *testing.T, id string, entity []byte, seq int64, step uint32, tool string, args []byte, ms int64, kind int32, trace []byte, scheme int32, keyID string, sig, unknown []byte, flags uint8) {
+	f.Add("id", []byte("entity"), int64(7), uint32(5), "http.post", []byte(`{"a":"<b>"}`), int64(-1), int32(1), []byte("t"), int32(1), "k1", []byte("sig"), []byte{0xa0, 0x1f, 0x2a}, "call_<1>", uint8(0))
+	f.Add("\u2028", []byte(nil), int64(math.MinInt64), uint32(math.MaxUint32), "\n\t\r\b\f\x00", []byte("\xff"), int64(math.MaxInt64), int32(-5), []byte{}, int32(9), "", []byte{}, []byte{0xff}, "\x01\xff", uint8(1))
+	f.Fuzz(func(t *testing.T, id string, entity []byte, seq int64, step uint32, tool string, args []byte, ms int64, kind int32, trace []byte, scheme int32, keyID string, sig, unknown []byte, callID string, flags uint8) {
 		if flags&1 != 0 && entity == nil {
 			entity = []byte{} // written "" rather than null
 		}
 		in := Intent{ID: id, EntityKey: entity, Seq: seq, StepIndex: step, ToolName: tool, ArgsJSON: args,
 			CreatedAtMs: ms, ExpiresAtMs: -ms, Attempt: step / 3, Kind: IntentKind(kind), TraceID: trace,
-			SignatureScheme: SignatureScheme(scheme), SigningKeyID: keyID, Signature: sig, unknown: unknown}
+			SignatureScheme: SignatureScheme(scheme), SigningKeyID: keyID, Signature: sig, ToolCallID: callID, unknown: unknown}
 		checkIntentMarshalJSON(t, in)
 		if b, err := in.MarshalJSON(); err == nil {
 			checkIntentJSON(t, b)

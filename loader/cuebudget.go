@@ -26,16 +26,53 @@ const (
 	maxCUEDisjuncts = 1_000
 )
 
-// cueBudget checks a package's files against the budget.
+// maxCUENesting bounds how deep the budget follows one value through its
+// operators and the references it names: far deeper than any manifest, and
+// the bound that keeps the check's own recursion shallow.
+const maxCUENesting = 256
+
+// cueBudget checks a package's files against the budget. It sizes each
+// label once (disjOf, sizeOf), however many values refer to it, so its work
+// grows with the package's syntax: a chain of values each naming the one
+// before twice is 2^n paths but n labels. A reference back into a cycle it
+// is sizing counts 1 disjunct and an unknown size, as an unknown name does.
 type cueBudget struct {
+	files    []*cueFile
 	fields   map[string][]ast.Expr // each label's values, in every file
-	visiting map[string]bool       // labels being sized, against cycles
+	visiting map[string]bool       // labels being extent, against cycles
+	disjOf   map[string]int        // each label's disjuncts, once extent
+	sizeOf   map[string]extent     // each label's size, once extent
 	total    int
 	probs    []toolreg.Problem
+
+	// The CUE step's time bound (zero: none), checked every 1024 steps, and
+	// where the check is, for the refusal if it passes.
+	bound cueBound
+	steps int
+	prog  *cueProgress
+	file  string   // the file of the declaration being checked
+	at    ast.Node // the declaration being checked
+
+	// costliest is the construct that asks the most of the evaluator for
+	// its share of the budget: named if the evaluation runs out of time.
+	costliest struct {
+		pos   toolreg.Pos
+		what  string
+		share float64
+	}
 }
 
-func checkCUEBudget(files []*cueFile) []toolreg.Problem {
-	b := &cueBudget{fields: map[string][]ast.Expr{}, visiting: map[string]bool{}}
+type extent struct {
+	n     int
+	known bool
+}
+
+// newCUEBudget prepares the check of files; it stops, refused, once the
+// bound's deadline (if not zero) passes, reporting where it is to prog (if
+// not nil).
+func newCUEBudget(files []*cueFile, bound cueBound, prog *cueProgress) *cueBudget {
+	b := &cueBudget{files: files, fields: map[string][]ast.Expr{}, visiting: map[string]bool{},
+		disjOf: map[string]int{}, sizeOf: map[string]extent{}, bound: bound, prog: prog}
 	for _, f := range files {
 		ast.Walk(f.ast, func(n ast.Node) bool {
 			if fd, ok := n.(*ast.Field); ok {
@@ -49,8 +86,14 @@ func checkCUEBudget(files []*cueFile) []toolreg.Problem {
 			return true
 		}, nil)
 	}
-	for _, f := range files {
+	return b
+}
+
+func (b *cueBudget) check() []toolreg.Problem {
+	for _, f := range b.files {
 		for _, d := range f.ast.Decls {
+			b.file, b.at = f.name, d
+			b.prog.set(phaseBudget, cuePos(d.Pos(), f.name), "")
 			b.walk(f.name, d, 1)
 			if len(b.probs) > 0 {
 				return b.probs
@@ -63,6 +106,37 @@ func checkCUEBudget(files []*cueFile) []toolreg.Problem {
 func (b *cueBudget) fail(file string, n ast.Node, format string, args ...any) {
 	if len(b.probs) == 0 {
 		b.probs = append(b.probs, toolreg.Problem{Pos: cuePos(n.Pos(), file), Message: fmt.Sprintf(format, args...)})
+	}
+}
+
+// step counts one step of the check of n, depth deep in its value, and
+// reports whether to go on: not once a problem is found, nor past
+// maxCUENesting, nor past the deadline.
+func (b *cueBudget) step(n ast.Node, depth int) bool {
+	if len(b.probs) > 0 {
+		return false
+	}
+	if depth > maxCUENesting {
+		b.fail(b.file, n, "this value nests operators and references more than %d deep (through the values it names): a manifest never needs so many; write the value out", maxCUENesting)
+		return false
+	}
+	b.steps++
+	if b.steps%1024 == 0 && b.bound.passed() {
+		b.probs = append(b.probs, cueTimeoutProblem(phaseBudget, cuePos(b.at.Pos(), b.file), "", b.bound.limit))
+		return false
+	}
+	return true
+}
+
+// cost records n as the costliest construct so far if its count is the
+// largest share of its budget.
+func (b *cueBudget) cost(file string, n ast.Node, count, budget int, unit string) {
+	if count <= 1 {
+		return
+	}
+	if share := float64(count) / float64(budget); share > b.costliest.share {
+		b.costliest.pos, b.costliest.share = cuePos(n.Pos(), file), share
+		b.costliest.what = fmt.Sprintf("%s %s of the %d allowed", countText(count), unit, budget)
 	}
 }
 
@@ -99,22 +173,27 @@ func (b *cueBudget) walk(file string, n ast.Node, outer int) {
 				}
 				continue
 			}
-			size, known := b.size(fc.Source, 0)
-			if !known {
+			s := b.size(fc.Source, 0)
+			if len(b.probs) > 0 {
+				return
+			}
+			if !s.known {
 				b.fail(file, fc, "cannot tell how many values this comprehension ranges over, so its work cannot be bounded: range over a list or struct written in the manifests, or list.Range with literal bounds")
 				return
 			}
-			n = mulCap(n, size)
+			n = mulCap(n, s.n)
 		}
 		b.total = addCap(b.total, n)
 		if b.total > maxCUEIterations {
 			b.fail(file, x, "this comprehension brings the package to %s iterations (nested ones multiplied out), over the budget of %d a CUE manifest may use: declare fewer tools, or generate the manifest with a program", countText(b.total), maxCUEIterations)
 			return
 		}
+		b.cost(file, x, n, maxCUEIterations, "iterations")
 		b.walk(file, x.Value, n)
 	case *ast.BinaryExpr:
-		b.walk(file, x.X, outer)
-		b.walk(file, x.Y, outer)
+		for _, o := range operands(x) {
+			b.walk(file, o, outer)
+		}
 	case *ast.ParenExpr:
 		b.walk(file, x.X, outer)
 	case *ast.UnaryExpr:
@@ -126,24 +205,53 @@ func (b *cueBudget) walk(file string, n ast.Node, outer int) {
 	}
 }
 
-// disjuncts refuses a value that expands to more disjuncts than the budget.
-func (b *cueBudget) disjuncts(file string, e ast.Expr) {
-	if n := b.disj(e, 0); n > maxCUEDisjuncts {
-		b.fail(file, e, "this value expands to %s disjuncts (a | b counts 2, (a | b) & (c | d) counts 4, through references too), over the budget of %d: write the alternatives out once", countText(n), maxCUEDisjuncts)
+// operands returns the operands of a chain of one operator (a | b | c),
+// which the parser builds left-deep, without recursing: a long one is a
+// loop, not a deep descent.
+func operands(x *ast.BinaryExpr) []ast.Expr {
+	var out []ast.Expr
+	for {
+		out = append(out, x.Y)
+		l, ok := x.X.(*ast.BinaryExpr)
+		if !ok || l.Op != x.Op {
+			return append(out, x.X)
+		}
+		x = l
 	}
 }
 
+// disjuncts refuses a value that expands to more disjuncts than the budget.
+func (b *cueBudget) disjuncts(file string, e ast.Expr) {
+	n := b.disj(e, 0)
+	if len(b.probs) > 0 {
+		return
+	}
+	if n > maxCUEDisjuncts {
+		b.fail(file, e, "this value expands to %s disjuncts (a | b counts 2, (a | b) & (c | d) counts 4, through references too), over the budget of %d: write the alternatives out once", countText(n), maxCUEDisjuncts)
+		return
+	}
+	b.cost(file, e, n, maxCUEDisjuncts, "disjuncts")
+}
+
 func (b *cueBudget) disj(e ast.Expr, depth int) int {
-	if depth > 64 {
-		return maxCUEDisjuncts + 1 // references this deep are no manifest's
+	if !b.step(e, depth) {
+		return 1
 	}
 	switch x := e.(type) {
 	case *ast.BinaryExpr:
 		switch x.Op {
 		case token.OR:
-			return addCap(b.disj(x.X, depth+1), b.disj(x.Y, depth+1))
+			n := 0
+			for _, o := range operands(x) {
+				n = addCap(n, b.disj(o, depth+1))
+			}
+			return n
 		case token.AND:
-			return mulCap(b.disj(x.X, depth+1), b.disj(x.Y, depth+1))
+			n := 1
+			for _, o := range operands(x) {
+				n = mulCap(n, b.disj(o, depth+1))
+			}
+			return n
 		}
 	case *ast.ParenExpr:
 		return b.disj(x.X, depth+1)
@@ -152,36 +260,40 @@ func (b *cueBudget) disj(e ast.Expr, depth int) int {
 			return b.disj(x.X, depth+1)
 		}
 	case *ast.Ident:
-		return b.byName(x.Name, func(v ast.Expr) int { return b.disj(v, depth+1) }, 1)
+		return b.labelDisj(x.Name, depth)
 	case *ast.SelectorExpr:
 		if name, _, err := ast.LabelName(x.Sel); err == nil {
-			return b.byName(name, func(v ast.Expr) int { return b.disj(v, depth+1) }, 1)
+			return b.labelDisj(name, depth)
 		}
 	}
 	return 1
 }
 
-// byName applies f to the values a label names and returns the largest
-// answer; unknown, or a cycle, gives dflt.
-func (b *cueBudget) byName(name string, f func(ast.Expr) int, dflt int) int {
+// labelDisj is the most disjuncts a value the label name holds expands to,
+// extent once; an unknown label, or one being extent (a cycle), counts 1.
+func (b *cueBudget) labelDisj(name string, depth int) int {
+	if n, ok := b.disjOf[name]; ok {
+		return n
+	}
 	vals, ok := b.fields[name]
 	if !ok || b.visiting[name] {
-		return dflt
+		return 1
 	}
 	b.visiting[name] = true
-	defer delete(b.visiting, name)
 	most := 0
 	for _, v := range vals {
-		most = max(most, f(v))
+		most = max(most, b.disj(v, depth+1))
 	}
+	delete(b.visiting, name)
+	b.disjOf[name] = most
 	return most
 }
 
 // size returns how many values e holds for a comprehension to range over,
 // and whether that can be told from the syntax.
-func (b *cueBudget) size(e ast.Expr, depth int) (int, bool) {
-	if depth > 64 {
-		return 0, false
+func (b *cueBudget) size(e ast.Expr, depth int) extent {
+	if !b.step(e, depth) {
+		return extent{}
 	}
 	switch x := e.(type) {
 	case *ast.ListLit:
@@ -190,16 +302,16 @@ func (b *cueBudget) size(e ast.Expr, depth int) (int, bool) {
 			switch el := el.(type) {
 			case *ast.Ellipsis:
 			case *ast.Comprehension:
-				k, ok := b.comprehensionSize(el, depth)
-				if !ok {
-					return 0, false
+				k := b.comprehensionSize(el, depth)
+				if !k.known {
+					return extent{}
 				}
-				n = addCap(n, k)
+				n = addCap(n, k.n)
 			default:
 				n = addCap(n, 1)
 			}
 		}
-		return n, true
+		return extent{n, true}
 	case *ast.StructLit:
 		n := 0
 		for _, d := range x.Elts {
@@ -207,47 +319,42 @@ func (b *cueBudget) size(e ast.Expr, depth int) (int, bool) {
 			case *ast.Field:
 				n = addCap(n, 1)
 			case *ast.Comprehension:
-				k, ok := b.comprehensionSize(d, depth)
-				if !ok {
-					return 0, false
+				k := b.comprehensionSize(d, depth)
+				if !k.known {
+					return extent{}
 				}
-				n = addCap(n, k)
+				n = addCap(n, k.n)
 			}
 		}
-		return n, true
+		return extent{n, true}
 	case *ast.ParenExpr:
 		return b.size(x.X, depth+1)
 	case *ast.BinaryExpr:
-		l, okl := b.size(x.X, depth+1)
 		switch x.Op {
-		case token.ADD:
-			r, okr := b.size(x.Y, depth+1)
-			return addCap(l, r), okl && okr
-		case token.MUL:
-			if k, ok := intLit(x.Y); ok && okl {
-				return mulCap(l, k), true
+		case token.ADD, token.AND, token.OR:
+			s := extent{0, true}
+			for _, o := range operands(x) {
+				k := b.size(o, depth+1)
+				if x.Op == token.ADD {
+					s.n = addCap(s.n, k.n)
+				} else {
+					s.n = max(s.n, k.n)
+				}
+				s.known = s.known && k.known
 			}
-		case token.AND, token.OR:
-			r, okr := b.size(x.Y, depth+1)
-			return max(l, r), okl && okr
+			return s
+		case token.MUL:
+			if k, ok := intLit(x.Y); ok {
+				if l := b.size(x.X, depth+1); l.known {
+					return extent{mulCap(l.n, k), true}
+				}
+			}
 		}
 	case *ast.Ident:
-		known := true
-		n := b.byName(x.Name, func(v ast.Expr) int {
-			k, ok := b.size(v, depth+1)
-			known = known && ok
-			return k
-		}, -1)
-		return n, known && n >= 0
+		return b.labelSize(x.Name, depth)
 	case *ast.SelectorExpr:
 		if name, _, err := ast.LabelName(x.Sel); err == nil {
-			known := true
-			n := b.byName(name, func(v ast.Expr) int {
-				k, ok := b.size(v, depth+1)
-				known = known && ok
-				return k
-			}, -1)
-			return n, known && n >= 0
+			return b.labelSize(name, depth)
 		}
 	case *ast.CallExpr:
 		// list.Range(from, to, step) with literal bounds.
@@ -259,28 +366,50 @@ func (b *cueBudget) size(e ast.Expr, depth int) (int, bool) {
 					step, ok3 := intLit(x.Args[2])
 					if ok1 && ok2 && ok3 && step != 0 {
 						n := (to - from) / step
-						return max(n, 0), true
+						return extent{max(n, 0), true}
 					}
 				}
 			}
 		}
 	}
-	return 0, false
+	return extent{}
+}
+
+// labelSize is the most values a value the label name holds has, extent
+// once; an unknown label, or one being extent (a cycle), has an unknown
+// size.
+func (b *cueBudget) labelSize(name string, depth int) extent {
+	if s, ok := b.sizeOf[name]; ok {
+		return s
+	}
+	vals, ok := b.fields[name]
+	if !ok || b.visiting[name] {
+		return extent{}
+	}
+	b.visiting[name] = true
+	s := extent{0, true}
+	for _, v := range vals {
+		k := b.size(v, depth+1)
+		s.n, s.known = max(s.n, k.n), s.known && k.known
+	}
+	delete(b.visiting, name)
+	b.sizeOf[name] = s
+	return s
 }
 
 // comprehensionSize is how many values a comprehension yields at most.
-func (b *cueBudget) comprehensionSize(c *ast.Comprehension, depth int) (int, bool) {
+func (b *cueBudget) comprehensionSize(c *ast.Comprehension, depth int) extent {
 	n := 1
 	for _, cl := range c.Clauses {
 		if fc, ok := cl.(*ast.ForClause); ok {
-			k, ok := b.size(fc.Source, depth+1)
-			if !ok {
-				return 0, false
+			k := b.size(fc.Source, depth+1)
+			if !k.known {
+				return extent{}
 			}
-			n = mulCap(n, k)
+			n = mulCap(n, k.n)
 		}
 	}
-	return n, true
+	return extent{n, true}
 }
 
 // intLit reads an integer literal, possibly negative.

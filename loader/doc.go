@@ -41,8 +41,15 @@
 // nesting deeper than any manifest needs; a number no float64 holds; and a
 // CUE package over the budget of work checked before it is evaluated: 10,000
 // comprehension iterations (nested ones multiplied out), 1,000 disjuncts per
-// value, and comprehensions only over what the syntax can size. A package
-// within the budget whose evaluation still takes over 5 seconds is refused.
+// value, comprehensions only over what the syntax can size, and values that
+// nest operators and references more than 256 deep. The budget sizes each
+// label once, however many values name it, so its own check grows linearly
+// with the package (a chain of values each naming the one before twice is
+// checked at once, not 2^n times). The whole CUE step of a package, the
+// budget, CUE's evaluation and the decoding of its tools, is under one time
+// bound of 5 seconds: a package past it is refused, naming what was being
+// checked and where (the declaration, the costliest construct by the
+// budget's count, or the tool).
 //
 // A YAML tool's params are checked against the schema in chunks of 64, and a
 // param shape accepted once is not checked again, so time and memory grow

@@ -15,7 +15,7 @@ import (
 // seeds adds every manifest of the corpus and of manifests/ with the given
 // extension to f's seed corpus, so go test runs them as unit tests.
 func seeds(f *testing.F, exts ...string) {
-	for _, glob := range []string{"testdata/manifests/*/*", "testdata/manifests/*/*/*", "../manifests/*"} {
+	for _, glob := range []string{"testdata/manifests/*/*", "testdata/manifests/*/*/*", "testdata/hostile/*", "../manifests/*"} {
 		files, err := filepath.Glob(glob)
 		if err != nil {
 			f.Fatal(err)

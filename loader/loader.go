@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
@@ -548,64 +547,4 @@ func named(s *toolreg.Spec, ps []toolreg.Problem) bool {
 		}
 	}
 	return true
-}
-
-// cueTimeout bounds the evaluation of one CUE package, as a last resort:
-// the budget of work (cuebudget.go) refuses, unevaluated, the packages that
-// could run long, and a package within it evaluates in milliseconds. CUE's
-// evaluation cannot be interrupted, so a package past the limit is refused
-// and its evaluation abandoned, to end on its own.
-var cueTimeout = 5 * time.Second
-
-func (u *unit) loadCUE(c *checker, index map[string]int) {
-	if ps := checkCUEBudget(u.cue); ps != nil {
-		u.probs = append(u.probs, ps...)
-		u.cue = nil
-		return
-	}
-	type result struct {
-		tools []cueTool
-		probs []toolreg.Problem
-	}
-	done := make(chan result, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- result{probs: []toolreg.Problem{{Pos: toolreg.Pos{File: u.cue[0].name},
-					Message: fmt.Sprintf("internal error checking this CUE package (please report it): %v", v)}}}
-			}
-		}()
-		tools, ps := evalCUE(u.cue)
-		done <- result{tools, ps}
-	}()
-	var r result
-	timer := time.NewTimer(cueTimeout)
-	defer timer.Stop()
-	select {
-	case r = <-done:
-	case <-timer.C:
-		u.probs = append(u.probs, toolreg.Problem{Pos: toolreg.Pos{File: u.cue[0].name},
-			Message: fmt.Sprintf("evaluating this CUE package took over %v: simplify its comprehensions", cueTimeout)})
-		return
-	}
-	tools, ps := r.tools, r.probs
-	u.probs = append(u.probs, ps...)
-	byTool := map[string][]toolreg.Problem{}
-	for _, p := range ps {
-		byTool[p.Tool] = append(byTool[p.Tool], p)
-	}
-	for _, t := range tools {
-		s := decodeSpec(t.root)
-		s.Name = t.name
-		if t.again.IsValid() {
-			u.dups = append(u.dups, &toolreg.DuplicateToolError{Name: shortName(t.name), First: s.Pos, Second: t.again})
-			continue
-		}
-		own := byTool[t.name]
-		more := c.checkSpec(s, t.root, own)
-		u.probs = append(u.probs, more...)
-		u.tools = append(u.tools, found{spec: s, file: fileOrder(index, s.Pos.File),
-			ok: len(own) == 0 && len(more) == 0, named: named(s, own)})
-	}
-	u.cue = nil
 }

@@ -474,7 +474,8 @@ func TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport(t *testing.T) {
 		for _, transport := range []string{"in memory", "streamable HTTP"} {
 			t.Run(v.name+", "+transport, func(t *testing.T) {
 				t.Parallel()
-				f := newApprovalFixture(t)
+				var logs logBuffer
+				f := newApprovalFixture(t, mcpserver.WithLogger(logs.logger()))
 				a := &asker{action: "accept"}
 				var cs *mcp.ClientSession
 				if transport == "in memory" {
@@ -501,6 +502,11 @@ func TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport(t *testing.T) {
 				n := 0
 				if err := effector.Approvals(ctx, f.store, func(effector.Approval) error { n++; return nil }); err != nil || n != 1 {
 					t.Errorf("%d approvals recorded (%v), want 1", n, err)
+				}
+				// The answer to elicitation/create is a response the server
+				// asked for, never a stray.
+				if strings.Contains(logs.String(), "a response to no request") {
+					t.Errorf("the elicitation's answer was taken for a stray response:\n%s", logs.String())
 				}
 			})
 		}

@@ -13,6 +13,18 @@
 // the session goes on; a truncated line costs only itself; a call before
 // initialize gets -32600, not the SDK's code 0.
 //
+// Over every transport (Run, Connect, Handler), a request whose "id" is
+// null, which MCP forbids and the SDK would take for a notification (a
+// tools/call run with no one told its result), is refused with -32600
+// Invalid Request, id null, and a message saying to send a string or number
+// id (over streamable HTTP, with status 400); it runs nothing. A response
+// the server never asked for, a "result" or "error" whose id matches no
+// request the server sent that session (elicitation/create, ping) and has
+// not been answered, or that has no id, is logged at level Warn through
+// WithLogger, with the session and the id, and ignored: JSON-RPC answers
+// nothing to a response. The server remembers the last 1,024 requests each
+// session has not answered.
+//
 // tools/list answers with every tool of the pipeline table in the registry's
 // "mcp" provider form (registry.ProviderSchema, the form `toolreg schema
 // --provider mcp` prints): inputSchema is the tool's parameters JSON Schema,

@@ -121,32 +121,55 @@ func stamp(msg jsonrpc.Message) jsonrpc.Message {
 	return req
 }
 
-// stampTransport wraps t so that its connection stamps request ids, and has
-// a session id: the transport's own, or one drawn here for a session-less
-// transport such as stdio, so request ids are scoped to the connection.
-func stampTransport(t mcp.Transport) mcp.Transport { return &stampingTransport{t} }
+// stampTransport wraps t so that its connection stamps request ids, has a
+// session id (the transport's own, or one drawn here for a session-less
+// transport such as stdio, so request ids are scoped to the connection),
+// and logs and drops a response to no request the server sent it.
+func (s *Server) stampTransport(t mcp.Transport) mcp.Transport { return &stampingTransport{t, s} }
 
-type stampingTransport struct{ mcp.Transport }
+type stampingTransport struct {
+	mcp.Transport
+	s *Server
+}
 
 func (t *stampingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &stampingConn{Connection: c, id: rand.Text()}, nil
+	return &stampingConn{Connection: c, id: rand.Text(), s: t.s}, nil
 }
 
 type stampingConn struct {
 	mcp.Connection
 	id string
+	s  *Server
 }
 
 func (c *stampingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err != nil {
-		return msg, err
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.s.calls.answered(c.SessionID(), resp.ID) {
+			c.s.logStray(ctx, c.SessionID(), resp)
+			continue
+		}
+		return stamp(msg), nil
 	}
-	return stamp(msg), nil
+}
+
+func (c *stampingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+		c.s.calls.sent(c.SessionID(), req.ID) // before the client can answer it
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *stampingConn) Close() error {
+	c.s.calls.end(c.SessionID())
+	return c.Connection.Close()
 }
 
 func (c *stampingConn) SessionID() string {
@@ -160,9 +183,21 @@ func (c *stampingConn) SessionID() string {
 // one passes through unstamped, for the SDK to accept or refuse.
 const maxStampBody = 8 << 20
 
-// stampHTTP stamps the request id of a tools/call POSTed to h.
-func stampHTTP(h http.Handler) http.Handler {
+// stampHTTP stamps the request id of a tools/call POSTed to h; refuses a
+// request whose id is null with -32600; notes the requests the server sends
+// each session; and logs a response POSTed to no request the server sent,
+// which the SDK then acknowledges and ignores.
+func (s *Server) stampHTTP(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		session := r.Header.Get("Mcp-Session-Id")
+		if session != "" {
+			switch r.Method {
+			case http.MethodDelete:
+				s.calls.end(session)
+			case http.MethodGet, http.MethodPost:
+				w = &sentWatcher{ResponseWriter: w, calls: &s.calls, session: session}
+			}
+		}
 		if r.Method != http.MethodPost || r.Body == nil {
 			h.ServeHTTP(w, r)
 			return
@@ -174,10 +209,24 @@ func stampHTTP(h http.Handler) http.Handler {
 		}
 		rest := r.Body
 		if len(body) <= maxStampBody {
+			if nullIDRequest(body) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				m, _ := json.Marshal(nullIDMessage)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", jsonrpc.CodeInvalidRequest, m)
+				return
+			}
 			if msg, err := jsonrpc.DecodeMessage(body); err == nil {
-				if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
-					if b, err := jsonrpc.EncodeMessage(stamp(msg)); err == nil {
-						body = b
+				switch msg := msg.(type) {
+				case *jsonrpc.Request:
+					if msg.Method == "tools/call" {
+						if b, err := jsonrpc.EncodeMessage(stamp(msg)); err == nil {
+							body = b
+						}
+					}
+				case *jsonrpc.Response:
+					if !s.calls.answered(session, msg.ID) {
+						s.logStray(r.Context(), session, msg)
 					}
 				}
 			}

@@ -125,6 +125,8 @@ type Server struct {
 	// stateKey signs the requestState of an approval's elicitation (see
 	// approval.go); drawn in New, so a state outlives no server.
 	stateKey []byte
+	// calls are the requests sent to clients not answered yet (strays.go).
+	calls pendingCalls
 }
 
 // New returns the server of bound's tools. Read-only tools run through the
@@ -255,21 +257,21 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // is served by a LineTransport over the same streams and line bound, so a bad
 // line is answered instead of ending the session.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.sdkServer().Run(ctx, stampTransport(lineTransport(t)))
+	return s.sdkServer().Run(ctx, s.stampTransport(lineTransport(t)))
 }
 
 // Connect starts serving one connection over t and returns its session, for
 // callers that manage sessions themselves (tests, in-memory transports). It
 // replaces the SDK's stdio and io transports as Run does.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.sdkServer().Connect(ctx, stampTransport(lineTransport(t)), opts)
+	return s.sdkServer().Connect(ctx, s.stampTransport(lineTransport(t)), opts)
 }
 
 // Handler returns an http.Handler serving the streamable HTTP transport.
 // opts may be nil; see mcp.StreamableHTTPOptions.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts)
-	return stampHTTP(h)
+	return s.stampHTTP(h)
 }
 
 func (s *Server) handler(t *toolreg.Tool) mcp.ToolHandler {
@@ -311,7 +313,9 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	}
 	// The activation stages this one intent and is dropped: Act's intent goes
 	// straight to the effector, so there is nothing to Drain.
-	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.cfg.act...).Act(t.Name(), arguments(req))
+	// ActContext keeps the request's JSON-RPC id (joinTrace put it in ctx)
+	// with the intent, for the effector's span.
+	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.cfg.act...).ActContext(ctx, t.Name(), arguments(req))
 	if err != nil {
 		return toolError(err)
 	}

@@ -36,6 +36,9 @@ const (
 //   - JSON that is not one JSON-RPC 2.0 request, notification or response
 //     (a batch, a wrong version tag, an id that is not a string or number)
 //     with invalid request, -32600, and the line's id when it has one;
+//   - a request whose "id" is null, which MCP forbids (the SDK would take
+//     it for a notification and answer nothing), with -32600, id null, and
+//     a message saying to send a string or number id;
 //   - a line longer than MaxLineBytes or nested deeper than MaxDepth with
 //     -32600, id null, without decoding it: the rest of an overlong line is
 //     skipped, not buffered;
@@ -44,8 +47,11 @@ const (
 //     any other error without a JSON-RPC code goes out as internal error,
 //     -32603.
 //
-// Empty lines are skipped. Run and Connect use a LineTransport in place of an
-// *mcp.StdioTransport or *mcp.IOTransport they are given.
+// A response with no id, or a null one, is passed on with an invalid id:
+// it answers nothing the server sent, and the server logs and drops it (see
+// the package doc). Empty lines are skipped. Run and Connect use a
+// LineTransport in place of an *mcp.StdioTransport or *mcp.IOTransport they
+// are given.
 type LineTransport struct {
 	// In is read one line at a time; the default is os.Stdin.
 	In io.ReadCloser
@@ -203,6 +209,20 @@ func (c *lineConn) judge(line []byte, tooLong bool) jsonrpc.Message {
 		ID     json.RawMessage  `json:"id"`
 	}
 	_ = json.Unmarshal(line, &probe) // an object or not: decided below
+	if probe.Method != nil && string(probe.ID) == "null" {
+		c.refuse(nil, jsonrpc.CodeInvalidRequest, nullIDMessage)
+		return nil
+	}
+	if probe.Method == nil && (probe.Result != nil || probe.Error != nil) && (probe.ID == nil || string(probe.ID) == "null") {
+		// A response with no id answers nothing the server sent: the
+		// server logs it as a stray, and nothing answers a response.
+		resp := &jsonrpc.Response{Result: probe.Result}
+		if probe.Error != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError}
+			_ = json.Unmarshal(*probe.Error, resp.Error)
+		}
+		return resp
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err == nil && probe.Method == nil && probe.Result == nil && probe.Error == nil {
 		err = errors.New(`neither "method" nor "result" nor "error"`)

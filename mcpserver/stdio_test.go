@@ -18,15 +18,16 @@ import (
 // client's ends of them.
 type pipeConn struct {
 	t    *testing.T
+	f    *fixture
 	in   *os.File // the client writes here; the server reads its stdin
 	out  *os.File // the client reads here; the server writes its stdout
 	sc   *bufio.Scanner
 	done chan error
 }
 
-func servePipes(t *testing.T, tr func(in, out *os.File) mcp.Transport) *pipeConn {
+func servePipes(t *testing.T, tr func(in, out *os.File) mcp.Transport, opts ...mcpserver.Option) *pipeConn {
 	t.Helper()
-	f := newFixture(t)
+	f := newFixture(t, opts...)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func servePipes(t *testing.T, tr func(in, out *os.File) mcp.Transport) *pipeConn
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &pipeConn{t: t, in: inW, out: outR, sc: bufio.NewScanner(outR), done: make(chan error, 1)}
+	c := &pipeConn{t: t, f: f, in: inW, out: outR, sc: bufio.NewScanner(outR), done: make(chan error, 1)}
 	c.sc.Buffer(nil, 4<<20)
 	go func() { c.done <- f.srv.Run(ctx, tr(inR, outW)) }()
 	t.Cleanup(func() {

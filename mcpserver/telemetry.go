@@ -32,7 +32,8 @@ func (c metaCarrier) Keys() []string {
 
 // joinTrace returns ctx under the trace context the request's _meta carries,
 // if any, and with the request's JSON-RPC id as the tool call id that the
-// runner records as gen_ai.tool.call.id. A span already in ctx (an HTTP
+// runner records as gen_ai.tool.call.id, and that a side-effecting call's
+// intent carries (its tool_call_id) for the effector's span. A span already in ctx (an HTTP
 // server's) is kept when the request carries no trace context.
 func joinTrace(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req == nil || req.Params == nil {

@@ -36,7 +36,7 @@ func TestToolCallsJoinTheClientsTraceFromMeta(t *testing.T) {
 		t.Fatalf("charge: %v %v", text(t, charged), err)
 	}
 	intentID, _ := charged.Meta[mcpserver.MetaIntentID].(string)
-	seen := map[string]bool{}
+	seen, callIDs := map[string]bool{}, map[string]bool{}
 	for _, s := range exp.GetSpans() {
 		if s.Name != "execute_tool greet" && s.Name != "execute_tool charge" {
 			continue
@@ -45,21 +45,25 @@ func TestToolCallsJoinTheClientsTraceFromMeta(t *testing.T) {
 		if s.SpanContext.TraceID().String() != traceID || s.Parent.SpanID().String() != spanID || !s.Parent.IsRemote() {
 			t.Errorf("%s: trace %s parent %s, want the client's %s %s", s.Name, s.SpanContext.TraceID(), s.Parent.SpanID(), traceID, spanID)
 		}
-		var callID string
+		attrs := map[attribute.Key]string{}
 		for _, kv := range s.Attributes {
-			if kv.Key == attribute.Key("gen_ai.tool.call.id") {
-				callID = kv.Value.Emit()
-			}
+			attrs[kv.Key] = kv.Value.Emit()
 		}
+		callID := attrs["gen_ai.tool.call.id"]
 		if callID == "" {
 			t.Errorf("%s has no gen_ai.tool.call.id", s.Name)
 		}
-		// The effect's call id is its intent's, the id the result names.
-		if s.Name == "execute_tool charge" && (intentID == "" || callID != intentID) {
-			t.Errorf("%s: gen_ai.tool.call.id %q, want the intent id %q of the result's _meta", s.Name, callID, intentID)
+		callIDs[callID] = true
+		// The effect's call id is its request's, as the inline call's is;
+		// its intent id, which the result names, has an attribute of its own.
+		if s.Name == "execute_tool charge" && (intentID == "" || callID == intentID || attrs["toolreg.intent.id"] != intentID) {
+			t.Errorf("%s: gen_ai.tool.call.id %q, toolreg.intent.id %q; want the request's id and the intent id %q of the result's _meta", s.Name, callID, attrs["toolreg.intent.id"], intentID)
 		}
 	}
 	if !seen["execute_tool greet"] || !seen["execute_tool charge"] {
 		t.Errorf("spans seen %v, want both tools'", seen)
+	}
+	if len(callIDs) != 2 {
+		t.Errorf("call ids %v, want each request's own", callIDs)
 	}
 }

@@ -2,11 +2,13 @@ package registry
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/lexicon"
 )
 
 // DefaultSearchLimit is how many matches Search returns when Query.Limit is
@@ -25,10 +27,12 @@ const (
 // filters that keep or drop a tool whatever its rank.
 type Query struct {
 	// Text is the words to look for, in any language's letters and digits;
-	// case, punctuation and plural endings do not matter, and snake_case or
-	// camelCase words match their parts. Blank text lists the tools the
-	// filters keep, in registration order, each with score 0; text whose
-	// words are all too common to search by ("the", "of") matches nothing.
+	// case, punctuation and word endings (Snowball English stemming) do not
+	// matter, one typo in a word of five letters or more is forgiven, and
+	// snake_case or camelCase words match their parts. Blank text lists the
+	// tools the filters keep, in registration order, each with score 0; text
+	// whose words are all too common to search by ("the", "what") matches
+	// nothing.
 	Text string
 	// ReadOnly keeps only tools without side effects: those a pipeline runs
 	// inline.
@@ -39,6 +43,20 @@ type Query struct {
 	// Limit is the most matches returned; not positive means
 	// DefaultSearchLimit.
 	Limit int
+}
+
+// Keeps reports whether q's filters (ReadOnly, Tags) keep t, whatever its
+// words: what a ranking of its own (toolsearch's embeddings) filters by.
+func (q Query) Keeps(t *toolreg.Tool) bool {
+	if q.ReadOnly && t.SideEffect() {
+		return false
+	}
+	for _, want := range q.Tags {
+		if !slices.ContainsFunc(t.Spec().Tags, func(tag string) bool { return strings.EqualFold(tag, want) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // Match is one tool a search found, with its score: higher is better; only
@@ -55,11 +73,20 @@ type Match struct {
 //
 // The ranking is BM25 over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties
-// included): the name weighs most, then title and tags, a param's
-// description least; two neighbouring words of the query found side by side
-// count as a phrase, above the same words apart. Nothing is downloaded and no
-// model runs: the words must appear (up to case, plural endings and
-// snake/camel case splitting).
+// included): the name weighs most, then title, tags and keywords, then the
+// description, params least; two neighbouring words of the query found side
+// by side count as a phrase, above the same words apart. Words are stemmed
+// (Snowball English) and stop words dropped. A query word the registry lacks
+// also matches the registry's words one edit away (one typo, in a word of
+// five letters or more). Each query word is expanded with the words WordNet
+// relates to it (synonyms and derived forms of its first senses, two levels
+// of hypernyms, each counting less than the last and all far less than the
+// word itself: "rain" finds "weather"
+// weakly). A tool's score is then
+// scaled by the share of the query's words it matched, so that a tool
+// answering the whole request outranks one matching a single word; matches
+// below a tenth of the best are dropped. Nothing is downloaded and no model
+// runs: the WordNet table is embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
 // that is never searched pays nothing for it; BuildSearchIndex builds it
@@ -70,22 +97,10 @@ func (r *Registry) Search(q Query) []Match {
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
-	terms := queryTerms(q.Text)
 	idx := r.searchIndex()
 	idx.mu.RLock()
 	defer idx.mu.RUnlock()
-	keep := func(doc int) bool {
-		t := r.tools[doc]
-		if q.ReadOnly && t.SideEffect() {
-			return false
-		}
-		for _, want := range q.Tags {
-			if !slices.ContainsFunc(t.Spec().Tags, func(tag string) bool { return strings.EqualFold(tag, want) }) {
-				return false
-			}
-		}
-		return true
-	}
+	keep := func(doc int) bool { return q.Keeps(r.tools[doc]) }
 	if strings.TrimSpace(q.Text) == "" {
 		var out []Match
 		for i := 0; i < idx.n && len(out) < limit; i++ {
@@ -95,7 +110,7 @@ func (r *Registry) Search(q Query) []Match {
 		}
 		return out
 	}
-	sp := idx.score(terms)
+	sp := idx.score(idx.queryTerms(q.Text))
 	defer scorePool.Put(sp)
 	scores := *sp
 	top := make([]Match, 0, min(limit, 64))
@@ -115,6 +130,13 @@ func (r *Registry) Search(q Query) []Match {
 			top = top[:limit-1]
 		}
 		top = slices.Insert(top, i, Match{Tool: r.tools[doc], Score: s})
+	}
+	// Matches far below the best are noise of expansion (a word WordNet
+	// relates to one of the query's, loosely): they are dropped.
+	for i, m := range top {
+		if m.Score < minRelativeScore*top[0].Score {
+			return top[:i]
+		}
 	}
 	return top
 }
@@ -146,10 +168,33 @@ func (r *Registry) searchIndex() *searchIndex {
 const (
 	weightName      = 3
 	weightLabel     = 2 // title, tags
-	weightKeyword   = 1
+	weightKeyword   = 2
 	weightDesc      = 1
-	weightParamName = 1
-	weightParamDesc = 0.5
+	weightParamName = 0.5
+	weightParamDesc = 0.3
+)
+
+// Query term weights: the words the person wrote count most; a word of the
+// registry one typo away from one of them, or that WordNet relates to one,
+// counts less, the looser the relation the less.
+var relationWeight = [...]float64{ // read-only
+	lexicon.Form:      1,
+	lexicon.Synonym:   0.25,
+	lexicon.Derived:   0.25,
+	lexicon.Hypernym:  0.15,
+	lexicon.Hypernym2: 0.075,
+}
+
+const (
+	// minRelativeScore is the least share of the best match's score a match
+	// must reach to be returned.
+	minRelativeScore = 0.1
+	weightTypo       = 0.8
+	// minTypoLen is the shortest word in which a typo is tolerated: in a
+	// shorter one, one edit makes another word too often (cat, car, cut).
+	minTypoLen = 5
+	// maxExpandedTerms bounds the terms a query looks up in all.
+	maxExpandedTerms = 256
 )
 
 // BM25's constants, at their usual values.
@@ -166,6 +211,7 @@ type searchIndex struct {
 	mu       sync.RWMutex
 	n        int
 	ids      map[string]int32 // term -> its index in postings
+	terms    []string         // by term id
 	postings [][]posting      // by term id; each in document order
 	lengths  []float64        // each tool's weighted length
 	total    float64          // the sum of lengths
@@ -199,7 +245,9 @@ func (x *searchIndex) addTerm(term []byte) {
 	id, ok := x.ids[string(term)]
 	if !ok {
 		id = int32(len(x.postings))
-		x.ids[string(term)] = id
+		t := string(term)
+		x.ids[t] = id
+		x.terms = append(x.terms, t)
 		x.postings = append(x.postings, nil)
 	}
 	ps := x.postings[id]
@@ -224,15 +272,15 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 	}
 	field(spec.Name, weightName, true)
 	if a := spec.Annotations; a != nil {
-		field(a.Title, weightLabel, false)
+		field(a.Title, weightLabel, true)
 	}
 	for _, t := range spec.Tags {
 		field(t, weightLabel, true)
 	}
 	for _, k := range spec.Keywords {
-		field(k, weightKeyword, false)
+		field(k, weightKeyword, true)
 	}
-	field(spec.Description, weightDesc, false)
+	field(spec.Description, weightDesc, true)
 	var params func(ps []*toolreg.Param)
 	var schema func(s *toolreg.Schema)
 	params = func(ps []*toolreg.Param) {
@@ -262,9 +310,18 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 // the garbage collector run for them.
 var scorePool = sync.Pool{New: func() any { return new([]float64) }}
 
+// queryTerm is a term a search looks up, with the weight of its matches.
+type queryTerm struct {
+	term   string
+	weight float64
+	// words has bit i set when the term is the query's word i, one typo
+	// from it, or related to it; 0 for a pair of words and a compound.
+	words uint64
+}
+
 // score returns every indexed tool's BM25 score for terms, by document, in a
 // slice from scorePool that the caller puts back.
-func (x *searchIndex) score(terms []string) *[]float64 {
+func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	sp := scorePool.Get().(*[]float64)
 	if cap(*sp) < x.n {
 		*sp = make([]float64, x.n)
@@ -275,30 +332,111 @@ func (x *searchIndex) score(terms []string) *[]float64 {
 	if x.n == 0 || x.total == 0 {
 		return sp
 	}
+	mp := maskPool.Get().(*[]uint64)
+	defer maskPool.Put(mp)
+	if cap(*mp) < x.n {
+		*mp = make([]uint64, x.n)
+	}
+	*mp = (*mp)[:x.n]
+	masks := *mp
+	clear(masks)
 	n := float64(x.n)
 	avg := x.total / n
 	for _, t := range terms {
-		ps := x.postingsOf(t)
+		ps := x.postingsOf(t.term)
 		if len(ps) == 0 {
 			continue
 		}
 		df := float64(len(ps))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		idf := t.weight * math.Log(1+(n-df+0.5)/(df+0.5))
 		for _, p := range ps {
 			tf := float64(p.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*x.lengths[p.doc]/avg)
 			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
+			masks[p.doc] |= t.words
+		}
+	}
+	// Coordination: a tool's score is scaled by the share of the query's
+	// words it matched (itself, one typo away or related), so that a tool
+	// answering the whole request outranks one that matches one word many
+	// times or in its name.
+	if nwords > 1 {
+		for doc, m := range masks {
+			if scores[doc] > 0 {
+				scores[doc] *= float64(bits.OnesCount64(m)) / float64(nwords)
+			}
 		}
 	}
 	return sp
 }
 
-// queryTerms returns the distinct terms of a query, in the order they first
-// appear, from its first maxQueryBytes, at most maxQueryTerms of them.
-func queryTerms(text string) []string {
+// maskPool holds the slices of which query words each tool matched, as
+// scorePool holds scores.
+var maskPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+// queryTerms returns the terms a query looks up, each once with its
+// weight: the query's own terms (queryTermsOf), then for each of its words
+// the registry's words one typo away when the registry lacks it, then the
+// registry's words WordNet relates to either (lexicon.Related).
+func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	if len(text) > maxQueryBytes {
 		text = text[:maxQueryBytes] // a torn last rune is dropped by appendTerms
 	}
+	var out []queryTerm
+	at := make(map[string]int) // term -> its index in out
+	var bit uint64
+	add := func(term string, w float64) {
+		if i, ok := at[term]; ok {
+			out[i].weight = max(out[i].weight, w)
+			out[i].words |= bit
+			return
+		}
+		if _, ok := x.ids[term]; !ok || len(out) == maxExpandedTerms {
+			return
+		}
+		at[term] = len(out)
+		out = append(out, queryTerm{term, w, bit})
+	}
+	for _, t := range queryTermsOf(text) {
+		add(t, 1)
+	}
+	expand := func(stem string, w float64) {
+		for r, rel := range lexicon.Related(stem) {
+			add(r, w*relationWeight[rel])
+		}
+	}
+	words := queryWords(text)
+	words = words[:min(len(words), maxQueryTerms)]
+	seen := map[string]bool{}
+	n := 0
+	for _, w := range words {
+		stem := lexicon.Stem(w)
+		if seen[stem] {
+			continue
+		}
+		seen[stem] = true
+		bit = 1 << (n % 64)
+		n++
+		add(stem, 1)
+		if _, ok := x.ids[stem]; !ok && len(w) >= minTypoLen {
+			for l := len(w) - 1; l <= len(w)+1; l++ {
+				for _, v := range x.scan.byLen[l] {
+					if oneEdit(w, v) {
+						st := x.scan.stems[v]
+						add(st, weightTypo)
+						expand(st, weightTypo)
+					}
+				}
+			}
+		}
+		expand(stem, 1)
+	}
+	return out, min(n, 64)
+}
+
+// queryTermsOf returns the distinct terms of a query, in the order they
+// first appear, at most maxQueryTerms of them.
+func queryTermsOf(text string) []string {
 	var terms []string
 	seen := make(map[string]bool)
 	for _, w := range appendTerms(nil, text, true) {

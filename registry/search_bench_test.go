@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -88,6 +89,7 @@ var benchQueries = []string{
 //   - index: building the search index of the registry (BuildSearchIndex),
 //     which the first Search does; the figure to compare with load (the
 //     issue's bound: under 20% of it);
+//   - heap: what the built index adds to the heap (index-heap-B);
 //   - query: one Search (limit 10) of the queries above, in turn; it also
 //     reports the median of every query's own time (median-ns/query; the
 //     bound: under 1 ms).
@@ -129,6 +131,26 @@ func BenchmarkSearch10000(b *testing.B) {
 			b.StartTimer()
 			r.BuildSearchIndex()
 		}
+	})
+	b.Run("heap", func(b *testing.B) {
+		// What the index keeps on the heap: the registry's heap after
+		// BuildSearchIndex less before, both after a collection.
+		var before, after runtime.MemStats
+		var r *registry.Registry
+		for b.Loop() {
+			b.StopTimer()
+			r = register(b)
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			b.StartTimer()
+			r.BuildSearchIndex()
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "index-heap-B")
+		runtime.KeepAlive(r)
 	})
 	b.Run("query", func(b *testing.B) {
 		r := register(b)

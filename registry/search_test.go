@@ -17,7 +17,13 @@ import (
 // ops), contract-only.
 func corpus(t testing.TB) *registry.Registry {
 	t.Helper()
-	specs, err := loader.Load("testdata/corpus")
+	return loadRegistry(t, "testdata/corpus")
+}
+
+// loadRegistry returns a registry of the manifests in dir, contract-only.
+func loadRegistry(t testing.TB, dir string) *registry.Registry {
+	t.Helper()
+	specs, err := loader.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +131,8 @@ func TestSearchScoresFallAndAreAllPositive(t *testing.T) {
 func TestSearchMatchingNothingGivesNoMatches(t *testing.T) {
 	t.Parallel()
 	r := corpus(t)
-	for _, q := range []string{"zqxjv", "kubernetesx", "\x00\xff", "the of a", "!!!"} {
+	// kubernetesxy is two edits from kubernetes: one is tolerated, not two.
+	for _, q := range []string{"zqxjv", "kubernetesxy", "\x00\xff", "the of a", "!!!", "what is it"} {
 		if got := r.Search(registry.Query{Text: q}); len(got) != 0 {
 			t.Errorf("Search(%q) = %v, want none", q, names(got))
 		}
@@ -138,8 +145,13 @@ func TestSearchFilters(t *testing.T) {
 	t.Run("read-only keeps only tools without side effects", func(t *testing.T) {
 		t.Parallel()
 		ms := r.Search(registry.Query{Text: "ticket", ReadOnly: true, Limit: 50})
-		if got := names(ms); !slices.Equal(got, []string{"list_open_tickets"}) {
-			t.Errorf("read-only Search(ticket) = %v, want [list_open_tickets]", got)
+		if got := names(ms); len(got) == 0 || got[0] != "list_open_tickets" {
+			t.Errorf("read-only Search(ticket) = %v, want list_open_tickets first", got)
+		}
+		for _, m := range ms {
+			if m.Tool.SideEffect() {
+				t.Errorf("read-only Search(ticket) matched %s, which has side effects", m.Tool.Name())
+			}
 		}
 	})
 	t.Run("a tag keeps only tools that carry it", func(t *testing.T) {
@@ -227,15 +239,16 @@ func TestSearchTiesComeInRegistrationOrder(t *testing.T) {
 func TestSearchSeesToolsRegisteredAfterTheFirstSearch(t *testing.T) {
 	t.Parallel()
 	r := corpus(t)
-	if got := r.Search(registry.Query{Text: "horoscope"}); len(got) != 0 {
-		t.Fatalf("horoscope found %v before any horoscope tool", names(got))
+	// A made-up word, so that WordNet relates it to nothing.
+	if got := r.Search(registry.Query{Text: "zorblax"}); len(got) != 0 {
+		t.Fatalf("zorblax found %v before any zorblax tool", names(got))
 	}
-	spec := &toolreg.Spec{Name: "daily_horoscope", Description: "Read today's horoscope for a star sign."}
+	spec := &toolreg.Spec{Name: "daily_zorblax", Description: "Read today's zorblax for a star sign."}
 	if err := r.Register(toolreg.NewTool(spec)); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(r.Search(registry.Query{Text: "horoscope"})); !slices.Equal(got, []string{"daily_horoscope"}) {
-		t.Errorf("Search(horoscope) after Register = %v, want [daily_horoscope]", got)
+	if got := names(r.Search(registry.Query{Text: "zorblax"})); !slices.Equal(got, []string{"daily_zorblax"}) {
+		t.Errorf("Search(zorblax) after Register = %v, want [daily_zorblax]", got)
 	}
 }
 
@@ -335,5 +348,83 @@ func ExampleRegistry_Search() {
 	// Output:
 	// track_shipment false
 	// create_shipping_label true
+	// upload_file true
 	// track_shipment false
+	// search_files false
+}
+
+func registryOf(t *testing.T, specs ...*toolreg.Spec) *registry.Registry {
+	t.Helper()
+	r := registry.New()
+	for _, s := range specs {
+		if err := r.Register(toolreg.NewTool(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// Word forms meet through Snowball stemming: remind, reminders, reminding.
+func TestSearchMatchesWordForms(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "create_reminder", Description: "Create a reminder at a given time."},
+		&toolreg.Spec{Name: "list_files", Description: "List the files of a folder."})
+	for _, q := range []string{"remind me at 6", "reminders", "reminding"} {
+		if got := names(r.Search(registry.Query{Text: q})); len(got) == 0 || got[0] != "create_reminder" {
+			t.Errorf("Search(%q) = %v, want create_reminder first", q, got)
+		}
+	}
+}
+
+// One typo is tolerated in a word of five letters or more, not two, and not
+// in a shorter word, where one edit makes another word too often.
+func TestSearchToleratesOneTypoInALongWord(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "create_event", Description: "Create a calendar event."},
+		&toolreg.Spec{Name: "get_cat", Description: "Get a cat picture."})
+	for q, want := range map[string][]string{
+		"calender":  {"create_event"}, // replaced
+		"calendr":   {"create_event"}, // deleted
+		"calendaar": {"create_event"}, // inserted
+		"calnedar":  {"create_event"}, // swapped
+		"caelnder":  nil,              // two edits
+		"car":       nil,              // one edit from cat, but short
+	} {
+		if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, want) {
+			t.Errorf("Search(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// WordNet relates the words people write to the ones tools are described
+// with, but the person's own words count more: a tool that has them
+// outranks one that has only a related word.
+func TestSearchExpandsWithWordNetBelowThePersonsWords(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "get_forecast", Description: "Get the weather forecast for a city."},
+		&toolreg.Spec{Name: "book_hotel", Description: "Book a hotel room."},
+		&toolreg.Spec{Name: "reserve_table", Description: "Reserve a table at a restaurant."})
+	if got := names(r.Search(registry.Query{Text: "will it rain in Lisbon tomorrow"})); len(got) == 0 || got[0] != "get_forecast" {
+		t.Errorf("Search(rain) = %v, want get_forecast (rain: precipitation: weather) first", got)
+	}
+	// agenda is a synonym of schedule: found when nothing has the word,
+	// far below a tool that has it.
+	agenda := &toolreg.Spec{Name: "show_agenda", Description: "Show the agenda of a day."}
+	alone := registryOf(t, agenda)
+	if got := names(alone.Search(registry.Query{Text: "my schedule"})); !slices.Equal(got, []string{"show_agenda"}) {
+		t.Fatalf("Search(my schedule) with show_agenda alone = %v, want [show_agenda]", got)
+	}
+	both := registryOf(t, agenda, &toolreg.Spec{Name: "schedule_post", Description: "Schedule a post."})
+	ms := both.Search(registry.Query{Text: "my schedule"})
+	if len(ms) == 0 || ms[0].Tool.Name() != "schedule_post" {
+		t.Fatalf("Search(my schedule) = %v, want schedule_post first", names(ms))
+	}
+	for _, m := range ms[1:] {
+		if m.Score >= ms[0].Score/2 {
+			t.Errorf("%s, by a synonym, scores %v; reserve_table, by the word, %v: want it well below", m.Tool.Name(), m.Score, ms[0].Score)
+		}
+	}
 }

@@ -4,28 +4,38 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/beam-agents/toolreg/internal/lexicon"
 )
 
 // appendTerms appends to dst the terms of text: its words, split at
 // punctuation, '_', '-' and camelCase humps, lower-cased, stop words dropped
-// and plural endings removed; and each pair of neighbouring words ("support
-// ticket"), so that a phrase outranks the same words scattered. With
-// compound, a word written with '_', '-' or humps (refund_order, refundOrder)
-// is also kept whole, lower-cased, so that a tool's exact name matches it
-// best.
+// and stemmed (lexicon.Stem: Snowball English); and each pair of
+// neighbouring words ("support ticket"), so that a phrase outranks the same
+// words scattered. With compound, a word written with '_', '-' or humps
+// (refund_order, refundOrder, to-do) is also kept whole, lower-cased and
+// joined (refundorder, todo), so that a tool's exact name matches it best and
+// a hyphenated word meets its solid spelling, even when its parts are stop
+// words.
 func appendTerms(dst []string, text string, compound bool) []string {
+	return appendTermsFunc(dst, text, compound, appendTerm)
+}
+
+// appendTermsFunc is appendTerms with term making each word's term.
+func appendTermsFunc(dst []string, text string, compound bool, term func(dst []string, w string) []string) []string {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, " ")
 	}
 	var words []string
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isWord(r) && r != '_' && r != '-' }) {
-		start := len(words)
+		humps := 0
 		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == '_' || r == '-' }) {
-			words = appendHumps(words, part)
+			words = appendHumps(words, part, term)
+			humps += countHumps(part)
 		}
-		if compound && len(words)-start > 1 {
-			dst = append(dst, strings.ToLower(strings.Trim(chunk, "_-")))
+		if compound && humps > 1 {
+			dst = append(dst, joined(chunk))
 		}
 	}
 	dst = append(dst, words...)
@@ -35,69 +45,49 @@ func appendTerms(dst []string, text string, compound bool) []string {
 	return dst
 }
 
+// joined is a chunk's compound term: lower-cased, without '_' and '-'.
+func joined(chunk string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, chunk)
+}
+
+// countHumps returns how many humps appendHumps splits word into.
+func countHumps(word string) int {
+	rs := []rune(word)
+	n := 1
+	for i := 1; i < len(rs); i++ {
+		if isHump(rs, i) {
+			n++
+		}
+	}
+	return n
+}
+
 // appendHumps splits one word at its camelCase humps (quasarId: quasar, id;
 // HTTPServer: http, server; oauth2Token: oauth2, token) and appends each part
 // as a term.
-func appendHumps(dst []string, word string) []string {
+func appendHumps(dst []string, word string, term func(dst []string, w string) []string) []string {
 	rs := []rune(word)
 	start := 0
 	for i := 1; i < len(rs); i++ {
 		if isHump(rs, i) {
-			dst = appendTerm(dst, string(rs[start:i]))
+			dst = term(dst, string(rs[start:i]))
 			start = i
 		}
 	}
-	return appendTerm(dst, string(rs[start:]))
+	return term(dst, string(rs[start:]))
 }
 
 func appendTerm(dst []string, w string) []string {
 	w = strings.ToLower(w)
-	if stopWords[w] {
+	if lexicon.StopWord(w) {
 		return dst
 	}
-	return append(dst, stem(w))
-}
-
-// stem removes an English plural ending (the "S stemmer", Harman 1991, with
-// the -es of sibilants): invoices -> invoice, queries -> query, refunds ->
-// refund, statuses -> status, branches -> branch; status, class and glass stay
-// as they are.
-func stem(w string) string {
-	n := len(w)
-	switch {
-	case n <= 3:
-		return w
-	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
-		return w[:n-3] + "y"
-	case hasAnySuffix(w, "sses", "tuses", "xes", "ches", "shes", "zzes"):
-		return w[:n-2]
-	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
-		return w[:n-1]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "ss"):
-		return w[:n-1]
-	}
-	return w
-}
-
-// stopWords are English words too common in tool descriptions and queries
-// to say anything about a tool.
-var stopWords = func() map[string]bool {
-	m := make(map[string]bool)
-	for _, w := range strings.Fields(`a an the of to for and or in on at by with from into as is are be been
-		it its this that these those i me my we our you your they their them he she his her
-		do does can could will would should please some any so if than then there s t`) {
-		m[w] = true
-	}
-	return m
-}()
-
-func hasAnySuffix(w string, suffixes ...string) bool {
-	for _, s := range suffixes {
-		if strings.HasSuffix(w, s) {
-			return true
-		}
-	}
-	return false
+	return append(dst, lexicon.Stem(w))
 }
 
 // termScanner gives the terms appendTerms gives, in another order, to a
@@ -105,6 +95,13 @@ func hasAnySuffix(w string, suffixes ...string) bool {
 // allocating per word. appendTerms is its reference; FuzzTermScanner checks
 // they agree.
 type termScanner struct {
+	// stems memoizes lexicon.Stem over the words scanned: a registry's
+	// words are few and repeat, and stemming is the costly step. Its keys are
+	// the index's vocabulary, which typo tolerance searches.
+	stems map[string]string
+	// byLen lists the keys of stems by their length in bytes, for typo
+	// tolerance.
+	byLen map[int][]string
 	runes []rune
 	word  []byte
 	prev  []byte
@@ -133,7 +130,7 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 		chunk := text[:end]
 		text = text[end:]
 
-		words := 0
+		humps := 0
 		for part := range strings.FieldsFuncSeq(chunk, isJoiner) {
 			sc.runes = sc.runes[:0]
 			for _, r := range part {
@@ -145,8 +142,8 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 				if i < len(rs) && !isHump(rs, i) {
 					continue
 				}
+				humps++
 				if sc.wordOf(rs[from:i]) {
-					words++
 					emit(sc.word)
 					if havePrev {
 						sc.pair = append(append(append(sc.pair[:0], sc.prev...), ' '), sc.word...)
@@ -158,10 +155,12 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 				from = i
 			}
 		}
-		if compound && words > 1 {
+		if compound && humps > 1 {
 			sc.comp = sc.comp[:0]
-			for _, r := range strings.Trim(chunk, "_-") {
-				sc.comp = utf8.AppendRune(sc.comp, unicode.ToLower(r))
+			for _, r := range chunk {
+				if !isJoiner(r) {
+					sc.comp = utf8.AppendRune(sc.comp, unicode.ToLower(r))
+				}
 			}
 			emit(sc.comp)
 		}
@@ -175,10 +174,21 @@ func (sc *termScanner) wordOf(rs []rune) bool {
 	for _, r := range rs {
 		sc.word = utf8.AppendRune(sc.word, unicode.ToLower(r))
 	}
-	if stopWords[string(sc.word)] {
+	if lexicon.StopWord(string(sc.word)) {
 		return false
 	}
-	sc.word = stemBytes(sc.word)
+	st, ok := sc.stems[string(sc.word)]
+	if !ok {
+		if sc.stems == nil {
+			sc.stems = make(map[string]string)
+			sc.byLen = make(map[int][]string)
+		}
+		w := string(sc.word)
+		st = lexicon.Stem(w)
+		sc.stems[w] = st
+		sc.byLen[len(w)] = append(sc.byLen[len(w)], w)
+	}
+	sc.word = append(sc.word[:0], st...)
 	return true
 }
 
@@ -196,24 +206,49 @@ func isHump(rs []rune, i int) bool {
 	return lowerToUpper || acronymEnd
 }
 
-// stemBytes is stem on bytes, in place.
-func stemBytes(w []byte) []byte {
-	n := len(w)
-	switch {
-	case n <= 3:
-		return w
-	case hasSuffix(w, "ies") && !hasSuffix(w, "eies") && !hasSuffix(w, "aies"):
-		return append(w[:n-3], 'y')
-	case hasSuffix(w, "sses") || hasSuffix(w, "tuses") || hasSuffix(w, "xes") || hasSuffix(w, "ches") || hasSuffix(w, "shes") || hasSuffix(w, "zzes"):
-		return w[:n-2]
-	case hasSuffix(w, "es") && !hasSuffix(w, "aes") && !hasSuffix(w, "ees") && !hasSuffix(w, "oes"):
-		return w[:n-1]
-	case hasSuffix(w, "s") && !hasSuffix(w, "us") && !hasSuffix(w, "ss"):
-		return w[:n-1]
+// queryWords returns the words of a query as appendTerms splits them,
+// lower-cased, stop words dropped, not stemmed.
+func queryWords(text string) []string {
+	var words []string
+	for _, t := range appendTermsFunc(nil, text, false, func(dst []string, w string) []string {
+		w = strings.ToLower(w)
+		if lexicon.StopWord(w) {
+			return dst
+		}
+		return append(dst, w)
+	}) {
+		if !strings.Contains(t, " ") {
+			words = append(words, t)
+		}
 	}
-	return w
+	return words
 }
 
-func hasSuffix(w []byte, suffix string) bool {
-	return len(w) >= len(suffix) && string(w[len(w)-len(suffix):]) == suffix
+// oneEdit reports whether a and b, of at least 5 bytes, differ by one edit:
+// a byte inserted, deleted or replaced, or two neighbouring bytes swapped.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	switch len(b) - len(a) {
+	case 0:
+		i := 0
+		for i < len(a) && a[i] == b[i] {
+			i++
+		}
+		if i == len(a) {
+			return false // equal
+		}
+		if a[i+1:] == b[i+1:] {
+			return true
+		}
+		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	case 1:
+		i := 0
+		for i < len(a) && a[i] == b[i] {
+			i++
+		}
+		return a[i:] == b[i+1:]
+	}
+	return false
 }

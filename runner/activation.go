@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/registry"
@@ -57,6 +59,9 @@ type Activation struct {
 	key       []byte
 	traceID   []byte // WithTraceID
 	traceErr  error
+	// spanParent is the remote parent of the inline runs' spans in the
+	// trace traceID names (telemetry.go); invalid without a trace id.
+	spanParent trace.SpanContext
 
 	mu      sync.Mutex
 	step    uint32
@@ -130,6 +135,14 @@ func WithSigningKey(keyID string, key []byte) ActivationOption {
 // writes it). Take it from the activation's input, not from the current
 // span: a replay must stage the same bytes, and a retried bundle runs in a
 // new span. A trace id that is not 16 bytes, or all zero, makes Act fail.
+//
+// The activation's inline runs (RunTool, RunAll) join that trace too: when
+// the caller's context holds no span of it, their execute_tool spans have
+// a remote parent in it, whose span id is a pure function of the
+// activation (the first 8 bytes of the SHA-256 of "activation|<hex of
+// entity key>|<seq>"), the same for every run, and the caller's span, of
+// another trace, is linked. A caller's span of the activation's trace
+// stays their parent.
 func WithTraceID(traceID []byte) ActivationOption {
 	return func(a *Activation) {
 		a.traceID, a.traceErr = bytes.Clone(traceID), nil
@@ -154,6 +167,9 @@ func NewActivation(pipeline *registry.Registry, entityKey []byte, seq int64, opt
 	}
 	if a.runner == nil {
 		a.runner = New()
+	}
+	if len(a.traceID) == 16 && a.traceErr == nil {
+		a.spanParent = activationParent(trace.TraceID(a.traceID), a.entityKey, a.seq)
 	}
 	return a
 }
@@ -183,15 +199,21 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.runner.Run(ctx, t, args)
+	res, err := a.runner.runIn(ctx, t, args, a.spanParent)
 	if err == nil {
 		a.offerFound(res)
 	}
 	return res, err
 }
 
-// Act requests the side-effecting tool called name with args: it validates
-// args against the tool's contract exactly as the runner would
+// Act is ActContext with a context that carries nothing: the intent has no
+// tool call id. See ActContext for what it stages and what it refuses.
+func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
+	return a.ActContext(context.Background(), name, args)
+}
+
+// ActContext requests the side-effecting tool called name with args: it
+// validates args against the tool's contract exactly as the runner would
 // (toolreg.Tool.CheckArgs), stages an intent for the effector, advances the
 // step cursor, and returns the intent. It runs nothing and sends nothing; the
 // intent leaves only through Drain.
@@ -203,7 +225,7 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // arguments, and it expires after the manifest's approval_timeout when it
 // gives one: the effector executes the call only once a person approves it.
 //
-// Act refuses, staging nothing and leaving the step where it was: an unknown
+// It refuses, staging nothing and leaving the step where it was: an unknown
 // name (*toolreg.ToolNotFoundError), a name the activation does not offer
 // (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
 // RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
@@ -212,7 +234,20 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 // with no clock (ErrNoClock) or a non-positive WithIntentTTL, and one already
 // drained (ErrDrained). The intent it returns is the caller's copy: changing
 // it changes nothing staged.
-func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, error) {
+//
+// ctx is the caller's, for a call a model made: the tool call id WithCallID
+// put in it (the id the model gave the call) goes with the intent as its
+// ToolCallID (toolreg's extension field 1000), which the effector records on
+// its execute_tool span as gen_ai.tool.call.id, and which the signature
+// covers. It is not part of the intent id: a replay that passes the same
+// call id stages byte-identical intents, and one that passes another stages
+// the same id. A ctx that has ended stages nothing and returns its error,
+// leaving the step where it was.
+func (a *Activation) ActContext(ctx context.Context, name string, args json.RawMessage) (*intent.Intent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	callID, _ := CallIDFromContext(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -256,6 +291,7 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 		ExpiresAtMs: created + a.ttl.Milliseconds(),
 		Kind:        intent.KindTool,
 		TraceID:     bytes.Clone(a.traceID),
+		ToolCallID:  callID,
 	}
 	if ap := t.Spec().Approval; ap != nil {
 		// A person decides first: the intent asks for approval of exactly

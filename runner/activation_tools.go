@@ -28,7 +28,7 @@ func (a *Activation) Tool(name string) (*toolreg.Tool, error) {
 // cursor.
 func (a *Activation) RunAll(ctx context.Context, calls []Call) []Outcome {
 	if a.offered == nil {
-		return a.runner.RunAll(ctx, calls)
+		return a.runner.runAll(ctx, calls, a.spanParent)
 	}
 	out := make([]Outcome, len(calls))
 	var run []Call
@@ -41,7 +41,7 @@ func (a *Activation) RunAll(ctx context.Context, calls []Call) []Outcome {
 		run = append(run, c)
 		at = append(at, i)
 	}
-	for k, o := range a.runner.RunAll(ctx, run) {
+	for k, o := range a.runner.runAll(ctx, run, a.spanParent) {
 		out[at[k]] = o
 		if o.Err == nil {
 			a.offerFound(o.Result)

@@ -29,5 +29,6 @@
 //
 // A side-effecting tool is requested instead through an Activation, which
 // stages an intent (package intent) that the effector executes once, outside
-// the pipeline.
+// the pipeline: Act, or ActContext for a call a model made, whose tool call
+// id (WithCallID) the intent keeps for the effector's span.
 package runner

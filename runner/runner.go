@@ -81,11 +81,18 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // returns is not handed on: Run returns a *toolreg.ToolResultError naming
 // each failing path, with a nil result (see WithoutResultValidation).
 func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
+	return r.runIn(ctx, t, args, trace.SpanContext{})
+}
+
+// runIn is Run for a run whose span joins the trace of parent, a remote
+// span, when it is valid and ctx holds no span of that trace: an
+// Activation's with WithTraceID.
+func (r *Runner) runIn(ctx context.Context, t *toolreg.Tool, args json.RawMessage, parent trace.SpanContext) (any, error) {
 	if t == nil {
 		return nil, errNilTool
 	}
 	if tr := r.tracer(); tr != nil {
-		return r.runTraced(ctx, tr, t, args)
+		return r.runTraced(ctx, tr, t, args, parent)
 	}
 	return r.run(ctx, t, args)
 }
@@ -122,6 +129,9 @@ func (r *Runner) checkSize(t *toolreg.Tool, args json.RawMessage) error {
 type Call struct {
 	Tool *toolreg.Tool
 	Args json.RawMessage
+	// ID is the model's id for the call, recorded on its span as
+	// gen_ai.tool.call.id (as WithCallID does for Run); "" for none.
+	ID string
 }
 
 // Outcome is what one call of RunAll gave: Run's result and error.
@@ -135,6 +145,11 @@ type Outcome struct {
 // call still waiting for its turn when ctx ends is not invoked and gets ctx's
 // error. One call's failure does not stop the others.
 func (r *Runner) RunAll(ctx context.Context, calls []Call) []Outcome {
+	return r.runAll(ctx, calls, trace.SpanContext{})
+}
+
+// runAll is RunAll, each run as runIn with parent.
+func (r *Runner) runAll(ctx context.Context, calls []Call, parent trace.SpanContext) []Outcome {
 	out := make([]Outcome, len(calls))
 	var sem chan struct{}
 	if r.maxConcurrent > 0 && r.maxConcurrent < len(calls) {
@@ -154,7 +169,11 @@ func (r *Runner) RunAll(ctx context.Context, calls []Call) []Outcome {
 			if sem != nil {
 				defer func() { <-sem }()
 			}
-			res, err := r.Run(ctx, c.Tool, c.Args)
+			cctx := ctx
+			if c.ID != "" {
+				cctx = WithCallID(ctx, c.ID)
+			}
+			res, err := r.runIn(cctx, c.Tool, c.Args, parent)
 			out[i] = Outcome{Result: res, Err: err}
 		})
 	}

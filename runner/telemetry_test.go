@@ -95,9 +95,9 @@ func TestRunFailureSetsErrorStatusAndType(t *testing.T) {
 		name, args, errType string
 		tool                *runner.Call
 	}{
-		{"function error", `{"query":"q","exact":true,"tags":[]}`, "*errors.errorString", &runner.Call{Tool: search}},
-		{"bad arguments", `{"query":""}`, "tool_argument", &runner.Call{Tool: search}},
-		{"side effect", `{"order_id":"o"}`, "side_effect_tool", &runner.Call{Tool: refund}},
+		{"function error", `{"query":"q","exact":true,"tags":[]}`, "tool_error", &runner.Call{Tool: search}},
+		{"bad arguments", `{"query":""}`, "argument_refused", &runner.Call{Tool: search}},
+		{"side effect", `{"order_id":"o"}`, "side_effect_refused", &runner.Call{Tool: refund}},
 	} {
 		exp.Reset()
 		if _, err := r.Run(context.Background(), c.tool.Tool, json.RawMessage(c.args)); err == nil {
@@ -141,7 +141,7 @@ func TestRunUsesTheGlobalProviderByDefault(t *testing.T) {
 
 // TestRunResultViolationHasItsOwnErrorType: a result that breaks the
 // manifest's returns is a toolreg error kind like the others, so a dashboard
-// grouping by error.type sees "tool_result", not a Go type name.
+// grouping by error.type sees "result_refused", not a Go type name.
 func TestRunResultViolationHasItsOwnErrorType(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -155,7 +155,7 @@ func TestRunResultViolationHasItsOwnErrorType(t *testing.T) {
 	if s.Status.Code != codes.Error {
 		t.Errorf("status %v, want Error", s.Status)
 	}
-	if got := spanAttrs(s)["error.type"]; got != "tool_result" {
-		t.Errorf("error.type %q, want %q", got, "tool_result")
+	if got := spanAttrs(s)["error.type"]; got != "result_refused" {
+		t.Errorf("error.type %q, want %q", got, "result_refused")
 	}
 }

@@ -14,11 +14,20 @@
 //	if err := toolsearch.Bind(b, provider.OpenAI); err != nil { ... }
 //	bound, err := b.Bind()
 //
-// The search is registry.Search (BM25 over names, descriptions, params, tags
-// and keywords) over every contract the Binder holds but search_tools itself.
-// It refuses nothing a registry would not: what it returns are contracts; a
-// call of a found tool goes through the runner or Act like any other, with its
+// The search is a Searcher over every contract the Binder holds but
+// search_tools itself: registry.Search offline (BM25 with stemming, typo
+// tolerance and WordNet expansion), and, given an Embedder (WithEmbedder; the
+// one configuration is openaiembed.OptionsFromEnv, which `toolreg search`
+// reads too), that ranking fused with the embeddings' by reciprocal rank
+// fusion, tool vectors cached on disk by manifest digest (WithCacheDir). When
+// the embedder fails or times out, the search logs it and answers offline. It
+// refuses nothing a registry would not: what it returns are contracts; a call
+// of a found tool goes through the runner or Act like any other, with its
 // arguments checked.
+//
+//	opts, err := openaiembed.OptionsFromEnv() // none unless TOOLREG_EMBED_MODEL is set
+//	...
+//	err = toolsearch.Bind(b, provider.OpenAI, opts...)
 //
 // mcpserver.WithToolSearch serves it over MCP with a tool set per session that
 // grows as the client's model searches.

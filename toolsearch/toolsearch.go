@@ -59,7 +59,13 @@ func (r Result) FoundTools() []string { return r.names }
 // An unknown form is refused with a *provider.UnknownFormError. A found tool
 // the form cannot express (openai-strict and an open map param) is left out
 // of the answer; `toolreg vet -provider` reports such tools ahead.
-func Bind(b *bindings.Binder, form string) error {
+//
+// opts configure the ranking as NewSearcher's do: with none, the offline
+// ranking (registry.Search); with WithEmbedder, embeddings fused with it.
+// Give it the options `toolreg search` reads from the environment,
+// openaiembed.OptionsFromEnv, so that the model and the command line rank
+// alike.
+func Bind(b *bindings.Binder, form string, opts ...Option) error {
 	if !provider.Known(form) {
 		return &provider.UnknownFormError{Name: form}
 	}
@@ -76,15 +82,16 @@ func Bind(b *bindings.Binder, form string) error {
 			return err
 		}
 	}
+	s := NewSearcher(reg, opts...)
 	bindings.ReadOnly(b, Name, func(ctx context.Context, a Args) (Result, error) {
-		return search(ctx, reg, form, a), nil
+		return search(ctx, s, form, a), nil
 	})
 	return nil
 }
 
 // search runs one search_tools call and tells ctx's hook what it found.
-func search(ctx context.Context, reg *registry.Registry, form string, a Args) Result {
-	ms := reg.Search(registry.Query{Text: a.Query, Tags: a.Tags, ReadOnly: a.ReadOnly, Limit: a.Limit})
+func search(ctx context.Context, s *Searcher, form string, a Args) Result {
+	ms := s.Search(ctx, registry.Query{Text: a.Query, Tags: a.Tags, ReadOnly: a.ReadOnly, Limit: a.Limit})
 	res := Result{Tools: make([]json.RawMessage, 0, len(ms))}
 	for _, m := range ms {
 		r, err := provider.Render(form, m.Tool.Spec())

@@ -53,6 +53,7 @@ type service struct {
 	store    effector.DedupStore
 	effector *effector.Effector
 	dbPath   string // what the trace calls the store
+	storeArg string // the store as toolreg's CLI takes it
 	closeDB  func()
 }
 
@@ -68,7 +69,7 @@ func start(ctx context.Context, manifests, state, storeSpec string, out io.Write
 	if err != nil {
 		return nil, err
 	}
-	store, dbPath, closeDB, err := openStore(ctx, storeSpec, state)
+	store, dbPath, storeArg, closeDB, err := openStore(ctx, storeSpec, state)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func start(ctx context.Context, manifests, state, storeSpec string, out io.Write
 		return nil, err
 	}
 	s := &service{out: out, backend: be, bound: bound, runner: runner.New(runner.WithMaxConcurrency(4)),
-		store: store, effector: eff, dbPath: dbPath, closeDB: closeDB}
+		store: store, effector: eff, dbPath: dbPath, storeArg: storeArg, closeDB: closeDB}
 	s.printf("toolreg support-agent: %d tools from %s: %d read-only (inline), %d side-effecting (effector only)\n",
 		len(specs), manifests, bound.Pipeline.Len()-bound.Effector.Len(), bound.Effector.Len())
 	s.printf("effector dedup store: %s\n", dbPath)
@@ -297,13 +298,13 @@ func (s *service) execute(ctx context.Context, wire [][]byte) (map[string]*inten
 }
 
 // decide is the supervisor's side: it lists the approvals waiting in the
-// effector's store and decides each, as `toolreg approvals approve|deny
-// STORE ID` would (the same call, effector.RecordDecision, made in this
-// process), then has the effector carry the decisions out: an approved call
-// runs once, a denied one is answered REJECTED with the note. This
+// effector's store and decides each, as the `toolreg approvals approve|deny`
+// command it prints would (the same call, effector.RecordDecision, made in
+// this process), then has the effector carry the decisions out: an approved
+// call runs once, a denied one is answered REJECTED with the note. This
 // supervisor approves refunds for a fault and denies goodwill ones.
 func (s *service) decide(ctx context.Context) error {
-	s.printf("\n== approvals: a supervisor decides, as `toolreg approvals approve|deny %s ID` does ==\n", s.dbPath)
+	s.printf("\n== approvals: a supervisor decides each, as the command under it does from the repository's root ==\n")
 	var pending []effector.Approval
 	err := effector.Approvals(ctx, s.store, func(a effector.Approval) error {
 		if a.State == effector.ApprovalPending {
@@ -331,11 +332,13 @@ func (s *service) decide(ctx context.Context) error {
 		if _, err := effector.RecordDecision(ctx, s.store, a.ID, d); err != nil {
 			return err
 		}
-		note := ""
+		note, noteFlag := "", ""
 		if d.Note != "" {
-			note = ": " + d.Note
+			note, noteFlag = ": "+d.Note, " -note "+shellQuote(d.Note)
 		}
-		s.printf("%s %s %s  (%s)\n        → %s by %s%s\n", a.ID, a.Tool, a.Arguments, a.Reason, d.Verdict, d.By, note)
+		verb := map[effector.Verdict]string{effector.Approve: "approve", effector.Deny: "deny"}[d.Verdict]
+		s.printf("%s %s %s  (%s)\n        $ go run ./cmd/toolreg approvals %s -by %s%s %s %s\n        → %s by %s%s\n",
+			a.ID, a.Tool, a.Arguments, a.Reason, verb, shellQuote(d.By), noteFlag, shellQuote(s.storeArg), shellQuote(a.ID), d.Verdict, d.By, note)
 	}
 	n, err := s.effector.ResumeDecided(ctx, func(_ context.Context, r intent.Result) error {
 		out := string(r.Payload)
@@ -350,4 +353,13 @@ func (s *service) decide(ctx context.Context) error {
 	}
 	s.printf("the effector carried out %d decision(s)\n", n)
 	return nil
+}
+
+// shellQuote writes word so that a POSIX shell reads it back as it is: as it
+// is when it holds nothing a shell treats specially, else single-quoted.
+func shellQuote(word string) string {
+	if word != "" && strings.Trim(word, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return word
+	}
+	return "'" + strings.ReplaceAll(word, "'", `'\''`) + "'"
 }

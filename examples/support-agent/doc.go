@@ -22,5 +22,12 @@
 // compatible server, -model for its name), and the replay is served the
 // replies the model gave, as a retried bundle replays its recorded inputs.
 //
-//	go run ./examples/support-agent [-manifests dir] [-state dir] [-script file] [-model name] [-offline]
+// With -provider anthropic it talks to the model through anthropic-sdk-go,
+// the official Anthropic SDK, with dispatch.Anthropic: the same script,
+// served offline as Messages API responses by an in-process endpoint, or,
+// with ANTHROPIC_API_KEY set, a real Claude model (ANTHROPIC_BASE_URL,
+// -model; claude-sonnet-4-5 by default). The intents it stages are the same
+// bytes either way.
+//
+//	go run ./examples/support-agent [-provider openai|anthropic] [-manifests dir] [-state dir] [-script file] [-model name] [-offline]
 package main

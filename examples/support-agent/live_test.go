@@ -36,15 +36,22 @@ func runMain(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // openai-go, the same every run but for the state directory.
 func TestMainJobTrace(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
+	checkTrace(t, "trace.golden")
+}
+
+// checkTrace runs the service with args on a new state directory and
+// compares its trace with testdata/golden (rewritten with -update).
+func checkTrace(t *testing.T, golden string, args ...string) {
+	t.Helper()
 	state := t.TempDir()
-	out, errOut, code := runMain(t, "-manifests", manifestsDir, "-state", state)
+	out, errOut, code := runMain(t, append([]string{"-manifests", manifestsDir, "-state", state}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	got := strings.ReplaceAll(out, state, "$STATE")
 	// An approval request carries the activation's time (its event's, now).
 	got = regexp.MustCompile(`(_at_ms\\?":)[0-9]+`).ReplaceAllString(got, "${1}$$MS")
-	path := filepath.Join("testdata", "trace.golden")
+	path := filepath.Join("testdata", golden)
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)

@@ -19,52 +19,53 @@ import (
 // openStore opens the effector's dedup store that -store names: a
 // postgres:// or postgresql:// URL (the tables are migrated first), a
 // redis:// URL, or else a SQLite file path; empty means effects.db in the
-// state directory. It returns the store, what to call it in the trace, and
+// state directory. It returns the store, what to call it in the trace, the
+// store as `toolreg approvals` takes it (a URL's password left out), and
 // how to close it.
-func openStore(ctx context.Context, spec, state string) (effector.DedupStore, string, func(), error) {
+func openStore(ctx context.Context, spec, state string) (effector.DedupStore, string, string, func(), error) {
 	switch {
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		pool, err := pgxpool.New(ctx, spec)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("-store %s: %w", redact(spec), err)
+			return nil, "", "", nil, fmt.Errorf("-store %s: %w", redact(spec), err)
 		}
 		if err := pgstore.Migrate(ctx, pool); err != nil {
 			pool.Close()
-			return nil, "", nil, err
+			return nil, "", "", nil, err
 		}
 		s, err := pgstore.Open(ctx, pool)
 		if err != nil {
 			pool.Close()
-			return nil, "", nil, err
+			return nil, "", "", nil, err
 		}
-		return s, redact(spec) + " (Postgres)", func() { s.Close(); pool.Close() }, nil
+		return s, redact(spec) + " (Postgres)", redact(spec), func() { s.Close(); pool.Close() }, nil
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		opts, err := redis.ParseURL(spec)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("-store %s: %w", redact(spec), err)
+			return nil, "", "", nil, fmt.Errorf("-store %s: %w", redact(spec), err)
 		}
 		rdb := redis.NewClient(opts)
 		s, err := redisstore.Open(ctx, rdb)
 		if err != nil {
 			rdb.Close()
-			return nil, "", nil, err
+			return nil, "", "", nil, err
 		}
-		return s, redact(spec) + " (Redis)", func() { rdb.Close() }, nil
+		return s, redact(spec) + " (Redis)", redact(spec), func() { rdb.Close() }, nil
 	case strings.Contains(spec, "://"):
-		return nil, "", nil, fmt.Errorf("-store %s: want a postgres://, postgresql:// or redis:// URL, or a SQLite file path", redact(spec))
+		return nil, "", "", nil, fmt.Errorf("-store %s: want a postgres://, postgresql:// or redis:// URL, or a SQLite file path", redact(spec))
 	}
 	path := spec
 	if path == "" {
 		if err := os.MkdirAll(state, 0o755); err != nil {
-			return nil, "", nil, fmt.Errorf("state directory: %w", err)
+			return nil, "", "", nil, fmt.Errorf("state directory: %w", err)
 		}
 		path = filepath.Join(state, "effects.db")
 	}
 	s, err := sqlitestore.Open(ctx, path)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", "", nil, err
 	}
-	return s, path + " (SQLite)", func() { s.Close() }, nil
+	return s, path + " (SQLite)", path, func() { s.Close() }, nil
 }
 
 // redact drops the password from a URL for the trace.

@@ -37,6 +37,9 @@ func TestMainJobOnEachStore(t *testing.T) {
 				if n := len(executed.FindAllString(out.String(), -1)); n != want {
 					t.Fatalf("run %d executed %d intents, want %d:\n%s", run_+1, n, want, out.String())
 				}
+				if run_ == 0 {
+					runPrintedApprovals(t, out.String())
+				}
 			}
 		})
 	}

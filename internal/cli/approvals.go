@@ -32,16 +32,17 @@ staged by the pipeline and recorded by an effector.
       one approval as JSON: the call, the decision, the execution's result.
   toolreg approvals approve [-by NAME] [-note TEXT] STORE ID
   toolreg approvals deny [-by NAME] [-note TEXT] STORE ID
-      record a decision. The first decision wins: deciding the same way again
-      changes nothing; approve after deny (or deny after approve) is refused,
-      as is a decision after the approval's deadline. An approved call is
-      executed once by an effector holding the tool: effector.Serve with
-      WithDecisions, or Effector.ResumeDecided or Resume; a denial records
-      the execution as REJECTED with the note.
+      record a decision. The first decision wins: a decision on an approval
+      already decided (the same way or not) is ignored, and the command says
+      who decided, when, and whether the call has run; a decision after the
+      approval's deadline is refused. An approved call is executed once by
+      an effector holding the tool: effector.Serve with WithDecisions, or
+      Effector.ResumeDecided or Resume; a denial records the execution as
+      REJECTED with the note.
       -by defaults to the user running the command.
 
 The exit status is 0 on success, 1 when the store cannot be read or a
-decision is refused, and 2 on a usage error.
+decision is not taken (ignored or refused), and 2 on a usage error.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
 		return func(e *env, args []string) int {
@@ -114,7 +115,13 @@ func runApprovals(e *env, sub string, args []string) int {
 		}
 		var a effector.Approval
 		a, err = effector.RecordDecision(ctx, store, fs.Arg(1), effector.Decision{Verdict: v, By: by, Note: note})
-		if err == nil {
+		var conflict *effector.DecisionConflictError
+		switch {
+		case errors.As(err, &conflict):
+			err = fmt.Errorf("ignored: approval %s (%s) was already %s; it cannot be %s now (the first decision wins)", a.ID, a.Tool, decided(conflict.Recorded), conflict.Asked)
+		case err == nil && a.AlreadyDecided:
+			err = fmt.Errorf("ignored: approval %s (%s) was already %s%s", a.ID, a.Tool, decided(*a.Decision), approvalOutcome(a))
+		case err == nil:
 			fmt.Fprintf(e.stdout, "%s %s (%s) by %s\n", a.State, a.ID, a.Tool, a.Decision.By)
 			if v == effector.Approve && a.Result == nil {
 				fmt.Fprintf(e.stdout, "an effector holding %s runs it once, under intent %s\n", a.Tool, a.ExecutionID)
@@ -129,6 +136,35 @@ func runApprovals(e *env, sub string, args []string) int {
 		return exitFindings
 	}
 	return exitOK
+}
+
+// decided says who decided d and when: "approved by ana at 2026-03-01T12:00:00Z".
+func decided(d effector.Decision) string {
+	return fmt.Sprintf("%s by %s at %s", d.Verdict, d.By, d.At.UTC().Format(time.RFC3339))
+}
+
+// approvalOutcome says what became of an approval already decided: the denial's
+// note; for an approved call, that it ran (and its result), or that it
+// waits for an effector.
+func approvalOutcome(a effector.Approval) string {
+	switch {
+	case a.State == effector.ApprovalDenied:
+		if a.Decision.Note != "" {
+			return fmt.Sprintf(" (note: %s)", a.Decision.Note)
+		}
+		return ""
+	case a.Result == nil:
+		return fmt.Sprintf("; an effector holding %s runs it once, under intent %s", a.Tool, a.ExecutionID)
+	}
+	what := string(a.Result.Payload)
+	if a.Result.ErrorMessage != "" {
+		what = a.Result.ErrorMessage
+	}
+	switch a.Result.Status {
+	case intent.StatusOK, intent.StatusError:
+		return fmt.Sprintf(", and it ran: %s %s", a.Result.Status, what)
+	}
+	return fmt.Sprintf(", and its execution is recorded: %s %s", a.Result.Status, what)
 }
 
 func currentUser() string {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -34,16 +36,22 @@ postgres:// URL (its tables migrated: see toolreg migrate), while
 effectors use it: each step is one short transaction.
 
   toolreg intents list [-state S] [-tool T] [-json] STORE
-      every record, ordered by id, streamed as it is read: a table, or JSON
-      lines with -json. -state is in_flight, unknown, done or expired.
+      every record, ordered by id, streamed as it is read: a table (its
+      columns fit intent ids, which are UUIDs, and put the tool last), or
+      JSON lines with -json, each result in the wire's JSON form (payload
+      base64). -state is in_flight, unknown, done or expired.
   toolreg intents show STORE ID
-      one record as JSON, with its decoded result.
+      one record as JSON, with its decoded result: the entity key as text,
+      a JSON payload as JSON, other text as payload_text, other bytes as
+      payload_base64.
   toolreg intents stats STORE
       counts by state and by tool, and the oldest lease still in flight.
   toolreg intents resolve (-ok PAYLOAD | -error MESSAGE) [-ttl D] STORE ID
       record the true outcome of an intent whose effect is unknown (its claim
       lapsed without a result), so the next delivery is answered with it and
-      nothing runs again. Refused for an intent that is done or still leased.
+      nothing runs again; the effector gives that answer the intent's entity
+      key and seq, which the store does not keep. Refused for an intent that
+      is done or still leased.
   toolreg intents purge [-older-than D] STORE
       delete the results that expired at least D ago (every expired one by
       default), and claims lapsed past both D and the store's memory. A
@@ -104,6 +112,10 @@ func runIntents(e *env, sub string, args []string) int {
 	}
 	if fs.NArg() != nargs {
 		fmt.Fprintf(e.stderr, "toolreg intents %s: want %d argument(s) (STORE%s), got %d\n", sub, nargs, map[int]string{1: "", 2: " ID"}[nargs], fs.NArg())
+		return exitUsage
+	}
+	if state != "" && !slices.Contains(recordStates, state) {
+		fmt.Fprintf(e.stderr, "toolreg intents list: -state %q: want %s\n", state, orList(recordStates))
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -254,18 +266,34 @@ func (m *meter) done() {
 	}
 }
 
-func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool string, asJSON, term bool) error {
-	if state != "" && !slices.Contains([]string{"in_flight", "unknown", "done", "expired"}, state) {
-		return fmt.Errorf("-state %q: want in_flight, unknown, done or expired", state)
+// recordStates are the states -state takes, as Record's State names them.
+var recordStates = []string{"in_flight", "unknown", "done", "expired"}
+
+// orList writes words as "a, b, c or d".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
 	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// listColumns are the widths of the table's columns but the last: an
+// intent id is a UUID (36 characters), a state at most in_flight, a
+// deadline RFC 3339 in UTC to the second. The tool, the one column of no
+// fixed width, comes last.
+var listColumns = []int{36, len("in_flight"), len("ATTEMPTS"), len("2006-01-02T15:04:05Z")}
+
+func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool string, asJSON, term bool) error {
 	// Each row is written as the store hands it over, a page per read
 	// transaction, never collected: a large store's first rows show at once
-	// and memory holds no more than a page. So the table cannot be aligned
-	// in advance: a column widens when a longer value first comes by.
+	// and memory holds no more than a page. So the columns have the widths
+	// of what they hold, known in advance, and the tool comes last; only an
+	// id longer than a UUID (one the effector did not derive) widens its
+	// column from its row on.
 	enc := json.NewEncoder(e.stdout)
-	tbl := &streamTable{w: e.stdout}
+	tbl := &streamTable{w: e.stdout, widths: slices.Clone(listColumns)}
 	if !asJSON {
-		if err := tbl.row("INTENT", "TOOL", "STATE", "ATTEMPTS", "DEADLINE"); err != nil {
+		if err := tbl.row("INTENT", "STATE", "ATTEMPTS", "DEADLINE", "TOOL"); err != nil {
 			return err
 		}
 	}
@@ -281,12 +309,12 @@ func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool 
 		if asJSON {
 			return enc.Encode(toJSON(r))
 		}
-		return tbl.row(r.ID, r.Tool, r.State.String(), strconv.Itoa(r.Attempts), r.Deadline.UTC().Format(time.RFC3339))
+		return tbl.row(r.ID, r.State.String(), strconv.Itoa(r.Attempts), r.Deadline.UTC().Format(time.RFC3339), r.Tool)
 	})
 }
 
-// streamTable writes rows at once, each column padded to the widest value
-// it has seen so far and two spaces.
+// streamTable writes rows at once, each column padded to its width (or the
+// widest value it has seen so far, if wider) and two spaces.
 type streamTable struct {
 	w      io.Writer
 	widths []int
@@ -340,12 +368,76 @@ func showIntent(ctx context.Context, e *env, s effector.Inspector, id string) er
 	if !ok {
 		return fmt.Errorf("intent %q has no record", id)
 	}
-	b, err := json.MarshalIndent(toJSON(r), "", "  ")
+	b, err := json.MarshalIndent(showJSON(r), "", "  ")
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 	return err
+}
+
+// recordView is a record as show prints it, for people: its result decoded.
+type recordView struct {
+	ID       string      `json:"intent_id"`
+	Tool     string      `json:"tool"`
+	State    string      `json:"state"`
+	Attempts int         `json:"attempts"`
+	Deadline string      `json:"deadline"`
+	Result   *resultView `json:"result,omitempty"`
+	// The stored result's bytes, base64, when they are no ToolResult.
+	Undecodable string `json:"undecodable_result,omitempty"`
+	Why         string `json:"undecodable_because,omitempty"`
+}
+
+// resultView is a ToolResult decoded for people: the entity key as text
+// (base64 when it is no UTF-8), the payload as JSON when it is JSON, as
+// text when it is other UTF-8 text, and as base64 otherwise.
+type resultView struct {
+	IntentID        string          `json:"intent_id"`
+	EntityKey       *string         `json:"entity_key"`
+	EntityKeyBase64 string          `json:"entity_key_base64,omitempty"`
+	Seq             int64           `json:"seq"`
+	Status          string          `json:"status"`
+	Payload         json.RawMessage `json:"payload,omitempty"`
+	PayloadText     *string         `json:"payload_text,omitempty"`
+	PayloadBase64   []byte          `json:"payload_base64,omitempty"`
+	ErrorMessage    string          `json:"error_message,omitempty"`
+	CompletedAtMs   int64           `json:"completed_at_ms"`
+	CompletedAt     string          `json:"completed_at"`
+}
+
+func showJSON(r effector.Record) recordView {
+	v := recordView{ID: r.ID, Tool: r.Tool, State: r.State.String(), Attempts: r.Attempts, Deadline: r.Deadline.UTC().Format(time.RFC3339Nano)}
+	if r.Result == nil {
+		return v
+	}
+	var res intent.Result
+	if err := res.UnmarshalBinary(r.Result); err != nil {
+		v.Undecodable, v.Why = base64.StdEncoding.EncodeToString(r.Result), err.Error()
+		return v
+	}
+	rv := &resultView{IntentID: res.IntentID, Seq: res.Seq, Status: res.Status.String(), ErrorMessage: res.ErrorMessage,
+		CompletedAtMs: res.CompletedAtMs, CompletedAt: time.UnixMilli(res.CompletedAtMs).UTC().Format(time.RFC3339Nano)}
+	switch {
+	case len(res.EntityKey) == 0:
+	case utf8.Valid(res.EntityKey):
+		k := string(res.EntityKey)
+		rv.EntityKey = &k
+	default:
+		rv.EntityKeyBase64 = base64.StdEncoding.EncodeToString(res.EntityKey)
+	}
+	switch {
+	case len(res.Payload) == 0:
+	case json.Valid(res.Payload):
+		rv.Payload = res.Payload
+	case utf8.Valid(res.Payload):
+		p := string(res.Payload)
+		rv.PayloadText = &p
+	default:
+		rv.PayloadBase64 = res.Payload
+	}
+	v.Result = rv
+	return v
 }
 
 func intentStats(ctx context.Context, e *env, s effector.Inspector, term bool) error {

@@ -60,6 +60,7 @@ func TestMainExitStatus(t *testing.T) {
 		{"gen with a -pkg that is no Go identifier is a usage error", []string{"gen", "-pkg", "func", good}, 2, "", `-pkg "func" is not a Go identifier`},
 		{"vet -strict without -provider is a usage error", []string{"vet", "-strict", good}, 2, "", "name the provider with -provider"},
 		{"diff of a directory without manifests cannot compare", []string{"diff", empty, filepath.Dir(good)}, 2, "", "no manifests"},
+		{"intents list with an unknown -state is a usage error", []string{"intents", "list", "-state", "bogus", filepath.Join(dir, "effects.db")}, 2, "", `toolreg intents list: -state "bogus": want in_flight, unknown, done or expired`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/registry"
+	"github.com/beam-agents/toolreg/toolsearch"
+	"github.com/beam-agents/toolreg/toolsearch/openaiembed"
 )
 
 var searchCommand = &command{
@@ -20,11 +24,22 @@ prints the tools that best match QUERY, best first, one a line on stdout:
 
 	file:line:col: name (read-only|side effect): description
 
-The ranking is registry.Search's, the one the search_tools meta-tool uses:
-BM25 over each tool's name, title, tags, keywords, description and params'
-names and descriptions. Case, punctuation and plural endings do not matter,
-and snake_case or camelCase words match their parts. Quote a query of several
-words, and write flags before it. An empty query ('') with -tag or -read-only
+The ranking is the one the search_tools meta-tool uses (toolsearch.Searcher),
+offline by default: BM25 over each tool's name, title, tags, keywords,
+description and params' names and descriptions, with English stemming, stop
+words, one typo forgiven in a long word and the query's words expanded with
+WordNet's related words (registry.Search). Quote a query of several words, and
+write flags before it.
+
+With TOOLREG_EMBED_MODEL set, tools are also ranked by an embedding model
+through any OpenAI-compatible embeddings API, and the two rankings fused:
+TOOLREG_EMBED_BASE_URL (such as http://localhost:11434/v1 for Ollama; default
+OPENAI_BASE_URL, else OpenAI), TOOLREG_EMBED_API_KEY (default OPENAI_API_KEY),
+TOOLREG_EMBED_CACHE (where tool vectors are cached, by manifest digest; default
+toolreg/embeddings in the user's cache directory; off for none) and
+TOOLREG_EMBED_TIMEOUT (default 5s). When the server fails or times out, the
+search answers offline and says so on stderr. A service gives search_tools the
+same configuration with openaiembed.OptionsFromEnv. An empty query ('') with -tag or -read-only
 lists the tools those keep, in load order.
 
 With -provider it prints the matches instead as a JSON array of tools in that
@@ -53,6 +68,12 @@ Paths default to ./manifests.
 				fmt.Fprintf(e.stderr, "toolreg search: %v\n", &provider.UnknownFormError{Name: *form})
 				return exitUsage
 			}
+			opts, err := openaiembed.OptionsFromEnv()
+			if err != nil {
+				fmt.Fprintf(e.stderr, "toolreg search: %v\n", err)
+				return exitUsage
+			}
+			opts = append(opts, toolsearch.WithLogger(slog.New(slog.NewTextHandler(e.stderr, nil))))
 			query, paths := args[0], args[1:]
 			specs, ok := loadSpecs(e, "search", paths)
 			if !ok {
@@ -71,7 +92,7 @@ Paths default to ./manifests.
 					q.Tags = append(q.Tags, t)
 				}
 			}
-			ms := r.Search(q)
+			ms := toolsearch.NewSearcher(r, opts...).Search(context.Background(), q)
 			if len(ms) == 0 {
 				fmt.Fprintf(e.stderr, "toolreg search: no tool matches %q%s\n", query, filtersText(q))
 				return exitFindings

@@ -23,7 +23,10 @@ const (
 	ToolName      = attribute.Key("gen_ai.tool.name")
 	ToolCallID    = attribute.Key("gen_ai.tool.call.id")
 	ToolType      = attribute.Key("gen_ai.tool.type")
-	ErrorType     = attribute.Key("error.type")
+	// ToolDescription is the manifest's description of the tool.
+	ToolDescription = attribute.Key("gen_ai.tool.description")
+	// ErrorType takes one of the values of errortype.go.
+	ErrorType = attribute.Key("error.type")
 	// ToolArguments is recorded only when an option turns it on.
 	ToolArguments = attribute.Key("gen_ai.tool.call.arguments")
 )

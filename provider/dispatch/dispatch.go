@@ -72,9 +72,9 @@ type Outcome struct {
 
 // Dispatch carries calls, in the model's order, through act: read-only calls
 // run concurrently with act.RunAll, side-effecting ones are staged with
-// act.Act in call order, and each call gets an Outcome, in call order. See the
-// package documentation for what is refused, per call or (with a
-// *ResponseError) whole.
+// act.ActContext in call order, each intent carrying its call's ID, and each
+// call gets an Outcome, in call order. See the package documentation for what
+// is refused, per call or (with a *ResponseError) whole.
 //
 // The error is not nil only when the calls cannot be answered: a
 // *ResponseError (nothing run, nothing staged), ctx's error, or an error of
@@ -114,7 +114,7 @@ func dispatch(ctx context.Context, from string, act *runner.Activation, calls []
 		}
 		tools[i] = t
 		if !t.SideEffect() {
-			inline = append(inline, runner.Call{Tool: t, Args: c.Args})
+			inline = append(inline, runner.Call{Tool: t, Args: c.Args, ID: c.ID})
 			inlineAt = append(inlineAt, i)
 		}
 	}
@@ -142,7 +142,7 @@ func dispatch(ctx context.Context, from string, act *runner.Activation, calls []
 			out[i].refuse(&RepeatedEffectError{Tool: t.Name(), CallID: c.ID, FirstCallID: first.Call.ID, IntentID: first.Intent.ID})
 			continue
 		}
-		in, err := act.Act(c.Name, c.Args)
+		in, err := act.ActContext(runner.WithCallID(ctx, c.ID), c.Name, c.Args)
 		if err != nil {
 			if modelsToFix(err) {
 				out[i].refuse(err)

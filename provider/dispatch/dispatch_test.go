@@ -470,6 +470,12 @@ func TestAReplayedResponseStagesTheSameIntents(t *testing.T) {
 	if len(first) != 2 || !cmp.Equal(first, again) {
 		t.Errorf("the replay staged other intents:\nfirst %x\nagain %x", first, again)
 	}
+	for i, id := range []string{"c2", "c3"} {
+		var in intent.Intent
+		if err := in.UnmarshalBinary(first[i]); err != nil || in.ToolCallID != id {
+			t.Errorf("intent %d carries tool call id %q, %v; want its call's, %s", i, in.ToolCallID, err, id)
+		}
+	}
 }
 
 func TestResultTextSaysWhatHappened(t *testing.T) {

@@ -11,9 +11,12 @@
 // provider's form):
 //
 //   - run every read-only call inline, concurrently through the activation's
-//     runner (Activation.RunAll), outcomes in call order;
-//   - stage every side-effecting call with Activation.Act, in call order, so
-//     a replayed response stages the same intents; nothing side-effecting runs;
+//     runner (Activation.RunAll), outcomes in call order, each span with its
+//     call's id as gen_ai.tool.call.id;
+//   - stage every side-effecting call with Activation.ActContext, in call
+//     order, so a replayed response stages the same intents, each carrying
+//     its call's id (intent.Intent.ToolCallID, which the effector's span
+//     records); nothing side-effecting runs;
 //   - answer each call, in call order, with the message to append: a read-only
 //     tool's result as canonical JSON; a staged effect's intent id; a refused
 //     call's reason, written for the model, flagged as an error where the

@@ -1,0 +1,199 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/beam-agents/toolreg/mcpserver"
+)
+
+// logBuffer is a slog destination tests read while the server writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// A null id is what a client means when it has no id to give; MCP forbids
+// it ("the ID MUST NOT be null"), and the SDK took such a request for a
+// notification, answering nothing. The message says what to send instead.
+const nullIDAdvice = `"id" is null, which MCP forbids: give a request a string or number id (or send no "id" for a notification)`
+
+func checkNullIDAnswer(t *testing.T, what string, m map[string]any) {
+	t.Helper()
+	code, ok := errorCode(m)
+	msg, _ := m["error"].(map[string]any)["message"].(string)
+	if !ok || code != -32600 || m["id"] != nil || !strings.Contains(msg, nullIDAdvice) {
+		t.Errorf("%s with a null id: answered %v, want error -32600, id null, saying %q", what, m, nullIDAdvice)
+	}
+}
+
+// Over stdio: a request with a null id, before and after initialize (a
+// tools/call of a side-effecting tool among them), gets -32600 Invalid
+// Request and runs nothing; a response to a request the server never sent
+// is logged at warn and ignored, and the session goes on.
+func TestANullIDIsRefusedAndAStrayResponseLoggedOverStdio(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	c := servePipes(t, func(in, out *os.File) mcp.Transport {
+		return &mcp.IOTransport{Reader: in, Writer: out}
+	}, mcpserver.WithLogger(logs.logger()))
+	checkNullIDAnswer(t, "ping", c.roundTrip(`{"jsonrpc":"2.0","id":null,"method":"ping"}`))
+	if m := c.roundTrip(strings.Replace(initialize, "%s", "1", 1)); m["id"] != float64(1) || m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	if _, err := c.in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	checkNullIDAnswer(t, "tools/call", c.roundTrip(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"charge","arguments":{"amount":5}}}`))
+
+	for _, stray := range []string{
+		`{"jsonrpc":"2.0","id":99,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"never-sent","error":{"code":-32603,"message":"boom"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`,
+	} {
+		if _, err := c.in.WriteString(stray + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing answers them: the next line out answers the next request.
+	if m := c.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge","arguments":{"amount":7}}}`); m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("the call after the stray responses got %v", m)
+	}
+	if n := c.f.charges.Load(); n != 1 {
+		t.Errorf("charge ran %d times, want 1: a null-id call must never run", n)
+	}
+	waitForLog(t, &logs, 3, "mcpserver: a response to no request the server sent, ignored")
+	for _, want := range []string{`id=99`, `id="\"never-sent\""`, `id=null`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not name the stray response's %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+// waitForLog waits until the log holds n lines with msg: a stray response
+// is logged by the reading goroutine, after the answers around it.
+func waitForLog(t *testing.T, logs *logBuffer, n int, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(logs.String(), msg) < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := strings.Count(logs.String(), msg); got != n {
+		t.Errorf("the log has %d lines %q, want %d:\n%s", got, msg, n, logs.String())
+	}
+}
+
+// Over streamable HTTP, the same with raw POSTs: a null-id request gets
+// HTTP 400 and a JSON-RPC -32600 body and runs nothing; a stray response is
+// accepted (202, as the transport acknowledges any response), logged and
+// ignored.
+func TestANullIDIsRefusedAndAStrayResponseLoggedOverStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	f := newFixture(t, mcpserver.WithLogger(logs.logger()))
+	hs := httptest.NewServer(f.srv.Handler(nil))
+	t.Cleanup(hs.Close)
+	session := ""
+	post := func(body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
+		b, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				return resp.StatusCode, data
+			}
+		}
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	answer := func(body string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("not a JSON-RPC message: %v: %q", err, body)
+		}
+		return m
+	}
+
+	code, body := post(`{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"v0"}}}`)
+	if code != http.StatusBadRequest {
+		t.Errorf("initialize with a null id: HTTP %d, want 400", code)
+	}
+	checkNullIDAnswer(t, "initialize", answer(body))
+	if code, body := post(strings.Replace(initialize, "%s", "1", 1)); code != http.StatusOK || answer(body)["result"] == nil {
+		t.Fatalf("initialize: HTTP %d %s", code, body)
+	}
+	if code, _ := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: HTTP %d", code)
+	}
+	code, body = post(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"charge","arguments":{"amount":5}}}`)
+	if code != http.StatusBadRequest {
+		t.Errorf("tools/call with a null id: HTTP %d, want 400", code)
+	}
+	checkNullIDAnswer(t, "tools/call", answer(body))
+
+	for _, stray := range []string{
+		`{"jsonrpc":"2.0","id":99,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"never-sent","error":{"code":-32603,"message":"boom"}}`,
+	} {
+		if code, body := post(stray); code != http.StatusAccepted {
+			t.Errorf("a stray response: HTTP %d %s, want 202", code, body)
+		}
+	}
+	code, body = post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge","arguments":{"amount":7}}}`)
+	if m := answer(body); code != http.StatusOK || m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("the call after the stray responses: HTTP %d %v", code, m)
+	}
+	if n := f.charges.Load(); n != 1 {
+		t.Errorf("charge ran %d times, want 1: a null-id call must never run", n)
+	}
+	waitForLog(t, &logs, 2, "mcpserver: a response to no request the server sent, ignored")
+	if !strings.Contains(logs.String(), "session="+session) {
+		t.Errorf("the log does not name the session %s:\n%s", session, logs.String())
+	}
+	_ = context.Background
+}

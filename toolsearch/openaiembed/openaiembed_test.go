@@ -1,0 +1,351 @@
+package openaiembed_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/loader"
+	"github.com/beam-agents/toolreg/registry"
+	"github.com/beam-agents/toolreg/toolsearch"
+	"github.com/beam-agents/toolreg/toolsearch/openaiembed"
+)
+
+// concepts is the in-process server's "model": words of one concept get one
+// dimension, so texts that share no word can still be alike, as with a real
+// embedding model; every other word is hashed into dimensions of its own.
+var concepts = map[string]int{
+	"umbrella": 0, "rain": 0, "weather": 0, "forecast": 0, "sunny": 0,
+	"money": 1, "refund": 1, "reimburse": 1, "payment": 1,
+	"parcel": 2, "package": 2, "shipment": 2, "delivery": 2,
+}
+
+const dims = 64
+
+func vectorOf(text string) []float64 {
+	v := make([]float64, dims)
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !('a' <= r && r <= 'z') }) {
+		if c, ok := concepts[w]; ok {
+			v[c] += 3
+			continue
+		}
+		h := fnv.New32a()
+		h.Write([]byte(w))
+		v[8+int(h.Sum32())%(dims-8)]++
+	}
+	return v
+}
+
+// server is an OpenAI-compatible embeddings endpoint in process; it counts
+// the texts it embedded, and fails or stalls when told to.
+type server struct {
+	*httptest.Server
+	inputs atomic.Int64
+	mode   atomic.Value // "ok", "fail", "stall"
+	model  atomic.Value // the model the last request named
+}
+
+func newServer(t *testing.T) *server {
+	s := &server{}
+	s.mode.Store("ok")
+	stop := make(chan struct{})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/embeddings") {
+			http.NotFound(w, r)
+			return
+		}
+		switch s.mode.Load() {
+		case "fail":
+			http.Error(w, `{"error":{"message":"model overloaded","type":"server_error"}}`, http.StatusInternalServerError)
+			return
+		case "stall":
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+			return
+		}
+		var req struct {
+			Input []string `json:"input"`
+			Model string   `json:"model"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.model.Store(req.Model)
+		s.inputs.Add(int64(len(req.Input)))
+		type datum struct {
+			Object    string    `json:"object"`
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		out := struct {
+			Object string  `json:"object"`
+			Data   []datum `json:"data"`
+			Model  string  `json:"model"`
+		}{Object: "list", Model: req.Model}
+		for i, in := range req.Input {
+			out.Data = append(out.Data, datum{"embedding", i, vectorOf(in)})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(func() {
+		close(stop)
+		s.CloseClientConnections()
+		s.Close()
+	})
+	return s
+}
+
+// embedder is the real openai-go client, pointed at s.
+func (s *server) embedder() *openaiembed.Embedder {
+	c := openai.NewClient(option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
+	return openaiembed.New(c, "concepts-1")
+}
+
+func specs(t *testing.T) []*toolreg.Spec {
+	t.Helper()
+	specs, err := loader.Load("../testdata/tools.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs
+}
+
+func registryOf(t *testing.T, specs []*toolreg.Spec) *registry.Registry {
+	t.Helper()
+	r := registry.New()
+	for _, s := range specs {
+		if err := r.Register(toolreg.NewTool(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func names(ms []registry.Match) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Tool.Name())
+	}
+	return out
+}
+
+// logs is a logger whose lines a test reads.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+const umbrella = "umbrella"
+
+// The words of the query appear in no manifest; the model relates umbrella
+// to weather, and the fused ranking puts get_weather first.
+func TestEmbeddingsFindWhatTheWordsMiss(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	reg := registryOf(t, specs(t))
+	q := registry.Query{Text: umbrella, Limit: 3}
+	if got := names(reg.Search(q)); len(got) > 0 && got[0] == "get_weather" {
+		t.Fatalf("offline, Search(%q) = %v: the test needs a query the words miss", umbrella, got)
+	}
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()))
+	got := names(s.Search(context.Background(), q))
+	if len(got) == 0 || got[0] != "get_weather" {
+		t.Errorf("with embeddings, Search(%q) = %v, want get_weather first", umbrella, got)
+	}
+	if m := srv.model.Load(); m != "concepts-1" {
+		t.Errorf("the server was asked for model %v", m)
+	}
+	// The filters hold for the embeddings' ranking too.
+	for _, m := range s.Search(context.Background(), registry.Query{Text: "money back for a payment", ReadOnly: true}) {
+		if m.Tool.SideEffect() {
+			t.Errorf("read-only search found %s", m.Tool.Name())
+		}
+	}
+}
+
+// A restart over the same manifests embeds only the query: the tools'
+// vectors come from the cache on disk; a manifest changed where it is
+// embedded is embedded again, alone.
+func TestToolVectorsAreCachedOnDiskByTheManifestsDigest(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	q := registry.Query{Text: umbrella}
+	search := func(specs []*toolreg.Spec) []string {
+		s := toolsearch.NewSearcher(registryOf(t, specs), toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithCacheDir(dir))
+		before := srv.inputs.Load()
+		got := names(s.Search(ctx, q))
+		// A second search of the same Searcher embeds only its query.
+		s.Search(ctx, q)
+		if n := srv.inputs.Load() - before; n < 2 {
+			t.Fatalf("two searches embedded %d texts, want at least their 2 queries", n)
+		}
+		return got
+	}
+	ss := specs(t)
+	first := search(ss)
+	if n := srv.inputs.Load(); n != int64(len(ss))+2 {
+		t.Fatalf("the first start embedded %d texts, want %d tools + 2 queries", n, len(ss))
+	}
+	before := srv.inputs.Load()
+	if again := search(specs(t)); !slices.Equal(again, first) {
+		t.Errorf("after a restart: %v, before: %v", again, first)
+	}
+	if n := srv.inputs.Load() - before; n != 2 {
+		t.Errorf("a restart over unchanged manifests embedded %d texts, want the 2 queries only", n)
+	}
+	changed := specs(t)
+	changed[0].Description = "Track a parcel and say where it is now."
+	before = srv.inputs.Load()
+	search(changed)
+	if n := srv.inputs.Load() - before; n != 3 {
+		t.Errorf("after one manifest changed, %d texts were embedded, want that tool and the 2 queries", n)
+	}
+}
+
+// A crash mid-append leaves a torn last record: it is cut off, and that tool
+// alone is embedded again; the file is whole afterwards.
+func TestATornCacheRecordIsEmbeddedAgain(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	q := registry.Query{Text: umbrella}
+	newSearcher := func() *toolsearch.Searcher {
+		return toolsearch.NewSearcher(registryOf(t, specs(t)), toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithCacheDir(dir))
+	}
+	want := names(newSearcher().Search(ctx, q))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.vectors"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v, want one", files)
+	}
+	info, err := os.Stat(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(files[0], info.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.inputs.Load()
+	if got := names(newSearcher().Search(ctx, q)); !slices.Equal(got, want) {
+		t.Errorf("after the torn record: %v, want %v", got, want)
+	}
+	if n := srv.inputs.Load() - before; n != 2 {
+		t.Errorf("after a torn last record, %d texts were embedded, want its tool and the query", n)
+	}
+	before = srv.inputs.Load()
+	newSearcher().Search(ctx, q)
+	if n := srv.inputs.Load() - before; n != 1 {
+		t.Errorf("after the repair, %d texts were embedded, want the query only", n)
+	}
+}
+
+// The server fails (an HTTP 500) or stalls past the timeout: the search
+// answers with the offline ranking and logs why; for WithRetryAfter it does
+// not call the server again.
+func TestAFailingOrStalledServerFallsBackToTheOfflineRanking(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"fail", "stall"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t)
+			srv.mode.Store(mode)
+			reg := registryOf(t, specs(t))
+			var l logs
+			s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()),
+				toolsearch.WithTimeout(200*time.Millisecond), toolsearch.WithLogger(l.logger()))
+			q := registry.Query{Text: "where is my parcel", Limit: 3}
+			want := names(reg.Search(q))
+			if len(want) == 0 {
+				t.Fatal("the offline ranking finds nothing: the test proves nothing")
+			}
+			if got := names(s.Search(context.Background(), q)); !slices.Equal(got, want) {
+				t.Errorf("Search = %v, want the offline ranking %v", got, want)
+			}
+			line := l.String()
+			if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "searching offline") || !strings.Contains(line, "concepts-1") {
+				t.Errorf("log: %q, want a warning naming the model and the fallback", line)
+			}
+			if mode == "stall" && !strings.Contains(line, "deadline exceeded") {
+				t.Errorf("log: %q, want the timeout named", line)
+			}
+			srv.mode.Store("ok")
+			before := srv.inputs.Load()
+			if got := names(s.Search(context.Background(), q)); !slices.Equal(got, want) {
+				t.Errorf("within the retry delay: %v, want the offline ranking %v", got, want)
+			}
+			if n := srv.inputs.Load() - before; n != 0 {
+				t.Errorf("within the retry delay the server embedded %d texts, want none", n)
+			}
+		})
+	}
+}
+
+// The caller's context ending mid-call is a fallback too, not a hang.
+func TestACancelledSearchFallsBackToTheOfflineRanking(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	srv.mode.Store("stall")
+	reg := registryOf(t, specs(t))
+	var l logs
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(l.logger()))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	q := registry.Query{Text: "refund", Limit: 3}
+	if got, want := names(s.Search(ctx, q)), names(reg.Search(q)); !slices.Equal(got, want) {
+		t.Errorf("Search = %v, want the offline ranking %v", got, want)
+	}
+	if !strings.Contains(l.String(), "canceled") {
+		t.Errorf("log: %q, want the cancellation named", l.String())
+	}
+}
+
+// search_tools ranks with the options Bind was given.
+func TestSearchToolsRanksWithTheEmbedderItWasGiven(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	reg := registryOf(t, specs(t))
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()))
+	if got := names(s.Search(context.Background(), registry.Query{Text: umbrella, Limit: 1})); !slices.Equal(got, []string{"get_weather"}) {
+		t.Fatalf("Searcher: %v", got)
+	}
+	opts, err := openaiembed.OptionsFromEnv()
+	if err != nil || opts != nil {
+		t.Fatalf("OptionsFromEnv with no TOOLREG_EMBED_MODEL = %v, %v, want none", opts, err)
+	}
+}

@@ -1,0 +1,296 @@
+package toolsearch
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/registry"
+)
+
+// Embedder turns texts into vectors whose cosine similarity says how alike
+// their meanings are: a semantic ranker's model. Package
+// toolsearch/openaiembed implements it for any OpenAI-compatible embeddings
+// API (OpenAI, a local Ollama or vLLM).
+type Embedder interface {
+	// Model names the model. Vectors of two models are never compared: the
+	// cache on disk keys them by it.
+	Model() string
+	// Embed returns one vector per text, in order, all of one length.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Option configures a Searcher (and Bind, which makes one).
+type Option func(*Searcher)
+
+// WithEmbedder ranks with e's vectors as well as offline: the two rankings
+// are fused by reciprocal rank fusion. The default is none: the offline
+// ranking, registry.Search, alone.
+func WithEmbedder(e Embedder) Option { return func(s *Searcher) { s.embedder = e } }
+
+// WithCacheDir keeps the tools' vectors in a file under dir, one per model,
+// keyed by the digest of what is embedded of each manifest, so that a restart
+// or an unchanged manifest embeds nothing again. The default is no cache on
+// disk: vectors are kept in memory, for the Searcher's life.
+func WithCacheDir(dir string) Option { return func(s *Searcher) { s.cacheDir = dir } }
+
+// WithTimeout bounds each call of the embedder (a query, a batch of tools);
+// the default is 5 seconds. On a timeout the search falls back to the
+// offline ranking.
+func WithTimeout(d time.Duration) Option { return func(s *Searcher) { s.timeout = d } }
+
+// WithRetryAfter is how long after a failure of the embedder searches stay
+// offline without calling it, so that a dead server does not cost every
+// search its timeout; the default is 30 seconds.
+func WithRetryAfter(d time.Duration) Option { return func(s *Searcher) { s.retryAfter = d } }
+
+// WithLogger is where a fallback to the offline ranking is logged, at level
+// Warn; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(s *Searcher) { s.log = l } }
+
+// Defaults of the options above, and of the fusion.
+const (
+	DefaultTimeout    = 5 * time.Second
+	DefaultRetryAfter = 30 * time.Second
+	// rrfK is reciprocal rank fusion's constant, at its usual value
+	// (Cormack, Clarke and Buettcher, 2009).
+	rrfK = 60
+	// candidates is how deep each ranking is read for the fusion.
+	candidates = 50
+	// embedBatch is how many tools one call of the embedder embeds.
+	embedBatch = 128
+)
+
+// Searcher is the ranking search_tools and `toolreg search` share: the
+// offline ranking (registry.Search) and, with an Embedder, the embeddings'
+// ranking fused with it. It is safe for concurrent use.
+type Searcher struct {
+	reg        *registry.Registry
+	embedder   Embedder
+	cacheDir   string
+	timeout    time.Duration
+	retryAfter time.Duration
+	log        *slog.Logger
+
+	mu       sync.Mutex
+	vectors  map[[32]byte][]float32 // by toolDigest
+	cache    *vectorCache           // nil without WithCacheDir, or when it cannot be opened
+	downTill time.Time              // no embedder calls before then
+	now      func() time.Time
+}
+
+// NewSearcher returns a Searcher over reg's tools.
+func NewSearcher(reg *registry.Registry, opts ...Option) *Searcher {
+	s := &Searcher{reg: reg, timeout: DefaultTimeout, retryAfter: DefaultRetryAfter, log: slog.Default(), now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Search returns the tools that best match q, best first, at most q.Limit
+// (registry.DefaultSearchLimit when not positive), each kept by q's filters.
+// Without an embedder it is reg.Search(q). With one, it fuses the offline
+// ranking with the ranking by cosine similarity of the query's vector to each
+// tool's (reciprocal rank fusion; Match.Score is the fused score); when the
+// embedder fails or times out, it logs why at level Warn and returns the
+// offline ranking. It never fails: a search still answers without the server.
+func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Match {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = registry.DefaultSearchLimit
+	}
+	if s.embedder == nil || strings.TrimSpace(q.Text) == "" {
+		return s.reg.Search(q)
+	}
+	wide := q
+	wide.Limit = max(limit, candidates)
+	offline := s.reg.Search(wide)
+	semantic, err := s.semantic(ctx, q)
+	if err != nil {
+		s.log.Warn("toolsearch: the embedder failed; searching offline", "model", s.embedder.Model(), "query", q.Text, "err", err)
+		return offline[:min(limit, len(offline))]
+	}
+	fused := map[*toolreg.Tool]float64{}
+	order := map[*toolreg.Tool]int{}
+	for i, t := range s.reg.Tools() {
+		order[t] = i
+	}
+	for i, m := range offline {
+		fused[m.Tool] += 1 / float64(rrfK+i+1)
+	}
+	for i, t := range semantic {
+		fused[t] += 1 / float64(rrfK+i+1)
+	}
+	out := make([]registry.Match, 0, len(fused))
+	for t, sc := range fused {
+		out = append(out, registry.Match{Tool: t, Score: sc})
+	}
+	slices.SortFunc(out, func(a, b registry.Match) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(order[a.Tool], order[b.Tool]))
+	})
+	return out[:min(limit, len(out))]
+}
+
+// semantic ranks the tools q's filters keep by cosine similarity to the
+// query, the first candidates of them, embedding first the tools it has no
+// vector for.
+func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]*toolreg.Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.now().Before(s.downTill) {
+		return nil, fmt.Errorf("it failed less than %v ago; not retried before %v", s.retryAfter, s.downTill.Format(time.RFC3339))
+	}
+	tools := s.reg.Tools()
+	if err := s.embedTools(ctx, tools); err != nil {
+		s.downTill = s.now().Add(s.retryAfter)
+		return nil, err
+	}
+	qv, err := s.embed(ctx, []string{q.Text})
+	if err != nil {
+		s.downTill = s.now().Add(s.retryAfter)
+		return nil, err
+	}
+	type scored struct {
+		t   *toolreg.Tool
+		sim float64
+	}
+	var all []scored
+	for _, t := range tools {
+		if !q.Keeps(t) {
+			continue
+		}
+		if v := s.vectors[toolDigest(s.embedder.Model(), t.Spec())]; len(v) == len(qv[0]) {
+			all = append(all, scored{t, cosine(qv[0], v)})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.sim, a.sim) })
+	out := make([]*toolreg.Tool, 0, min(len(all), candidates))
+	for _, sc := range all[:min(len(all), candidates)] {
+		out = append(out, sc.t)
+	}
+	return out, nil
+}
+
+// embedTools gives every tool a vector: from memory, from the cache on disk,
+// or from the embedder, in batches, each batch written to the cache as it
+// comes.
+func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool) error {
+	model := s.embedder.Model()
+	if s.vectors == nil {
+		s.vectors = map[[32]byte][]float32{}
+		if s.cacheDir != "" {
+			c, vs, err := openVectorCache(s.cacheDir, model)
+			if err != nil {
+				s.log.Warn("toolsearch: no vector cache on disk; vectors are kept in memory", "dir", s.cacheDir, "err", err)
+			}
+			s.cache = c
+			for d, v := range vs {
+				s.vectors[d] = v
+			}
+		}
+	}
+	var missing []*toolreg.Tool
+	var digests [][32]byte
+	for _, t := range tools {
+		d := toolDigest(model, t.Spec())
+		if _, ok := s.vectors[d]; !ok && !slices.Contains(digests, d) {
+			missing = append(missing, t)
+			digests = append(digests, d)
+		}
+	}
+	for start := 0; start < len(missing); start += embedBatch {
+		end := min(start+embedBatch, len(missing))
+		texts := make([]string, 0, end-start)
+		for _, t := range missing[start:end] {
+			texts = append(texts, EmbeddingText(t.Spec()))
+		}
+		vs, err := s.embed(ctx, texts)
+		if err != nil {
+			return err
+		}
+		for i, v := range vs {
+			s.vectors[digests[start+i]] = v
+		}
+		if s.cache != nil {
+			if err := s.cache.append(digests[start:end], vs); err != nil {
+				s.log.Warn("toolsearch: the vector cache is not written; vectors are kept in memory", "file", s.cache.path, "err", err)
+				s.cache = nil
+			}
+		}
+	}
+	return nil
+}
+
+// embed calls the embedder within the timeout and checks its answer.
+func (s *Searcher) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	vs, err := s.embedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) != len(texts) {
+		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(vs), len(texts))
+	}
+	for _, v := range vs {
+		if len(v) == 0 || len(v) != len(vs[0]) {
+			return nil, fmt.Errorf("the embedder returned vectors of lengths %d and %d", len(vs[0]), len(v))
+		}
+	}
+	return vs, nil
+}
+
+// EmbeddingText is what of a tool's manifest is embedded: its name, title,
+// description, tags, keywords and params' names and descriptions, one a
+// line. Its digest, with the model's name, keys the tool's vector.
+func EmbeddingText(spec *toolreg.Spec) string {
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(spec.Name, "_", " "))
+	if a := spec.Annotations; a != nil && a.Title != "" {
+		b.WriteString("\n" + a.Title)
+	}
+	b.WriteString("\n" + spec.Description)
+	if len(spec.Tags) > 0 {
+		b.WriteString("\ntags: " + strings.Join(spec.Tags, ", "))
+	}
+	if len(spec.Keywords) > 0 {
+		b.WriteString("\nkeywords: " + strings.Join(spec.Keywords, ", "))
+	}
+	for _, p := range spec.Params {
+		b.WriteString("\n" + p.Name)
+		if p.Schema.Description != "" {
+			b.WriteString(": " + p.Schema.Description)
+		}
+	}
+	return b.String()
+}
+
+// toolDigest keys a tool's vector: the SHA-256 of the model's name and the
+// tool's EmbeddingText, so that a manifest changed where it is embedded, or
+// another model, is embedded again.
+func toolDigest(model string, spec *toolreg.Spec) [32]byte {
+	return sha256.Sum256([]byte(model + "\x00" + EmbeddingText(spec)))
+}
+
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
