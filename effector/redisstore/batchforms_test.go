@@ -266,15 +266,3 @@ func TestCompleteBatchRidesOutAServerRestart(t *testing.T) {
 		}
 	}
 }
-
-// sizes are the numbers of scripts of the pipelines sent that held any
-// (a new connection's handshake is a pipeline too).
-func sizes(sent [][]string) []int {
-	var n []int
-	for _, keys := range sent {
-		if len(keys) > 0 {
-			n = append(n, len(keys))
-		}
-	}
-	return n
-}
