@@ -23,6 +23,25 @@ import (
 // statements they send, a failure inside one, a batch cut off while it
 // waits on a lock, and batches taking the same rows at once.
 
+// TestNativeBatches runs the tests below on one server, each on a database
+// of its own: starting a server costs seconds.
+func TestNativeBatches(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Start(t)
+	for _, tt := range []struct {
+		name string
+		run  func(*testing.T, *pgtest.Server)
+	}{
+		{"a batch is one statement, split at the store's limit", testBatchStatementsAndTheirLimit},
+		{"an item Postgres refuses fails alone", testBatchItemPostgresRefusesFailsAlone},
+		{"a batch cut off while it waits on a lock answers errors and writes nothing", testBatchCutOffWhileItWaitsOnALock},
+		{"concurrent batches of the same ids never deadlock", testConcurrentBatchesOfTheSameIDsNeverDeadlock},
+		{"a batch failing at its commit answers nothing from its rows", testBatchFailingAtCommitAnswersNothingFromItsRows},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, srv) })
+	}
+}
+
 // statements counts the statements a pool sends, by their SQL.
 type statements struct {
 	mu sync.Mutex
@@ -70,10 +89,10 @@ func claimReqs(prefix string, n int) []effector.ClaimRequest {
 // A batch of 100 is one claim statement and one completion statement; a
 // batch over the store's limit (items, or bytes of results) is split into
 // as many statements as the limit needs, and every item is answered.
-func TestBatchStatementsAndTheirLimit(t *testing.T) {
+func testBatchStatementsAndTheirLimit(t *testing.T, srv *pgtest.Server) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, st := tracedPool(t, migrated(t, pgtest.Start(t)))
+	pool, st := tracedPool(t, migrated(t, srv))
 
 	s := openForTest(t, pool)
 	reqs := claimReqs("hundred", 100)
@@ -130,10 +149,10 @@ func TestBatchStatementsAndTheirLimit(t *testing.T) {
 // Postgres refuses one item of a batch (a trigger): the statement rolls
 // back, its items are sent one by one, and only that item fails, with
 // Postgres's error, while the others are committed.
-func TestBatchItemPostgresRefusesFailsAlone(t *testing.T) {
+func testBatchItemPostgresRefusesFailsAlone(t *testing.T, srv *pgtest.Server) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t, pgtest.Start(t))
+	pool := migrated(t, srv)
 	poison(t, pool)
 	s := openForTest(t, pool)
 	reqs := []effector.ClaimRequest{
@@ -176,12 +195,12 @@ func TestBatchItemPostgresRefusesFailsAlone(t *testing.T) {
 // table), and its context ends, or its backend is killed: every item
 // answers an error, and nothing of the batch was written. A batch answered
 // nil is there.
-func TestBatchCutOffWhileItWaitsOnALock(t *testing.T) {
+func testBatchCutOffWhileItWaitsOnALock(t *testing.T, srv *pgtest.Server) {
 	for _, how := range []string{"cancelled", "killed"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			pool := migrated(t, pgtest.Start(t))
+			pool := migrated(t, srv)
 			s := openForTest(t, pool)
 			held := claimReqs("held", 10)
 			hout := make([]effector.ClaimOutcome, len(held))
@@ -247,10 +266,9 @@ func TestBatchCutOffWhileItWaitsOnALock(t *testing.T) {
 // each batch in its own order: every id is claimed exactly once, and no two
 // statements ever deadlock (none fails), since each takes its rows in id
 // order.
-func TestConcurrentBatchesOfTheSameIDsNeverDeadlock(t *testing.T) {
+func testConcurrentBatchesOfTheSameIDsNeverDeadlock(t *testing.T, srv *pgtest.Server) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := pgtest.Start(t)
 	a, url := srv.NewDatabase(t)
 	if err := Migrate(ctx, a); err != nil {
 		t.Fatal(err)
@@ -321,10 +339,10 @@ func TestConcurrentBatchesOfTheSameIDsNeverDeadlock(t *testing.T) {
 // (a deferred constraint trigger refuses one row): no item is answered from
 // those rows, which were never committed. The items go one by one, and only
 // the refused one fails; nothing of it was written.
-func TestBatchFailingAtCommitAnswersNothingFromItsRows(t *testing.T) {
+func testBatchFailingAtCommitAnswersNothingFromItsRows(t *testing.T, srv *pgtest.Server) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t, pgtest.Start(t))
+	pool := migrated(t, srv)
 	if _, err := pool.Exec(ctx, `
 		CREATE FUNCTION poison_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
