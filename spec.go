@@ -158,6 +158,9 @@ type Spec struct {
 	// search matches the tool by. Neither is shown to the model.
 	Tags     []string
 	Keywords []string
+	// Remote is set for a tool an MCP server serves: the manifest pins what
+	// the server serves, and package remote binds it (see Remote).
+	Remote *Remote
 	// Pos is where the tool is declared.
 	Pos Pos
 }
@@ -208,6 +211,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Approval != nil && s.Approval.Timeout < 0 {
 		add(s.Pos, "approval_timeout", "approval_timeout %s is negative: give a positive duration, or none", s.Approval.Timeout)
+	}
+	if s.Remote != nil {
+		checkRemote(s, add)
 	}
 	for i, t := range s.Tags {
 		if !tagRE.MatchString(t) {

@@ -18,6 +18,8 @@ import (
 type Tool struct {
 	spec    *Spec
 	binding *toolbind.Binding
+	// gate is a remote tool's availability (remote.go); nil for a local one.
+	gate *toolbind.Gate
 
 	args   argChecker    // compiled on first use; see args.go
 	result resultChecker // compiled on first use; see result.go
@@ -48,6 +50,7 @@ func (t *Tool) rendered() *Tool {
 func newBoundTool(spec *Spec, b *toolbind.Binding) *Tool {
 	t := NewTool(spec)
 	t.binding = b
+	t.gate = b.Gate
 	if b.Args != nil { // the binder compiled it: CheckArgs need not again
 		t.args.once.Do(func() { t.args.checker = b.Args })
 	}
@@ -57,6 +60,11 @@ func newBoundTool(spec *Spec, b *toolbind.Binding) *Tool {
 func init() {
 	toolbind.Attach = func(spec any, b *toolbind.Binding) any { return newBoundTool(spec.(*Spec), b) }
 	toolbind.ArgumentError = argumentErrorFrom
+	toolbind.Contract = func(spec any, g *toolbind.Gate) any {
+		t := NewTool(spec.(*Spec))
+		t.gate = g
+		return t
+	}
 }
 
 func toolSchema(s *Spec) json.RawMessage {
@@ -102,13 +110,17 @@ var ErrNotBound = errors.New("toolreg: no function is bound to this tool in this
 
 // Call is the direct invocation of a tool. It refuses a side-effecting tool with
 // *SideEffectToolError before looking at args, and never invokes its function.
-// For a read-only tool it validates and decodes args (a *ToolArgumentError when
+// It refuses a withdrawn remote tool with *ToolWithdrawnError (see
+// Withdrawn). For a read-only tool it validates and decodes args (a *ToolArgumentError when
 // they break the contract; the function is then not invoked), calls the
 // function, and returns its result. A panic in the function comes back as a
 // *ToolPanicError.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 	if t.spec.SideEffect {
 		return nil, &SideEffectToolError{Name: t.spec.Name}
+	}
+	if err := t.Withdrawn(); err != nil {
+		return nil, err
 	}
 	if t.binding == nil {
 		return nil, t.notBound()

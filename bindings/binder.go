@@ -47,9 +47,10 @@ func EffectorOnly() Option { return func(b *Binder) { b.side = effectorSide } }
 // Binder collects bindings of Go functions to manifests; Bind checks them all
 // and builds the tables. A Binder is used by one goroutine, at startup.
 type Binder struct {
-	specs    []*toolreg.Spec
-	side     side
-	bindings []*binding
+	specs         []*toolreg.Spec
+	side          side
+	bindings      []*binding
+	withoutRemote bool // WithoutRemote; remote.go
 }
 
 // binding is one ReadOnly or Effect call, its type parameters captured in
@@ -62,6 +63,8 @@ type binding struct {
 	fnType reflect.Type
 	argT   reflect.Type
 	resT   reflect.Type
+	// remote is set for the binding of a remote tool (remote.go).
+	remote *toolbind.Remote
 	// build makes the toolbind.Binding once the types are known to agree with spec.
 	build func(spec *toolreg.Spec) (*toolbind.Binding, error)
 }
@@ -143,6 +146,9 @@ func callerPos(skip int) toolreg.Pos {
 }
 
 func (bd *binding) kind() string {
+	if bd.remote != nil {
+		return "the remote binding"
+	}
 	if bd.effect {
 		return "bindings.Effect"
 	}
@@ -212,7 +218,14 @@ func (b *Binder) Bind() (*Bound, error) {
 	}
 	par.Do(len(jobs), func(i int) {
 		j, bd := &jobs[i], b.bindings[i]
-		if j.spec == nil || !b.checkBinding(&j.ps, bd, j.spec) {
+		if j.spec == nil {
+			return
+		}
+		if bd.remote != nil || j.spec.Remote != nil {
+			if !b.checkRemote(&j.ps, bd, j.spec) || b.otherSide(bd) {
+				return
+			}
+		} else if !b.checkBinding(&j.ps, bd, j.spec) {
 			return
 		}
 		tb, err := bd.build(j.spec)
@@ -234,6 +247,12 @@ func (b *Binder) Bind() (*Bound, error) {
 		if s == nil || byName[s.Name] != s || bound[s.Name] != nil {
 			continue
 		}
+		if s.Remote != nil {
+			if !b.withoutRemote && b.runs(s.SideEffect) {
+				ps.add(s.Pos, s.Name, "remote", "remote tool %q (MCP server %q) has no binding: connect with remote.Connect and call the Set's Bind(b) before Bind, or use bindings.WithoutRemote() in a test that checks the local bindings only", s.Name, s.Remote.Server)
+			}
+			continue
+		}
 		switch {
 		case s.SideEffect && b.side != pipelineSide:
 			ps.add(s.Pos, s.Name, "", "side-effecting tool %q has no binding: call bindings.Effect(b, %q, fn) before Bind, or use bindings.PipelineOnly() in a process that does not run the effector", s.Name, s.Name)
@@ -246,28 +265,58 @@ func (b *Binder) Bind() (*Bound, error) {
 	}
 
 	out := &Bound{Pipeline: registry.New(), Effector: registry.New()}
+	remotes := make(map[string]*toolbind.Remote)
+	for _, bd := range b.bindings {
+		if bd.remote != nil && bound[bd.name] == bd {
+			remotes[bd.name] = bd.remote
+		}
+	}
 	for _, s := range b.specs {
 		if byName[s.Name] != s {
 			continue
 		}
 		tb := built[s.Name]
 		if s.SideEffect {
-			// The pipeline gets the contract only: invariant 1.
-			mustRegister(out.Pipeline, toolreg.NewTool(s))
+			// The pipeline gets the contract only: invariant 1. A remote
+			// tool's contract reads the gate its binding carries, so that
+			// both tables withdraw it together.
+			if rb := remotes[s.Name]; rb != nil {
+				mustRegister(out.Pipeline, toolbind.Contract(s, rb.Gate).(*toolreg.Tool))
+			} else {
+				mustRegister(out.Pipeline, toolreg.NewTool(s))
+			}
 			if tb != nil {
 				mustRegister(out.Effector, toolbind.Attach(s, tb).(*toolreg.Tool))
 			}
 			continue
 		}
-		if tb != nil {
+		switch rb := remotes[s.Name]; {
+		case tb != nil:
 			mustRegister(out.Pipeline, toolbind.Attach(s, tb).(*toolreg.Tool))
-		} else {
+		case rb != nil:
+			mustRegister(out.Pipeline, toolbind.Contract(s, rb.Gate).(*toolreg.Tool))
+		default:
 			mustRegister(out.Pipeline, toolreg.NewTool(s))
 		}
 		// So that an intent naming it is refused as read-only, not unknown.
 		out.Effector.MarkInline(s.Name)
 	}
 	return out, nil
+}
+
+// runs reports whether this process runs the tools of that side.
+func (b *Binder) runs(sideEffect bool) bool {
+	if sideEffect {
+		return b.side != pipelineSide
+	}
+	return b.side != effectorSide
+}
+
+// otherSide reports whether bd is a remote binding of a tool this process
+// does not run: it is checked, but its call is attached to no table (a
+// pipeline-only process holds no side-effecting remote call either).
+func (b *Binder) otherSide(bd *binding) bool {
+	return bd.remote != nil && !b.runs(bd.effect)
 }
 
 // mustRegister registers t in a table Bind has already made duplicate-free.

@@ -18,6 +18,10 @@ import (
 // mismatch the binder finds (a param whose Go type disagrees, a tool with no
 // function, a function that names no tool). When all binds, it returns the
 // bound tables, for the test to look further.
+//
+// Remote tools (manifests with remote:) need no binding here: their servers
+// are checked when the service starts (package remote), and Check binds with
+// bindings.WithoutRemote, so their contracts are in the tables with no call.
 func Check(t testing.TB, path string, bind func(*bindings.Binder), opts ...bindings.Option) *bindings.Bound {
 	t.Helper()
 	specs, err := loader.Load(path)
@@ -29,7 +33,7 @@ func Check(t testing.TB, path string, bind func(*bindings.Binder), opts ...bindi
 		t.Fatalf("bindingstest: no manifests (.yaml, .yml or .cue files) in %s: name the directory that holds them, relative to the test's package", path)
 		return nil
 	}
-	b := bindings.New(specs, opts...)
+	b := bindings.New(specs, append([]bindings.Option{bindings.WithoutRemote()}, opts...)...)
 	bind(b)
 	bound, err := b.Bind()
 	if err != nil {

@@ -154,6 +154,9 @@ type differ struct {
 	// param) narrows what a consumer may receive (compatible for a result),
 	// and the other way round.
 	out bool
+	// remote is set while a remote tool is compared: its descriptions came
+	// from its server, and are text the model obeys.
+	remote bool
 }
 
 func (d *differ) add(c Class, tool, path string, old, new toolreg.Pos, format string, args ...any) {
@@ -209,8 +212,11 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 	case o.Approval != nil && *o.Approval != *n.Approval:
 		d.add(Compatible, n.Name, "approval", o.Pos, n.Pos, "approval's reason or timeout changed")
 	}
+	d.remote = o.Remote != nil || n.Remote != nil
+	defer func() { d.remote = false }()
+	d.remoteOf(o, n)
 	if o.Description != n.Description {
-		d.add(Compatible, n.Name, "description", o.Pos, n.Pos, "description edited")
+		d.description(n.Name, "description", o.Pos, n.Pos)
 	}
 	switch {
 	case !o.Strict && n.Strict:
@@ -231,6 +237,40 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 	}
 	d.params(n.Name, "params", o.Params, n.Params)
 	d.returns(n.Name, o.Pos, n.Pos, o.Returns, n.Returns)
+}
+
+// description reports an edited description: compatible for a local tool,
+// whose text its own team wrote; a safety change for a remote one, whose
+// text came from its server and is what the model obeys (a rug pull or a
+// poisoned tool shows here first).
+func (d *differ) description(tool, path string, op, np toolreg.Pos) {
+	if d.remote {
+		d.add(Safety, tool, path, op, np, "description changed by its MCP server: it is text the model obeys; read it whole before this merges")
+		return
+	}
+	d.add(Compatible, tool, path, op, np, "description edited")
+}
+
+// remoteOf compares where a remote tool is served.
+func (d *differ) remoteOf(o, n *toolreg.Spec) {
+	or, nr := o.Remote, n.Remote
+	switch {
+	case or == nil && nr == nil:
+	case or == nil:
+		d.add(Safety, n.Name, "remote", o.Pos, n.Pos, "now served by MCP server %q (tool %q), not by this service's code: another party's code runs for it", nr.Server, nr.Tool)
+	case nr == nil:
+		d.add(Safety, n.Name, "remote", o.Pos, n.Pos, "no longer served by MCP server %q: a Go function must bind it now", or.Server)
+	default:
+		if or.Server != nr.Server || or.Tool != nr.Tool {
+			d.add(Safety, n.Name, "remote", o.Pos, n.Pos, "now served by MCP server %q as %q, not %q as %q: other code runs for it", nr.Server, nr.Tool, or.Server, or.Tool)
+		}
+		if or.Title != nr.Title {
+			d.add(Compatible, n.Name, "remote.title", o.Pos, n.Pos, "the server's title changed from %q to %q", or.Title, nr.Title)
+		}
+		if or.ReadOnlyHint != nr.ReadOnlyHint {
+			d.add(Compatible, n.Name, "remote.read_only_hint", o.Pos, n.Pos, "the server's readOnlyHint changed to %v: a hint only; side_effect decides how the tool runs", nr.ReadOnlyHint)
+		}
+	}
 }
 
 func (d *differ) params(tool, path string, old, new []*toolreg.Param) {
@@ -287,7 +327,7 @@ func (d *differ) schema(tool, path string, op, np toolreg.Pos, o, n *toolreg.Sch
 		return // the constraints of different types do not compare
 	}
 	if o.Description != n.Description {
-		d.add(Compatible, tool, path+".description", op, np, "description edited")
+		d.description(tool, path+".description", op, np)
 	}
 	switch {
 	case d.out:

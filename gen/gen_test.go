@@ -98,10 +98,11 @@ func TestGeneratedCodeAlwaysBinds(t *testing.T) {
 	root := moduleRoot(t)
 	dir := t.TempDir()
 	sets := bindSets(t)
-	var prog strings.Builder
+	var prog, tail strings.Builder
 	prog.WriteString("package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"os\"\n\n\t\"github.com/beam-agents/toolreg/bindings\"\n\t\"github.com/beam-agents/toolreg/loader\"\n\n")
 	for i := range sets {
 		fmt.Fprintf(&prog, "\ttools%d \"gentest/tools%d\"\n", i, i)
+		fmt.Fprintf(&tail, "var _ = tools%d.Unused\n", i)
 	}
 	prog.WriteString(")\n\nfunc main() {\n")
 	want := 0
@@ -113,9 +114,12 @@ func TestGeneratedCodeAlwaysBinds(t *testing.T) {
 			t.Fatalf("%s: %v", set, err)
 		}
 		mustWrite(t, filepath.Join(dir, fmt.Sprintf("tools%d", i), "tools.go"), src)
+		// A set of remote tools only generates no helper to call.
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("tools%d", i), "unused.go"), []byte(fmt.Sprintf("package tools%d\n\nconst Unused = 0\n", i)))
 		bindAll(&prog, fmt.Sprintf("tools%d", i), specs, filepath.Join(root, set))
 	}
-	prog.WriteString("}\n")
+	prog.WriteString("}\n\n")
+	prog.WriteString(tail.String())
 	mustWrite(t, filepath.Join(dir, "main.go"), []byte(prog.String()))
 	mustWrite(t, filepath.Join(dir, "go.mod"), []byte(fmt.Sprintf(
 		"module gentest\n\ngo 1.26\n\nrequire github.com/beam-agents/toolreg v0.0.0\n\nreplace github.com/beam-agents/toolreg => %s\n", root)))
@@ -151,8 +155,13 @@ func TestGeneratedCodeAlwaysBinds(t *testing.T) {
 // and bind a function to each of its tools through package pkg's helpers.
 func bindAll(b *strings.Builder, pkg string, specs []*toolreg.Spec, manifests string) {
 	fmt.Fprintf(b, "\t{\n\t\tspecs, err := loader.Load(%q)\n\t\tif err != nil {\n\t\t\tfmt.Println(err)\n\t\t\tos.Exit(1)\n\t\t}\n", manifests)
-	b.WriteString("\t\tb := bindings.New(specs)\n")
+	// Remote tools get no helper: package remote binds them, after checking
+	// their servers; here they go in the tables as contracts.
+	b.WriteString("\t\tb := bindings.New(specs, bindings.WithoutRemote())\n")
 	for _, s := range specs {
+		if s.Remote != nil {
+			continue
+		}
 		n := goname.Exported(s.Name)
 		if s.Returns != nil {
 			// The generated result type is what the binder checks against
@@ -195,5 +204,28 @@ func TestGenerateRefusesWhatHasNoGoType(t *testing.T) {
 		if got := def.Problems[i].String(); got != want {
 			t.Errorf("problem %d = %q, want %q", i, got, want)
 		}
+	}
+}
+
+// A remote tool is bound by package remote, never by a Go function: gen
+// writes nothing for it, and a set of remote tools only imports nothing.
+func TestGenerateWritesNothingForARemoteTool(t *testing.T) {
+	t.Parallel()
+	remote := &toolreg.Spec{Name: "gh_create_issue", Description: "Create an issue.", SideEffect: true,
+		Remote: &toolreg.Remote{Server: "github", Tool: "create_issue"}}
+	local := &toolreg.Spec{Name: "lookup", Description: "Look up."}
+	src, err := Generate([]*toolreg.Spec{remote, local}, Options{Package: "tools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(src), "GhCreateIssue") || !strings.Contains(string(src), "BindLookup") {
+		t.Errorf("generated code binds the remote tool, or not the local one:\n%s", src)
+	}
+	src, err = Generate([]*toolreg.Spec{remote}, Options{Package: "tools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(src), "import") {
+		t.Errorf("a set of remote tools only imports packages it does not use:\n%s", src)
 	}
 }

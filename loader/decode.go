@@ -57,6 +57,10 @@ func decodeSpec(n *node) *toolreg.Spec {
 			s.Tags = decodeStrings(v)
 		case "keywords":
 			s.Keywords = decodeStrings(v)
+		case "remote":
+			if v.kind == kindMap {
+				s.Remote = decodeRemote(v)
+			}
 		}
 	}
 	return s
@@ -87,6 +91,24 @@ func decodeAnnotations(n *node) *toolreg.Annotations {
 		}
 	}
 	return a
+}
+
+func decodeRemote(n *node) *toolreg.Remote {
+	r := &toolreg.Remote{}
+	for i, k := range n.keys {
+		v := n.vals[i]
+		switch k {
+		case "server":
+			r.Server = str(v)
+		case "tool":
+			r.Tool = str(v)
+		case "title":
+			r.Title = str(v)
+		case "read_only_hint":
+			r.ReadOnlyHint = v.text == "true"
+		}
+	}
+	return r
 }
 
 func decodeParams(n *node) []*toolreg.Param {

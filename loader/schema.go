@@ -279,7 +279,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "approval", "approval_reason", "approval_timeout", "tags", "keywords", "annotations"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "approval", "approval_reason", "approval_timeout", "tags", "keywords", "annotations", "remote"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
@@ -348,6 +348,12 @@ func translate(errs []cueerrors.Error, prefix int, base []string, tool string, t
 			msg = fmt.Sprintf("approval_timeout %s is not a duration: write it as Go does, such as \"30m\", \"24h\" or \"1h30m\"", quotedValue(msg))
 		case len(path) == 1 && last == "approval_reason" && strings.Contains(msg, "out of bound"):
 			msg = "empty approval_reason: say why a person must approve the call, or leave approval_reason out"
+		case len(path) == 2 && path[0] == "remote" && last == "server" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("invalid server name %s: use 1 to 64 letters, digits, '_', '.' or '-', as the service's configuration names the server", quotedValue(msg))
+		case len(path) == 2 && path[0] == "remote" && last == "tool" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("invalid remote tool name %s: use the tool's name on the server, 1 to 128 letters, digits, '_', '.', '/' or '-'", quotedValue(msg))
+		case len(path) == 2 && path[0] == "remote" && last == "title" && strings.Contains(msg, "out of bound"):
+			msg = "empty title: leave title out when the server serves none"
 		case last == "required" && strings.HasPrefix(msg, "conflicting values"):
 			msg = "required can only be false (for an optional param without a default); leave it out for a required param"
 		case strings.HasPrefix(msg, "incomplete value"):
@@ -465,6 +471,10 @@ func requiredHint(field string) string {
 		return ": declare items, the schema of the array's elements (OpenAI and Gemini refuse an array without it)"
 	case "approval":
 		return ": approval_reason and approval_timeout apply to approval: required; add it, or remove them"
+	case "server":
+		return ": name the MCP server as the service's configuration names it"
+	case "tool":
+		return ": give the tool's name on the server"
 	}
 	return ""
 }
@@ -480,6 +490,9 @@ func notAllowedHint(tree *node, path []string) string {
 	}
 	if path[0] == "annotations" {
 		return fmt.Sprintf("annotations take title, destructiveHint, idempotentHint, openWorldHint; %q is none of them", bad)
+	}
+	if path[0] == "remote" {
+		return fmt.Sprintf("remote takes server, tool, title, read_only_hint; %q is none of them", bad)
 	}
 	if len(path) >= 2 && (path[len(path)-2] == "params" || path[len(path)-2] == "properties") {
 		return fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", unquoteLabel(bad))

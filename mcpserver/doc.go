@@ -35,7 +35,10 @@
 // per request; the SDK lists it in name order. Because it never changes, the
 // server advertises the tools capability without listChanged and never sends
 // notifications/tools/list_changed (a tool added later through MCP() is not
-// announced either).
+// announced either). A remote tool (pinned from another MCP server, package
+// remote) that is withdrawn or suspended at run time is left out of each
+// tools/list, unannounced, and a call of it is answered with its
+// *toolreg.ToolWithdrawnError's model message.
 //
 // tools/call routes by side effect, as the pipeline does:
 //

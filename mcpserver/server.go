@@ -175,13 +175,18 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		return nil, err
 	}
 	// The SDK's AddTool is safe for concurrent use, and the registry is
-	// only read.
+	// only read. A remote tool withdrawn already is served, hidden from
+	// tools/list and refused when called, as one withdrawn later is.
+	byName := make(map[string]*toolreg.Tool, bound.Pipeline.Len())
+	for _, t := range bound.Pipeline.Tools() {
+		byName[t.Name()] = t
+	}
 	errs := make([]error, len(tools))
 	par.Do(len(tools), func(i int) {
 		mt := tools[i]
-		t, err := bound.Pipeline.Get(mt.Name)
-		if err != nil {
-			errs[i] = fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold: %w", mt.Name, err)
+		t, ok := byName[mt.Name]
+		if !ok {
+			errs[i] = fmt.Errorf("mcpserver: the mcp form lists %q, which the pipeline does not hold", mt.Name)
 			return
 		}
 		errs[i] = addRendered(s.mcp, mt, s.handler(t))
@@ -190,6 +195,9 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		return nil, err
 	}
 	s.tools = tools
+	if hasRemote(bound.Pipeline) {
+		s.mcp.AddReceivingMiddleware(s.hideWithdrawn)
+	}
 	if cfg.search != nil {
 		if err := s.initSearch(); err != nil {
 			return nil, err
@@ -376,6 +384,10 @@ func toolError(err error) *mcp.CallToolResult {
 	var argErr *toolreg.ToolArgumentError
 	if errors.As(err, &argErr) {
 		return errorResult(argErr.ModelMessage())
+	}
+	var withdrawn *toolreg.ToolWithdrawnError
+	if errors.As(err, &withdrawn) {
+		return errorResult(withdrawn.ModelMessage())
 	}
 	return errorResult(err.Error())
 }

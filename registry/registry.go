@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/beam-agents/toolreg"
@@ -14,6 +15,9 @@ type Registry struct {
 	byName map[string]*toolreg.Tool
 	tools  []*toolreg.Tool
 	inline map[string]bool // read-only tools another table holds; see MarkInline
+	// gated indexes the remote tools, whose server may drift at run time
+	// and have them withdrawn (toolreg.Tool.Withdrawn).
+	gated []int
 	// renders caches each provider form's rendering; see ProviderSchema.
 	renders renderCache
 	// search is the index Search builds on first use; see search.go.
@@ -32,15 +36,22 @@ func (r *Registry) Register(t *toolreg.Tool) error {
 		return &toolreg.DuplicateToolError{Name: t.Name(), First: prev.Spec().Pos, Second: t.Spec().Pos}
 	}
 	r.byName[t.Name()] = t
+	if t.Spec().Remote != nil {
+		r.gated = append(r.gated, len(r.tools))
+	}
 	r.tools = append(r.tools, t)
 	return nil
 }
 
 // Get returns the tool called name, or a *toolreg.ToolNotFoundError naming it,
 // with the registered names close to it; for a name marked with MarkInline,
-// a *toolreg.ReadOnlyToolError.
+// a *toolreg.ReadOnlyToolError; for a remote tool withdrawn because its
+// server drifted from its manifest, a *toolreg.ToolWithdrawnError.
 func (r *Registry) Get(name string) (*toolreg.Tool, error) {
 	if t, ok := r.byName[name]; ok {
+		if err := t.Withdrawn(); err != nil {
+			return nil, err
+		}
 		return t, nil
 	}
 	if r.inline[name] {
@@ -64,20 +75,37 @@ func (r *Registry) MarkInline(name string) {
 // Len returns the number of registered tools.
 func (r *Registry) Len() int { return len(r.tools) }
 
-// Tools returns the registered tools in registration order. The slice is the
-// caller's; the tools are shared.
+// Tools returns the registered tools in registration order, withdrawn remote
+// tools included (see toolreg.Tool.Withdrawn). The slice is the caller's;
+// the tools are shared.
 func (r *Registry) Tools() []*toolreg.Tool {
 	return append([]*toolreg.Tool(nil), r.tools...)
 }
 
 // ToolsSchema returns every tool's Schema, in registration order: the tools
-// list to send a model provider.
+// list to send a model provider. A withdrawn remote tool is left out.
 func (r *Registry) ToolsSchema() []json.RawMessage {
-	out := make([]json.RawMessage, len(r.tools))
+	w := r.withdrawn()
+	out := make([]json.RawMessage, 0, len(r.tools)-len(w))
 	for i, t := range r.tools {
-		out[i] = t.Schema()
+		if len(w) > 0 && slices.Contains(w, i) {
+			continue
+		}
+		out = append(out, t.Schema())
 	}
 	return out
+}
+
+// withdrawn returns the indexes of the remote tools withdrawn now, in
+// order; nil when there are none, as for a registry without remote tools.
+func (r *Registry) withdrawn() []int {
+	var w []int
+	for _, i := range r.gated {
+		if r.tools[i].Withdrawn() != nil {
+			w = append(w, i)
+		}
+	}
+	return w
 }
 
 // near returns up to three registered names within a small edit distance of

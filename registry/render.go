@@ -15,7 +15,8 @@ import (
 // order: the tools list to send that provider.
 //
 // Each form is rendered once and cached; later calls cost a lookup and a
-// slice copy, not schema work. Registering a tool invalidates the cache. The
+// slice copy, not schema work. Registering a tool invalidates the cache, and
+// so does a remote tool's withdrawal: a withdrawn tool is left out. The
 // slice is the caller's; the bytes are shared and must not be modified.
 //
 // An unknown form gives a *provider.UnknownFormError. A tool the form cannot
@@ -52,9 +53,11 @@ func (r *Registry) ProviderRender(form string) (*provider.Set, error) {
 	return e.set, e.err
 }
 
-// rendering is one form's cached result for the first n registered tools.
+// rendering is one form's cached result for the first n registered tools,
+// less the withdrawn ones (w, their indexes).
 type rendering struct {
 	n    int
+	w    []int
 	set  *provider.Set
 	list json.RawMessage
 	err  error
@@ -78,16 +81,20 @@ func (r *Registry) rendered(form string) *rendering {
 		c.forms = make(map[string]*rendering)
 	}
 	// Register only appends, so a rendering of as many tools as the registry
-	// holds is a rendering of all of them.
-	if e, ok := c.forms[form]; ok && e.n == len(r.tools) {
+	// holds, with the same ones withdrawn, is a rendering of all it offers.
+	w := r.withdrawn()
+	if e, ok := c.forms[form]; ok && e.n == len(r.tools) && slices.Equal(e.w, w) {
 		return e
 	}
-	specs := make([]*toolreg.Spec, len(r.tools))
+	specs := make([]*toolreg.Spec, 0, len(r.tools)-len(w))
 	for i, t := range r.tools {
-		specs[i] = t.Spec()
+		if len(w) > 0 && slices.Contains(w, i) {
+			continue
+		}
+		specs = append(specs, t.Spec())
 	}
 	set, err := provider.RenderAll(form, specs)
-	e := &rendering{n: len(specs), set: set, err: err}
+	e := &rendering{n: len(r.tools), w: w, set: set, err: err}
 	if set != nil {
 		e.list = set.List()
 	}

@@ -46,9 +46,14 @@ type Query struct {
 }
 
 // Keeps reports whether q's filters (ReadOnly, Tags) keep t, whatever its
-// words: what a ranking of its own (toolsearch's embeddings) filters by.
+// words: what a ranking of its own (toolsearch's embeddings) filters by. A
+// remote tool withdrawn at run time (toolreg.Tool.Withdrawn) is kept by no
+// query: it is not offered.
 func (q Query) Keeps(t *toolreg.Tool) bool {
 	if q.ReadOnly && t.SideEffect() {
+		return false
+	}
+	if t.Withdrawn() != nil {
 		return false
 	}
 	for _, want := range q.Tags {
@@ -69,7 +74,8 @@ type Match struct {
 // Search ranks the registry's tools against q.Text and returns the best
 // q.Limit of those q's filters keep, best first; tools with equal scores come
 // in registration order, so a search repeated gives the same answer. A tool
-// that matches none of the words is not returned.
+// that matches none of the words is not returned, nor is a withdrawn remote
+// tool (toolreg.Tool.Withdrawn).
 //
 // The ranking is BM25 over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties

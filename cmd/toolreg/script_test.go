@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"toolreg":   func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
 		"effwriter": effWriter, // intents_writer_test.go
+		"mcpshop":   mcpShop,   // mcpshop_test.go
 	})
 }
 

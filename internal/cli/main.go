@@ -44,6 +44,7 @@ var commands = []*command{
 	migrateCommand,
 	intentsCommand,
 	approvalsCommand,
+	pinCommand,
 }
 
 func lookup(name string) *command {

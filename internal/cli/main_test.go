@@ -43,7 +43,7 @@ func TestMainExitStatus(t *testing.T) {
 		{"--help prints the commands on stdout", []string{"--help"}, 0, "The commands are", ""},
 		{"-h prints the commands on stdout", []string{"-h"}, 0, "The commands are", ""},
 		{"help prints the commands on stdout", []string{"help"}, 0, "The commands are", ""},
-		{"help vet prints vet's help", []string{"help", "vet"}, 0, "usage: toolreg vet [-format format] [-provider form] [-strict] [-v] [paths...]", ""},
+		{"help vet prints vet's help", []string{"help", "vet"}, 0, "usage: toolreg vet [-config file] [-format format] [-provider form] [-strict] [-v] [paths...]", ""},
 		{"help of an unknown command is a usage error", []string{"help", "frob"}, 2, "", `unknown command "frob"`},
 		{"an unknown command is a usage error", []string{"frob"}, 2, "", `unknown command "frob"`},
 		{"a flag before the command is a usage error", []string{"-v", "vet"}, 2, "", "comes before a command"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/beam-agents/toolreg/internal/diag"
 	"github.com/beam-agents/toolreg/provider"
+	"github.com/beam-agents/toolreg/remote"
 )
 
 var vetCommand = &command{
@@ -25,6 +26,11 @@ tool name declared in two places. It prints nothing when all is well.
 Paths are manifest files or directories, searched recursively for .yaml, .yml
 and .cue files; the default is ./manifests. A YAML file holds one tool per
 document; a CUE file declares tools under a top-level 'tools' struct.
+
+With -config it also checks, offline, that each remote tool (a manifest
+with remote:, which toolreg pin writes) names a server that servers'
+configuration file has (the service's mcp-servers.yaml): it connects to
+nothing. The service checks the servers themselves at startup.
 
 With -provider it also reports what that provider would refuse (errors: a
 name or description it does not accept, a tool strict mode cannot express) or
@@ -58,6 +64,7 @@ usage error.
 		form := fs.String("provider", "", "also vet for this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
 		strict := fs.Bool("strict", false, "with -provider, fail on warnings too")
 		format := outputFlag(fs, "text")
+		config := fs.String("config", "", "also check that each remote tool's server is in this servers' configuration `file`")
 		return func(e *env, paths []string) int {
 			if !checkFormat(e, "vet", *format, "text") {
 				return exitUsage
@@ -71,12 +78,26 @@ usage error.
 				fmt.Fprintf(e.stderr, "toolreg vet: -strict fails on a provider's warnings: name the provider with -provider (%s)\n", strings.Join(provider.Forms(), ", "))
 				return exitUsage
 			}
+			var servers remote.Servers
+			if *config != "" {
+				var err error
+				if servers, err = remote.LoadConfig(*config); err != nil {
+					fmt.Fprintf(e.stderr, "toolreg vet: %v\n", err)
+					return exitUsage
+				}
+			}
 			if *format != "text" {
-				return vetForMachines(e, diag.Format(*format), paths, *form, *strict, *verbose)
+				return vetForMachines(e, diag.Format(*format), paths, *form, *strict, *verbose, servers)
 			}
 			specs, ok := loadSpecs(e, "vet", paths)
 			if !ok {
 				return exitFindings
+			}
+			if servers != nil {
+				if err := servers.Check(specs); err != nil {
+					reportErr(e, "vet", err)
+					return exitFindings
+				}
 			}
 			status := exitOK
 			if *form != "" {
@@ -120,8 +141,13 @@ var vetTool = diagTool("vet",
 
 // vetForMachines is vet with a machine-readable -format: the same checks and
 // exit status, every finding written to stdout in format.
-func vetForMachines(e *env, format diag.Format, paths []string, form string, strict, verbose bool) int {
+func vetForMachines(e *env, format diag.Format, paths []string, form string, strict, verbose bool, servers remote.Servers) int {
 	specs, fs := load(paths)
+	if fs == nil && servers != nil {
+		if err := servers.Check(specs); err != nil {
+			fs = sortedFindings(err)
+		}
+	}
 	var ds []diag.Diagnostic
 	for _, f := range fs {
 		ds = append(ds, findingDiag("manifest", f))

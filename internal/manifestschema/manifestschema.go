@@ -42,6 +42,15 @@ func Generate(filename string, src []byte, root, title string) ([]byte, error) {
 			continue // package clause, imports and comments; an import is refused where it is used
 		}
 		if name, ok := defName(fd.Label); ok {
+			if prev, ok := g.defs[name]; ok {
+				// CUE unifies the declarations of one definition: two
+				// structs are one struct of both fields, closed as one.
+				merged, err := mergeDecls(prev, fd)
+				if err != nil {
+					return nil, err
+				}
+				fd = merged
+			}
 			g.defs[name] = fd
 		}
 	}
@@ -82,6 +91,20 @@ func Generate(filename string, src []byte, root, title string) ([]byte, error) {
 		return nil, fmt.Errorf("manifestschema: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// mergeDecls returns the one definition that two declarations of it, both
+// struct literals, make: the first's fields, then the second's, with the
+// first's doc comment. Any other pair is refused with its position.
+func mergeDecls(a, b *ast.Field) (*ast.Field, error) {
+	as, aok := unparen(a.Value).(*ast.StructLit)
+	bs, bok := unparen(b.Value).(*ast.StructLit)
+	if !aok || !bok {
+		return nil, &Error{Pos: b.Pos().Position(), Message: "a definition declared twice is translated only when both declarations are structs"}
+	}
+	m := *a
+	m.Value = &ast.StructLit{Lbrace: as.Lbrace, Elts: append(append([]ast.Decl(nil), as.Elts...), bs.Elts...), Rbrace: as.Rbrace}
+	return &m, nil
 }
 
 type gen struct {

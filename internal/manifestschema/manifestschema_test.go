@@ -316,6 +316,7 @@ func TestAConstructItDoesNotTranslateIsRefused(t *testing.T) {
 		{"a builtin call", "package p\nimport \"strings\"\n#Tool: {name!: strings.MinRunes(1)}\n", "x.cue:3:16"},
 		{"a for comprehension", "package p\n#Tool: {\n\tfor k, v in {a: 1} {(k): v}\n}\n", "x.cue:3:2"},
 		{"a reference to a field", "package p\n#Tool: {a: int, b: a}\n", "x.cue:2:20"},
+		{"a definition declared twice, once not as a struct", "package p\n#Tool: {a: int}\n#Tool: {b: int} | {c: int}\n", "x.cue:3:1"},
 		{"arithmetic in a condition", "package p\n#Tool: {\n\ta?: int\n\tif a == 1 {b: 1}\n\tif a != _|_ && a + 1 == 2 {c: 1}\n}\n", "x.cue:5:17"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,5 +329,23 @@ func TestAConstructItDoesNotTranslateIsRefused(t *testing.T) {
 				t.Errorf("err = %v, want it at %s, saying what to do", err, tc.where)
 			}
 		})
+	}
+}
+
+// TestADefinitionDeclaredTwiceIsOneStruct: CUE unifies the two declarations
+// of #Tool (schema.cue's remote block is the second), and so does the
+// translation: both declarations' fields, closed as one.
+func TestADefinitionDeclaredTwiceIsOneStruct(t *testing.T) {
+	t.Parallel()
+	src := "package p\n#Tool: {a: int}\n#Tool: {b?: string}\n"
+	out, err := Generate("x.cue", []byte(src), "#Tool", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := compile(t, out)
+	for doc, ok := range map[string]bool{`{"a": 1}`: true, `{"a": 1, "b": "x"}`: true, `{"b": "x"}`: false, `{"a": 1, "c": 2}`: false} {
+		if err := jsonVerdict(s, []byte(doc)); (err == nil) != ok {
+			t.Errorf("%s: accepted %v, want %v", doc, err == nil, ok)
+		}
 	}
 }

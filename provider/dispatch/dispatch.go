@@ -176,7 +176,8 @@ func checkIDs(from string, calls []Call) error {
 func modelsToFix(err error) bool {
 	return errors.As(err, new(*toolreg.ToolArgumentError)) ||
 		errors.As(err, new(*toolreg.ToolNotFoundError)) ||
-		errors.As(err, new(*toolreg.ReadOnlyToolError))
+		errors.As(err, new(*toolreg.ReadOnlyToolError)) ||
+		errors.As(err, new(*toolreg.ToolWithdrawnError))
 }
 
 func (o *Outcome) refuse(err error) {
@@ -214,7 +215,10 @@ func refusalText(c Call, err error) string {
 	var repeated *RepeatedEffectError
 	var unsupported *UnsupportedCallError
 	var notOffered *toolreg.ToolNotOfferedError
+	var withdrawn *toolreg.ToolWithdrawnError
 	switch {
+	case errors.As(err, &withdrawn):
+		return withdrawn.ModelMessage()
 	case errors.As(err, &argErr):
 		return argErr.ModelMessage()
 	case errors.As(err, &notOffered):
