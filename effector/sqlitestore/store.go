@@ -285,12 +285,36 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	if err != nil {
 		return effector.Claim{}, err
 	}
-	var claim effector.Claim
-	var recorded bool // the id is known for another call
-	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
+	it := claimItem{id: intentID, call: call, lease: lease, token: token}
+	err = s.write(ctx, false, it.run(s))
+	if err == nil && it.recorded {
+		it.claim, err = s.mismatch(ctx, intentID)
+	}
+	if err != nil {
+		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
+	}
+	return it.claim, nil
+}
+
+// claimItem is one claim: what it asks for, and what it found once its op
+// has run in a batch's transaction.
+type claimItem struct {
+	id    string
+	call  effector.Call
+	lease time.Duration
+	token string
+
+	claim    effector.Claim
+	recorded bool // the id is known for another call: read it after the commit
+}
+
+// run returns the claim's op: it answers every case under the write lock.
+// It writes at most one statement, so a failure undoes only itself.
+func (it *claimItem) run(s *Store) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
 		// Most claims are of an id never seen: one statement takes those.
-		if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
-			claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
+		if err := expectOne(s.exec(ctx, tx, claimFresh, it.id, it.token, now+int64(it.lease), callBlob(it.call))); err == nil {
+			it.claim = effector.Claim{State: effector.Claimed, Token: it.token, Attempts: 1}
 			return nil
 		} else if !errors.Is(err, effector.ErrNotOwner) {
 			return err
@@ -304,18 +328,18 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		var done bool
 		var result []byte
 		var expiresAt, flags int64
-		err := s.queryRow(ctx, tx, claimRead, intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
+		err := s.queryRow(ctx, tx, claimRead, it.id, it.call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		live := exists && expiresAt > now
 		if exists && (live || !done) && flags&1 == 0 {
-			recorded = true
+			it.recorded = true
 			return nil
 		}
 		if live {
-			claim = liveClaim(done, result)
+			it.claim = liveClaim(done, result)
 			return nil
 		}
 		// Missing, or expired: an expired claim's owner is presumed dead (and
@@ -325,19 +349,12 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		if exists && !done {
 			attempts = flags>>2 + 1
 		}
-		if _, err := s.exec(ctx, tx, claimWrite, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
+		if _, err := s.exec(ctx, tx, claimWrite, it.id, it.token, now+int64(it.lease), callBlob(it.call), attempts); err != nil {
 			return err
 		}
-		claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
+		it.claim = effector.Claim{State: effector.Claimed, Token: it.token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
 		return nil
-	})
-	if err == nil && recorded {
-		claim, err = s.mismatch(ctx, intentID)
 	}
-	if err != nil {
-		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
-	}
-	return claim, nil
 }
 
 // callBlob is the call column's value: the digest, then the tool name.
@@ -386,14 +403,18 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if result == nil {
 		result = []byte{} // stored as an empty BLOB, not NULL: a result was given
 	}
-	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
-		return expectOne(s.exec(ctx, tx, completeWrite,
-			intentID, token, result, now+int64(ttl), now))
-	})
-	if err != nil {
+	if err := s.write(ctx, false, s.completeOp(intentID, token, result, ttl)); err != nil {
 		return fmt.Errorf("sqlitestore: completing intent %q: %w", intentID, err)
 	}
 	return nil
+}
+
+// completeOp is a completion's op: one statement, fenced by the token and
+// the lease. result must not be nil.
+func (s *Store) completeOp(intentID, token string, result []byte, ttl time.Duration) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
+		return expectOne(s.exec(ctx, tx, completeWrite, intentID, token, result, now+int64(ttl), now))
+	}
 }
 
 // Release ends token's live claim on intentID so that another worker may
@@ -401,7 +422,16 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 // row goes, unless earlier owners' attempts are counted in it: it then stays,
 // with no token and its lease ended, for the next claim to count on.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
-	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx, now int64) error {
+	if err := s.write(ctx, true, s.releaseOp(intentID, token)); err != nil {
+		return fmt.Errorf("sqlitestore: releasing intent %q: %w", intentID, err)
+	}
+	return nil
+}
+
+// releaseOp is a release's op: two statements, so it runs in a savepoint
+// (multi).
+func (s *Store) releaseOp(intentID, token string) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
 		if err := expectOne(s.exec(ctx, tx, `UPDATE effector_dedup SET token = NULL, expires_at = ?3, attempts = attempts - 1
 			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?3`,
 			intentID, token, now)); err != nil {
@@ -409,11 +439,7 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 		}
 		_, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE intent_id = ?1 AND done = 0 AND attempts <= 0`, intentID)
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("sqlitestore: releasing intent %q: %w", intentID, err)
 	}
-	return nil
 }
 
 func expectOne(res sql.Result, err error) error {
