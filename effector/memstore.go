@@ -2,6 +2,7 @@ package effector
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +17,9 @@ import (
 // Results are dropped as their time-to-live ends, oldest first, a few at a
 // time as claims come in: memory follows the results still live, and no call
 // pauses to scan the whole map.
+//
+// It refuses non-positive leases and result time-to-lives, as every store
+// does: a lease of 0 would hand out a claim already over.
 type MemoryStore struct {
 	// clock reads the time as nanoseconds since the store was made, from the
 	// monotonic clock unless WithStoreClock gives another.
@@ -116,6 +120,9 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, call Call, lea
 	if err := ctx.Err(); err != nil {
 		return Claim{}, err
 	}
+	if lease <= 0 {
+		return Claim{}, fmt.Errorf("effector: memory store: claiming intent %q for a lease of %v: want a positive duration", intentID, lease)
+	}
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,6 +165,9 @@ func (s *MemoryStore) Claim(ctx context.Context, intentID string, call Call, lea
 func (s *MemoryStore) Complete(ctx context.Context, intentID, token string, result []byte, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("effector: memory store: completing intent %q with a result time-to-live of %v: want a positive duration", intentID, ttl)
 	}
 	now := s.clock()
 	s.mu.Lock()
@@ -285,7 +295,8 @@ func (q *expiryQueue) pop() {
 	}
 }
 
-// ClaimBatch implements DedupStore, each item in turn.
+// ClaimBatch implements DedupStore, each item in turn, as Claim: a
+// memory store has no round trip to share, and no limit on a batch.
 func (s *MemoryStore) ClaimBatch(ctx context.Context, reqs []ClaimRequest, out []ClaimOutcome) {
 	for i, r := range reqs {
 		c, err := s.Claim(ctx, r.IntentID, r.Call, r.Lease)

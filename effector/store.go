@@ -137,6 +137,15 @@ var ErrNotOwner = errors.New("effector: claim token does not own this intent (it
 // DedupStore records which intents are being executed and which are done, so
 // that each intent id is executed at most once across retries, restarts and
 // workers. Every implementation passes the suite in package effector/storetest.
+//
+// The batch forms (ClaimBatch, CompleteBatch, ReleaseBatch) take many
+// intents in one call, each answered on its own, and return once every
+// item is answered. A store takes a batch larger than its own limit on one
+// statement, pipeline or transaction (its package says what that is) in
+// parts, one after another, instead of failing it: a batch holds its items
+// as long as its parts take, and a later part's leases start later. When
+// the batch's context ends, the items not yet sent answer its error and
+// are not written; those sent answer as their store call ended.
 type DedupStore interface {
 	// Claim takes intentID for lease, recording call with it, if no one
 	// holds it and it is not done. If intentID is known (done, in flight, or
@@ -154,17 +163,28 @@ type DedupStore interface {
 
 	// ClaimBatch claims each of reqs as Claim would, in one round trip to
 	// the store where it can, and answers reqs[i] in out[i] (len(out) must
-	// be len(reqs)). Each item answers for itself: one item's error is
-	// out[i].Err alone and never fails another item. An intent id that
-	// appears more than once in reqs is claimed once, by its first
-	// occurrence; a later one finds it InFlight (the same call) or
-	// Mismatch (another call), as a second caller would.
+	// be len(reqs)). Each item answers for itself: one item's error (a
+	// lease of 0, a row the store refuses) is out[i].Err alone and never
+	// fails another item. An intent id that appears more than once in reqs
+	// is claimed once, by its first occurrence; a later one finds what the
+	// one before it left (InFlight for the same call, Mismatch for
+	// another), as a second caller would.
+	//
+	// An item answered Claimed holds a durable claim; one answered with an
+	// error may or may not have been claimed, as with Claim's errors (such
+	// a claim runs out by its lease). Each claim's lease starts when the
+	// store takes it, no earlier than the call and no later than its
+	// return: count it from the call, so that the time the batch takes and
+	// the time a claimed item then waits for a worker are taken from the
+	// lease, never added to it.
 	ClaimBatch(ctx context.Context, reqs []ClaimRequest, out []ClaimOutcome)
 	// CompleteBatch completes each of reqs as Complete would, in one round
 	// trip where it can, and sets errs[i] (len(errs) must be len(reqs)) to
 	// reqs[i]'s error alone: nil once that completion is durable,
-	// ErrNotOwner where its token no longer owns the claim. It must not
-	// keep any Result after it returns.
+	// ErrNotOwner where its token no longer owns the claim (its lease ended
+	// before the store reached it, or an earlier item of the batch
+	// completed it), another error where the store may or may not have
+	// stored it. It must not keep any Result after it returns.
 	CompleteBatch(ctx context.Context, reqs []Completion, errs []error)
 	// ReleaseBatch releases each of reqs as Release would and sets errs[i]
 	// to reqs[i]'s error alone.

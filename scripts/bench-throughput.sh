@@ -5,9 +5,10 @@
 # For each durable path it runs the benchmark (-count N) and prints, per
 # sub-benchmark, the median intents/s and the ratio to the floor:
 #   sqlite, redis, postgres: BenchmarkProcessWorkers (effector.Process from 1,
-#     4, 16 and 64 workers on one store) against 100 intents per transaction
-#     (or pipeline), written with the same kind of ids (goal: >= 0.5x at 16
-#     and 64 workers);
+#     4, 16 and 64 workers on one store, and impl=store-batch100: the store's
+#     native batches, ClaimBatch of 100 then CompleteBatch of those 100)
+#     against 100 intents per transaction (or pipeline), written with the
+#     same kind of ids (goal: >= 0.5x at 16 and 64 workers);
 #   jsonl: BenchmarkServeJSONL (effector.Serve over durable JSONL at 1 and 16
 #     workers) against a copy that fsyncs once per 100 lines (goal: >= 0.5x).
 # redis-server and postgres must be installed (the benchmarks start their own).

@@ -154,7 +154,9 @@ func parallelIDs(b *testing.B, workers int, id func(i int64) string, round func(
 // of 100 would. Both write the ids the store's intents have (UUIDv5s, in no
 // order: effectortest.FloorIDs); floor=batch100-ordered-keys is batch100
 // with ordered keys ("batch-N-i"), which fill one B-tree page after another,
-// a cheaper workload than the store's. impl=process-unbatched is the store with WithBatch(1), every
+// a cheaper workload than the store's. impl=store-batch100 is the store's
+// native batches doing what batch100 does: ClaimBatch of 100 intents, then
+// CompleteBatch of those 100, one statement each. impl=process-unbatched is the store with WithBatch(1), every
 // claim and completion a transaction of its own: the store before group
 // commit. Issue 20's goal: at 16 workers and more, at least half of
 // batch100; at 1 worker, no slower than unbatched.
@@ -258,6 +260,19 @@ func BenchmarkProcessWorkers(b *testing.B) {
 			empty(b)
 			prefix := "batch-" + strconv.FormatInt(rounds.Add(1), 10) + "-"
 			batch100(b, workers, send, func(i int64) string { return prefix + strconv.FormatInt(i, 10) })
+		})
+		// The store's native batches doing what floor-batch100 does
+		// (issue 32): ClaimBatch of 100 intents, then CompleteBatch of
+		// those 100, from as many goroutines.
+		b.Run(fmt.Sprintf("workers=%d/impl=store-batch100", workers), func(b *testing.B) {
+			empty(b)
+			s, err := Open(ctx, pool)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			effectortest.BenchmarkBatch100(b, s, workers, result)
+			b.ReportMetric(float64(s.batchItems.Load())/float64(max(1, s.batchStatements.Load())), "items/stmt")
 		})
 		for _, impl := range impls {
 			b.Run(fmt.Sprintf("workers=%d/impl=%s", workers, impl), func(b *testing.B) {

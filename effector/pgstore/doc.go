@@ -27,6 +27,22 @@
 // alone sends its statement at once. The transactions of TxFrom are never
 // batched.
 //
+// The batch forms (ClaimBatch, CompleteBatch, ReleaseBatch) send a batch's
+// items as arrays that one statement unnests, as River's completer does: one
+// round trip and one transaction for up to WithBatch's size items, which it
+// takes in intent id order, as the group commit's transactions do, so that
+// no two wait on each other in a cycle. A batch claim answers the items it
+// did not take from the same statement (in flight, done, mismatch). Items of
+// one statement have distinct ids, so an id that repeats in a batch goes in
+// a second statement after the first, and finds what the first left. The
+// store's limit is WithBatch's size items and 64MiB of arrays a statement
+// (not Postgres's 65535 parameters, since each column is one array
+// parameter); a larger batch is split into statements, each a transaction of
+// its own, sent one after another. A statement Postgres refuses (an ERROR)
+// is sent again item by item, so a failing item fails alone; an item is
+// answered only once its statement has committed. Batches do not go
+// through the lanes: a batch already fills a statement.
+//
 // Waiters are woken by LISTEN/NOTIFY. The store is an
 // effector.InFlightWaiter: a worker that finds an intent in flight marks the
 // claim as waited on and sleeps until the owner's Complete or Release,

@@ -82,7 +82,9 @@ const DefaultBatchSize = 128
 // WithBatch sets the most ops (claim statements, completions) one
 // transaction commits. A size of 1 commits every op in a transaction of its
 // own, sent at once by its caller, as a store without group commit does.
-// Default: DefaultBatchSize.
+// It is also the most items one statement of the batch forms carries
+// (batch.go): a larger batch is split into statements. Default:
+// DefaultBatchSize.
 func WithBatch(size int) Option {
 	return func(c *config) { c.batchSize = size }
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -37,6 +38,12 @@ type Store struct {
 	batchSize   int32   // the most ops a lane's batch holds
 	unbatched   bool    // WithBatch(1): every op on its own, no group
 	beforeBatch func()  // for tests: runs before a batch of two or more is sent
+
+	statementBytes    int          // for tests: maxStatementBytes if 0 (batch.go)
+	statementFailures atomic.Int64 // batch statements Postgres refused, whose items then went one by one
+	// batchStatements and batchItems count the batch statements sent and
+	// the items they carried, for benchmarks.
+	batchStatements, batchItems atomic.Int64
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -226,7 +233,11 @@ const Channel = "toolreg_effector_dedup"
 // global to the database through its commit, which would serialize every
 // Complete's commit (and its fsync) behind the others; measured, 4x fewer
 // intents/s at 16 workers.
-const notifyOf = `SELECT CASE WHEN waiters THEN pg_notify('` + Channel + `', CASE WHEN octet_length(intent_id) < 3500 THEN encode(intent_id, 'hex') ELSE '' END) END`
+const notifyOf = `SELECT ` + notifyExpr
+
+// notifyExpr is notifyOf's expression, for the batch statements, which
+// select it beside each row's item.
+const notifyExpr = `CASE WHEN waiters THEN pg_notify('` + Channel + `', CASE WHEN octet_length(intent_id) < 3500 THEN encode(intent_id, 'hex') ELSE '' END) END`
 
 const completeSQL = `WITH u AS (UPDATE toolreg_effector_dedup
 		SET token = NULL, done = true, result = $3, expires_at = clock_timestamp() + $4 * interval '1 microsecond', reclaimed = false

@@ -43,6 +43,8 @@ const DefaultLanes = 1
 
 // WithBatch sets the most calls one pipeline sends; 1 sends each call on its
 // own, at once, as a store without group commit does (lanes do not apply).
+// It is also the most items one call of the batch forms carries
+// (batchforms.go): a larger batch is split into calls.
 func WithBatch(size int) Option {
 	return func(s *Store) { s.batchSize = size }
 }

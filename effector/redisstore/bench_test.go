@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,7 +61,9 @@ func BenchmarkClaimComplete(b *testing.B) {
 // of its own; floor=pipeline100 sends 100 intents' claims in one pipeline,
 // then their completions in another. The floors write keys as the store's
 // (the prefix, "{i:", an id as Process's intents have, "}"), so both fill
-// the server with the same kind of keys. batch=1 is the store without group
+// the server with the same kind of keys. impl=store-batch100 is the store's
+// native batches doing what pipeline100 does: ClaimBatch of 100 intents,
+// then CompleteBatch of those 100, a pipeline each. batch=1 is the store without group
 // commit (each script call its own round trip, as before issue 20). The
 // server persists nothing: BenchmarkProcessWorkersDurable is the same on a
 // server with appendfsync always, as the store's users run it.
@@ -96,10 +99,22 @@ func benchProcessWorkers(b *testing.B, srv *redistest.Server) {
 		}
 		perSec(b, start)
 	})
-	b.Run("impl=floor-pipeline100", func(b *testing.B) { floorPipeline100(b, rdb) })
+	b.Run("impl=floor-pipeline100", func(b *testing.B) {
+		reportServerCPU(b, rdb)
+		floorPipeline100(b, rdb)
+	})
+	// The store's native batches doing what the floor pipeline100 does
+	// (issue 32): ClaimBatch of 100 intents, then CompleteBatch of those 100.
+	b.Run("impl=store-batch100", func(b *testing.B) {
+		reportServerCPU(b, rdb)
+		s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"))
+		effectortest.BenchmarkBatch100(b, s, 1, result)
+		b.ReportMetric(float64(s.batchItems.Load())/float64(max(1, s.batchTrips.Load())), "items/rt")
+	})
 	for _, batch := range []int{1, DefaultBatchSize} {
 		for _, workers := range []int{1, 4, 16, 64} {
 			b.Run("impl=store/batch="+strconv.Itoa(batch)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
+				reportServerCPU(b, rdb)
 				s := New(rdb, WithKeyPrefix(strconv.FormatInt(rounds.Add(1), 10)+":"), WithBatch(batch))
 				effectortest.BenchmarkProcessWorkers(b, s, workers)
 				b.ReportMetric(float64(s.calls())/float64(max(1, s.batches())), "calls/rt")
@@ -177,4 +192,33 @@ func floorPipeline100(b *testing.B, rdb *redis.Client) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "intents/s")
+}
+
+// reportServerCPU reports the processor time the server spent per intent
+// during b (srv-cpu-µs/intent, from INFO cpu): a figure that moves less
+// with the machine's load than intents/s.
+func reportServerCPU(b *testing.B, rdb *redis.Client) {
+	start := serverCPU(b, rdb)
+	b.Cleanup(func() {
+		b.ReportMetric((serverCPU(b, rdb)-start).Seconds()*1e6/float64(b.N), "srv-cpu-µs/intent")
+	})
+}
+
+// serverCPU is the processor time the server has used, user and system.
+func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sec float64
+	for _, line := range strings.Split(info, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			sec += f
+		}
+	}
+	return time.Duration(sec * float64(time.Second))
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,7 +26,8 @@ import (
 func TestOnACluster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := redistest.StartCluster(t, 3).Client(t)
+	cluster := redistest.StartCluster(t, 3)
+	rdb := cluster.Client(t)
 
 	t.Run("the conformance suite passes", func(t *testing.T) {
 		t.Parallel()
@@ -83,6 +86,91 @@ func TestOnACluster(t *testing.T) {
 		}
 		if n := empty.Load(); n != 0 {
 			t.Fatalf("%d of 3 nodes hold no record of %d intents, want the intents spread over every node", n, intents)
+		}
+	})
+
+	// A batch's intents spread over every node: each node gets one
+	// pipeline of its own intents, at once, and every item is answered.
+	t.Run("a batch is one pipeline to each node", func(t *testing.T) {
+		t.Parallel()
+		var mu sync.Mutex
+		perNode := map[string][]int{}
+		crdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs})
+		crdb.OnNewNode(func(node *redis.Client) {
+			rec := &pipelines{onPipeline: func(keys []string) {
+				if len(keys) > 0 {
+					mu.Lock()
+					perNode[node.Options().Addr] = append(perNode[node.Options().Addr], len(keys))
+					mu.Unlock()
+				}
+			}}
+			node.AddHook(rec)
+		})
+		t.Cleanup(func() { crdb.Close() })
+		s := New(crdb, WithKeyPrefix("batch:"))
+		storetest.MustClaim(t, s, "warm-a", time.Minute) // load the script on some nodes; NOSCRIPT on the others is handled
+		comps := claimAll(t, s, claimReqs("spread", 90), []byte("r"))
+		errs := make([]error, len(comps))
+		s.CompleteBatch(ctx, comps, errs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("completion %d: %v", i, err)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(perNode) != 3 {
+			t.Fatalf("pipelines went to %d nodes (%v), want all 3", len(perNode), perNode)
+		}
+		for addr, sizes := range perNode {
+			total := 0
+			for _, n := range sizes {
+				total += n
+			}
+			if len(sizes) != 2 || total < 2*15 {
+				t.Errorf("node %s got pipelines of %v calls, want one of claims and one of completions, of its share of 90 intents", addr, sizes)
+			}
+		}
+		check := New(rdb, WithKeyPrefix("batch:"), WithBatch(1))
+		for _, c := range comps {
+			storetest.WantState(t, check, c.IntentID, effector.Done)
+		}
+	})
+
+	// A key prefix with a hash tag of its own puts every intent in one
+	// slot: a batch is then one script call, on that slot's node.
+	t.Run("a batch of one slot is one script call", func(t *testing.T) {
+		t.Parallel()
+		crdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs})
+		t.Cleanup(func() { crdb.Close() })
+		rec := &scripts{}
+		crdb.OnNewNode(func(node *redis.Client) { node.AddHook(rec) })
+		s := New(crdb, WithKeyPrefix("{all}:"))
+		for _, sc := range []*redis.Script{claimBatchScript, completeBatchScript} {
+			if err := sc.Load(ctx, crdb).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		comps := claimAll(t, s, claimReqs("one-slot", 50), []byte("r"))
+		errs := make([]error, len(comps))
+		s.CompleteBatch(ctx, comps, errs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("completion %d: %v", i, err)
+			}
+		}
+		alone, pipelines := rec.reset()
+		var calls []int
+		calls = append(calls, alone...)
+		for _, p := range pipelines {
+			calls = append(calls, p...)
+		}
+		if fmt.Sprint(calls) != "[50 50]" {
+			t.Fatalf("a batch of 50 claims and one of 50 completions in one slot went as calls of %v items, want one call each", calls)
+		}
+		check := New(rdb, WithKeyPrefix("{all}:"), WithBatch(1))
+		for _, c := range comps {
+			storetest.WantState(t, check, c.IntentID, effector.Done)
 		}
 	})
 

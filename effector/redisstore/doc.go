@@ -64,6 +64,30 @@
 // sent on its own: a server refuses an argument over its proto-max-bulk-len
 // by closing the connection, which would fail the pipeline's other calls.
 //
+// The batch forms (ClaimBatch, CompleteBatch, ReleaseBatch) run a batch's
+// items in one batch script call where the items' keys may go together: the
+// script runs each item's part (the single call's own script text) under
+// pcall and answers each item on its own, so one item's error is its own,
+// and the whole batch is one command (on a server with appendfsync always,
+// one fsync). On one server every item goes together. On Redis Cluster a
+// script's keys must share a hash slot, and intents' keys rarely do (each
+// intent's id is its own hash tag), so a batch's intents span slots and
+// nodes: items that share a slot go in one call, the others as single
+// scripts, all in one pipeline, which go-redis's cluster pipeline sends to
+// every node holding any of them at once, following redirections call by
+// call: one round trip to each node, and a node that fails fails only its
+// own items. A key prefix with a hash tag of its own ("{dedup}:") puts a
+// whole batch in one slot, one call, on one node. Other clients (a Ring) get
+// one script per item, in one pipeline. The store's limit is WithBatch's
+// size items a call and calls a pipeline, and 1MiB of arguments a call past
+// its first item; a call over 1MiB (a big result) goes on its own, after the
+// others, so that one the network keeps failing holds none of them back. A
+// larger batch is split into calls and pipelines sent one after another. An
+// id that repeats in a batch goes in a later call than its first
+// occurrence, and finds what that left. Completions and releases of a batch
+// are sent again, as Complete's are, while the server is unreachable or
+// loading.
+//
 // The store refuses non-positive leases and result lifetimes, and a key
 // prefix whose first hash tag is empty ("{}"), which would part an intent's
 // keys on a cluster; leases are rounded up to whole milliseconds, Redis's

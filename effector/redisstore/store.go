@@ -34,6 +34,10 @@ type Store struct {
 	nlanes        int          // WithLanes
 	lanes         []*lane      // none with WithBatch(1): see batch.go
 	nextLane      atomic.Uint32
+	// batchTrips and batchItems count the round trips the batch forms made
+	// (pipelines, and calls sent alone) and the items they carried, for
+	// benchmarks (batchforms.go).
+	batchTrips, batchItems atomic.Int64
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -229,53 +233,63 @@ local function wellformed(v)
 end
 `
 
-// completeScript replaces the caller's claim with the done record, with the
+// completeBody replaces the caller's claim with the done record, with the
 // result's ttl as the key's expiry, if the key still holds exactly that claim.
 // If it already holds this owner's done record, an earlier attempt of this
-// same Complete succeeded and only its reply was lost: success again.
-// ARGV: token, tokenPrefix(token), result, ttl ms. It reads the value as the
-// lua function split does, inline: defining lua's functions on every call
-// cost the server more than the rest of the script's Lua.
-var completeScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
+// same Complete succeeded and only its reply was lost: success again. It
+// reads K1 and K2 (the record's and the marker's keys) and TOKEN,
+// TOKENPREFIX (tokenPrefix(token)), RESULT, TTL (ms), which completeScript
+// and completeBatchScript set. It reads the value as the lua function split
+// does, inline: defining lua's functions on every call cost the server more
+// than the rest of the script's Lua.
+const completeBody = `
+local v = redis.call('GET', K1)
 if not v then
 	return 0
 end
 local n = string.byte(v, 2) or 0
 local tag, rest = string.sub(v, 1, 1), string.sub(v, 3 + n + 32)
-if tag == 'c' and rest == ARGV[1] then
-	redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, 2 + n + 32) .. ARGV[2] .. ARGV[3], 'PX', ARGV[4])
-	redis.call('DEL', KEYS[2])
+if tag == 'c' and rest == TOKEN then
+	redis.call('SET', K1, 'd' .. string.sub(v, 2, 2 + n + 32) .. TOKENPREFIX .. RESULT, 'PX', TTL)
+	redis.call('DEL', K2)
 	return 1
 end
-if tag == 'd' and rest == ARGV[2] .. ARGV[3] then
+if tag == 'd' and rest == TOKENPREFIX .. RESULT then
 	return 1
 end
-return 0`)
+return 0`
 
-// releaseScript deletes the key if it still holds exactly the caller's
-// claim, and counts its attempt off the marker. ARGV: token.
-var releaseScript = redis.NewScript(lua + `
-local v = redis.call('GET', KEYS[1])
+// completeScript is one completion: completeBody with KEYS: record, marker;
+// ARGV: token, tokenPrefix(token), result, ttl ms.
+var completeScript = redis.NewScript(`local K1, K2, TOKEN, TOKENPREFIX, RESULT, TTL = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4]` + completeBody)
+
+// releaseBody deletes the key if it still holds exactly the caller's
+// claim, and counts its attempt off the marker. It reads K1, K2 and TOKEN.
+const releaseBody = lua + `
+local v = redis.call('GET', K1)
 if not v then
 	return 0
 end
 local tag, call, rest = split(v)
-if tag ~= 'c' or rest ~= ARGV[1] then
+if tag ~= 'c' or rest ~= TOKEN then
 	return 0
 end
-redis.call('DEL', KEYS[1])
-local m = redis.call('GET', KEYS[2])
+redis.call('DEL', K1)
+local m = redis.call('GET', K2)
 if m then
 	local mtag, mcall, n = split(m)
 	n = (tonumber(n) or 1) - 1
 	if n <= 0 then
-		redis.call('DEL', KEYS[2])
+		redis.call('DEL', K2)
 	else
-		redis.call('SET', KEYS[2], 'r' .. mcall .. n, 'KEEPTTL')
+		redis.call('SET', K2, 'r' .. mcall .. n, 'KEEPTTL')
 	end
 end
-return 1`)
+return 1`
+
+// releaseScript is one release: releaseBody with KEYS: record, marker;
+// ARGV: token.
+var releaseScript = redis.NewScript(`local K1, K2, TOKEN = KEYS[1], KEYS[2], ARGV[1]` + releaseBody)
 
 // transient reports whether err may pass if the call is tried again: the
 // connection failed (the server restarts, a failover) or the server is still
@@ -326,38 +340,40 @@ func millis(what string, d time.Duration) (int64, error) {
 	return int64((d + time.Millisecond - 1) / time.Millisecond), nil
 }
 
-// claimScript takes the claim if the key is free, setting the attempt
+// claimBody takes the claim if the key is free, setting the attempt
 // marker, unless the record or the marker holds another call. It replies
 // {1, reclaimed, attempts} when it claims, {0, value} with the record it
 // found, and {2, call} with the other call. A record holding this very
 // claim (its token) is the effect of this call, sent again after its reply
 // was lost: it replies claimed again. One round trip whatever it
-// finds, atomic with the marker. ARGV: call, token, lease ms, marker ms.
+// finds, atomic with the marker. It reads K1, K2 (the record's and the
+// marker's keys) and CALL, TOKEN, LEASE (ms), MARKER (ms: how long the
+// marker lives), which claimScript and claimBatchScript set.
 //
 // Most claims find neither key: that path comes first, before lua's
 // functions are defined, which costs the server on every call. (MGET would
 // read both keys in one call, but it reads a key of another type as nil,
 // and the claim would overwrite it: GET fails on it.)
-var claimScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
+const claimBody = `
+local v = redis.call('GET', K1)
 local m
 if not v then
-	m = redis.call('GET', KEYS[2])
+	m = redis.call('GET', K2)
 	if not m then
-		redis.call('SET', KEYS[1], 'c' .. ARGV[1] .. ARGV[2], 'PX', ARGV[3])
-		redis.call('SET', KEYS[2], 'c' .. ARGV[1] .. '1', 'PX', ARGV[4])
+		redis.call('SET', K1, 'c' .. CALL .. TOKEN, 'PX', LEASE)
+		redis.call('SET', K2, 'c' .. CALL .. '1', 'PX', MARKER)
 		return {1, 0, 1}
 	end
 end
 ` + lua + `
 if v then
-	if v == 'c' .. ARGV[1] .. ARGV[2] then
+	if v == 'c' .. CALL .. TOKEN then
 		-- This claim's own: it ran, its reply was lost, and the client sent
 		-- it again (go-redis does on a failed connection). Its attempts are
 		-- the marker's; whether the attempt before was released or ran out
 		-- is not kept, so any earlier attempt counts as reclaimed.
 		local attempts = 1
-		m = redis.call('GET', KEYS[2])
+		m = redis.call('GET', K2)
 		if m and wellformed(m) then
 			local mtag, mcall, n = split(m)
 			attempts = tonumber(n) or 1
@@ -371,7 +387,7 @@ if v then
 		return {0, v}
 	end
 	local tag, call = split(v)
-	if digest(call) ~= digest(ARGV[1]) then
+	if digest(call) ~= digest(CALL) then
 		return {2, call}
 	end
 	return {0, v}
@@ -379,7 +395,7 @@ end
 local attempts, reclaimed = 1, 0
 if m and wellformed(m) then
 	local mtag, mcall, n = split(m)
-	if digest(mcall) ~= digest(ARGV[1]) then
+	if digest(mcall) ~= digest(CALL) then
 		return {2, mcall}
 	end
 	attempts = (tonumber(n) or 0) + 1
@@ -390,9 +406,13 @@ elseif m and older(m) then
 	-- an older version's owner claimed it and vanished
 	attempts, reclaimed = 2, 1
 end
-redis.call('SET', KEYS[1], 'c' .. ARGV[1] .. ARGV[2], 'PX', ARGV[3])
-redis.call('SET', KEYS[2], 'c' .. ARGV[1] .. attempts, 'PX', ARGV[4])
-return {1, reclaimed, attempts}`)
+redis.call('SET', K1, 'c' .. CALL .. TOKEN, 'PX', LEASE)
+redis.call('SET', K2, 'c' .. CALL .. attempts, 'PX', MARKER)
+return {1, reclaimed, attempts}`
+
+// claimScript is one claim: claimBody with KEYS: record, marker; ARGV: call,
+// token, lease ms, marker ms.
+var claimScript = redis.NewScript(`local K1, K2, CALL, TOKEN, LEASE, MARKER = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4]` + claimBody)
 
 // Claim takes intentID for lease unless the key holds a live claim
 // (InFlight) or a result (Done), or the record or its attempt marker holds
@@ -418,6 +438,12 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("redisstore: claiming intent %q: %w", intentID, err)
 	}
+	return s.claimReply(intentID, keys[0], token, reply)
+}
+
+// claimReply reads the claim script's reply to the claim of intentID, at
+// key, with token.
+func (s *Store) claimReply(intentID, key, token string, reply []any) (effector.Claim, error) {
 	// bad is made only when needed: formatting the reply on every claim
 	// cost the client 6% of its CPU.
 	bad := func() error {
@@ -438,7 +464,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		v, _ := reply[1].(string)
 		recorded, _, ok := parseCall([]byte("x" + v))
 		if !ok {
-			return effector.Claim{}, s.foreign(keys[0], v)
+			return effector.Claim{}, s.foreign(key, v)
 		}
 		return effector.Claim{State: effector.Mismatch, Recorded: recorded}, nil
 	}
@@ -452,7 +478,7 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	if _, _, ok := parseCall([]byte(v)); ok && v[0] == claimTag[0] {
 		return effector.Claim{State: effector.InFlight}, nil
 	}
-	return effector.Claim{}, s.foreign(keys[0], v)
+	return effector.Claim{}, s.foreign(key, v)
 }
 
 func (s *Store) foreign(key, v string) error {

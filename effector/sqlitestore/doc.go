@@ -49,6 +49,18 @@
 // done or in flight writes nothing, so a batch of redeliveries commits
 // without an fsync.
 //
+// The batch forms (ClaimBatch, CompleteBatch, ReleaseBatch) queue their items
+// on the same group commit, together and in order, each item an op: a batch
+// commits in one transaction with whatever else is queued, and its items
+// answer as single calls made one after another would (an id twice in a
+// batch is claimed by its first occurrence). Each item is a prepared
+// statement of its own, so SQLite's limit on a statement's variables never
+// applies; the store's limit is WithBatch's size, the most ops one
+// transaction holds: a larger batch is split over transactions committed one
+// after another, and answers once the last has committed. A batch whose
+// context ends leaves its items still queued unwritten (they answer the
+// context's error) and waits for those a transaction already holds.
+//
 // The store refuses non-positive leases and result lifetimes, and refuses a
 // Complete or Release whose token no longer holds a live claim, with
 // effector.ErrNotOwner.

@@ -40,7 +40,9 @@ const (
 // WithBatch sets the most ops (claims, completions, releases) one
 // transaction commits, and the longest a batch's leader waits for callers
 // already inside the store to queue theirs. A size of 1 commits every op in a
-// transaction of its own. Defaults: DefaultBatchSize, DefaultBatchDelay.
+// transaction of its own. Each item of the batch forms is an op: a larger
+// batch is split over transactions. Defaults: DefaultBatchSize,
+// DefaultBatchDelay.
 func WithBatch(size int, delay time.Duration) Option {
 	return func(c *config) { c.batchSize, c.batchDelay = size, delay }
 }

@@ -298,75 +298,99 @@ func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, 
 	if b != nil {
 		b.token = token
 	}
-	var claim effector.Claim
-	var recorded bool // the id is known for another call
-	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
-		if b != nil {
-			if err := b.before(ctx, tx, now); err != nil {
-				return err
-			}
-		}
-		err := s.claimIn(ctx, tx, now, intentID, token, call, lease, &claim, &recorded)
-		if err == nil && b != nil {
-			err = b.after(ctx, tx, now, claim.State == effector.Claimed)
-		}
-		return err
-	})
-	if err == nil && recorded {
-		claim, err = s.mismatch(ctx, intentID)
+	it := claimItem{id: intentID, call: call, lease: lease, token: token, budget: b}
+	err = s.write(ctx, false, it.run(s))
+	if err == nil && it.recorded {
+		it.claim, err = s.mismatch(ctx, intentID)
 	}
 	if err != nil {
 		return effector.Claim{}, fmt.Errorf("sqlitestore: claiming intent %q: %w", intentID, err)
 	}
-	return claim, nil
+	return it.claim, nil
 }
 
-// claimIn is a claim's statements in the op's transaction: it sets claim,
-// or recorded when the id is known for another call.
-func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, now int64, intentID, token string, call effector.Call, lease time.Duration, claim *effector.Claim, recorded *bool) error {
+// claimItem is one claim: what it asks for, and what it found once its op
+// has run in a batch's transaction.
+type claimItem struct {
+	id    string
+	call  effector.Call
+	lease time.Duration
+	token string
 
-	// Most claims are of an id never seen: one statement takes those.
-	if err := expectOne(s.exec(ctx, tx, claimFresh, intentID, token, now+int64(lease), callBlob(call))); err == nil {
-		*claim = effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}
+	// budget, if not nil, counts the intent against its budgets in the
+	// claim's op (budget.go): before the claim's statements, and after them
+	// once their outcome is known.
+	budget *budgetOp
+
+	claim    effector.Claim
+	recorded bool // the id is known for another call: read it after the commit
+}
+
+// run returns the claim's op: it answers every case under the write lock.
+// The claim writes at most one statement, so a failure undoes only itself;
+// see budgetOp for a claim that counts.
+func (it *claimItem) run(s *Store) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	if it.budget == nil {
+		return it.claimIn(s)
+	}
+	claimIn := it.claimIn(s)
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
+		if err := it.budget.before(ctx, tx, now); err != nil {
+			return err
+		}
+		if err := claimIn(ctx, tx, now); err != nil {
+			return err
+		}
+		return it.budget.after(ctx, tx, now, it.claim.State == effector.Claimed)
+	}
+}
+
+// claimIn returns the claim's statements.
+func (it *claimItem) claimIn(s *Store) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
+		// Most claims are of an id never seen: one statement takes those.
+		if err := expectOne(s.exec(ctx, tx, claimFresh, it.id, it.token, now+int64(it.lease), callBlob(it.call))); err == nil {
+			it.claim = effector.Claim{State: effector.Claimed, Token: it.token, Attempts: 1}
+			return nil
+		} else if !errors.Is(err, effector.ErrNotOwner) {
+			return err
+		}
+		// The id has a row. Under the write lock it cannot change between
+		// this read and the write below. The flags pack three facts in one
+		// column (every column costs the driver allocations on the hot path):
+		// bit 0, the row's call matches (or it has none: an older version's
+		// row); bit 1, a token is set (claimed, live or lapsed; not
+		// released); the rest, the attempts.
+		var done bool
+		var result []byte
+		var expiresAt, flags int64
+		err := s.queryRow(ctx, tx, claimRead, it.id, it.call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		live := exists && expiresAt > now
+		if exists && (live || !done) && flags&1 == 0 {
+			it.recorded = true
+			return nil
+		}
+		if live {
+			it.claim = liveClaim(done, result)
+			return nil
+		}
+		// Missing, or expired: an expired claim's owner is presumed dead (and
+		// may have run the tool: Reclaimed), an expired result has lived its
+		// ttl, a released row keeps only the attempts of earlier owners.
+		attempts := int64(1)
+		if exists && !done {
+			attempts = flags>>2 + 1
+		}
+		if _, err := s.exec(ctx, tx, claimWrite, it.id, it.token, now+int64(it.lease), callBlob(it.call), attempts); err != nil {
+			return err
+		}
+		it.claim = effector.Claim{State: effector.Claimed, Token: it.token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
 		return nil
-	} else if !errors.Is(err, effector.ErrNotOwner) {
-		return err
 	}
-	// The id has a row. Under the write lock it cannot change between
-	// this read and the write below. The flags pack three facts in one
-	// column (every column costs the driver allocations on the hot path):
-	// bit 0, the row's call matches (or it has none: an older version's
-	// row); bit 1, a token is set (claimed, live or lapsed; not
-	// released); the rest, the attempts.
-	var done bool
-	var result []byte
-	var expiresAt, flags int64
-	err := s.queryRow(ctx, tx, claimRead, intentID, call.Digest[:]).Scan(&done, &result, &expiresAt, &flags)
-	exists := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	live := exists && expiresAt > now
-	if exists && (live || !done) && flags&1 == 0 {
-		*recorded = true
-		return nil
-	}
-	if live {
-		*claim = liveClaim(done, result)
-		return nil
-	}
-	// Missing, or expired: an expired claim's owner is presumed dead (and
-	// may have run the tool: Reclaimed), an expired result has lived its
-	// ttl, a released row keeps only the attempts of earlier owners.
-	attempts := int64(1)
-	if exists && !done {
-		attempts = flags>>2 + 1
-	}
-	if _, err := s.exec(ctx, tx, claimWrite, intentID, token, now+int64(lease), callBlob(call), attempts); err != nil {
-		return err
-	}
-	*claim = effector.Claim{State: effector.Claimed, Token: token, Reclaimed: exists && !done && flags&2 != 0, Attempts: int(attempts)}
-	return nil
 }
 
 // callBlob is the call column's value: the digest, then the tool name.
@@ -415,14 +439,18 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if result == nil {
 		result = []byte{} // stored as an empty BLOB, not NULL: a result was given
 	}
-	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now int64) error {
-		return expectOne(s.exec(ctx, tx, completeWrite,
-			intentID, token, result, now+int64(ttl), now))
-	})
-	if err != nil {
+	if err := s.write(ctx, false, s.completeOp(intentID, token, result, ttl)); err != nil {
 		return fmt.Errorf("sqlitestore: completing intent %q: %w", intentID, err)
 	}
 	return nil
+}
+
+// completeOp is a completion's op: one statement, fenced by the token and
+// the lease. result must not be nil.
+func (s *Store) completeOp(intentID, token string, result []byte, ttl time.Duration) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
+		return expectOne(s.exec(ctx, tx, completeWrite, intentID, token, result, now+int64(ttl), now))
+	}
 }
 
 // Release ends token's live claim on intentID so that another worker may
@@ -430,7 +458,16 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 // row goes, unless earlier owners' attempts are counted in it: it then stays,
 // with no token and its lease ended, for the next claim to count on.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
-	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx, now int64) error {
+	if err := s.write(ctx, true, s.releaseOp(intentID, token)); err != nil {
+		return fmt.Errorf("sqlitestore: releasing intent %q: %w", intentID, err)
+	}
+	return nil
+}
+
+// releaseOp is a release's op: two statements, so it runs in a savepoint
+// (multi).
+func (s *Store) releaseOp(intentID, token string) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
 		if err := expectOne(s.exec(ctx, tx, `UPDATE effector_dedup SET token = NULL, expires_at = ?3, attempts = attempts - 1
 			WHERE intent_id = ?1 AND token = ?2 AND done = 0 AND expires_at > ?3`,
 			intentID, token, now)); err != nil {
@@ -438,11 +475,7 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 		}
 		_, err := s.exec(ctx, tx, `DELETE FROM effector_dedup WHERE intent_id = ?1 AND done = 0 AND attempts <= 0`, intentID)
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("sqlitestore: releasing intent %q: %w", intentID, err)
 	}
-	return nil
 }
 
 func expectOne(res sql.Result, err error) error {

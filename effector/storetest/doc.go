@@ -17,7 +17,13 @@
 // current owner (so a worker that paused past its lease cannot overwrite the
 // next owner's record), results returned byte-identical, results that
 // expire, a call recorded with each claim (an id known for another call is a
-// Mismatch, never its result), and attempts counted across owners. Under Run,
+// Mismatch, never its result), and attempts counted across owners. The batch
+// forms are held to the same, item by item: mixed outcomes in one batch, an
+// item's error its own, an id twice in a batch claimed once (by its first
+// occurrence), a mismatch and a lapsed claim reclaimed inside a batch, a
+// batch larger than the store's own limit (split, not failed), results byte
+// for byte, and a batch whose context ends answering only what is durable.
+// Under Run,
 // leases and time-to-lives are tens of milliseconds, so a store must honour
 // millisecond durations.
 package storetest

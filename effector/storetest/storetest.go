@@ -106,6 +106,13 @@ func run(t *testing.T, newEnv func(t *testing.T) *env) {
 		{"a lapsed claim asked for by another call is a mismatch, and the same call reclaims it", testMismatchLapsed},
 		{"an expired result frees the id for another call", testMismatchAfterExpiry},
 		{"attempts count the claims not released", testAttempts},
+		{"a claim batch answers each item for itself, and an item's error is its own", testBatchMixed},
+		{"an id twice in a batch is claimed once, by its first occurrence, and completed once", testBatchDuplicates},
+		{"a lapsed claim reclaimed in a batch says so and counts its attempts", testBatchReclaimed},
+		{"a completion batch lands each item only where its token owns the claim", testBatchComplete},
+		{"a release batch releases each item only where its token owns the claim", testBatchRelease},
+		{"a batch larger than the store's own limit is split, not failed, and its results read back byte for byte", testBatchLarge},
+		{"a batch whose context ends answers only what is durable", testBatchContextEnds},
 		{"approval decisions: the first wins and reads back as recorded", testDecisions},
 		{"approvals read the tool a record was claimed for: another tool's result is no decision nor approval", testForeignRecords},
 	}

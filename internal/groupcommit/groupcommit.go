@@ -121,6 +121,99 @@ func (g *Group[T]) Do(ctx context.Context, in T) *Op[T] {
 	}
 }
 
+// DoAll queues ins as ops, one after another with no other caller's op
+// between them, and returns them once every one is done: each with Err set
+// by the commit function, or ctx's error if ctx ended before a batch took
+// it (then it was never handed to commit). Batches take them as any ops, up
+// to the group's size each: so more ops than the size, or ops queued behind
+// others, go in more than one batch, in their order. The caller leads any
+// batch one of its ops is elected to lead, as Do's caller does.
+func (g *Group[T]) DoAll(ctx context.Context, ins []T) []*Op[T] {
+	if len(ins) == 0 {
+		return nil
+	}
+	// One signal for all: the caller checks every op's state when woken.
+	signal := make(chan struct{}, 1)
+	ops := make([]*Op[T], len(ins))
+	for i := range ins {
+		ops[i] = &Op[T]{Ctx: ctx, In: ins[i], signal: signal}
+	}
+	g.mu.Lock()
+	g.queue = append(g.queue, ops...)
+	if !g.leading {
+		g.leading = true
+		ops[0].leader = true
+	}
+	lead := ops[0].leader
+	g.mu.Unlock()
+	if !lead {
+		g.wake()
+	}
+	done := ctx.Done()
+	for {
+		g.mu.Lock()
+		var lead *Op[T]
+		left := 0
+		for _, o := range ops {
+			if o.leader {
+				lead = o
+			}
+			if !o.finished {
+				left++
+			}
+		}
+		g.mu.Unlock()
+		if done != nil && ctx.Err() != nil {
+			// Ended while this caller led a batch: the ops still queued
+			// are not handed over.
+			g.abandonAll(ops, ctx.Err())
+			done = nil
+			continue
+		}
+		if lead != nil {
+			g.lead(lead)
+			continue
+		}
+		if left == 0 {
+			return ops
+		}
+		select {
+		case <-signal:
+		case <-done:
+			g.abandonAll(ops, ctx.Err())
+			done = nil // wait on for the ops a batch has taken
+		}
+	}
+}
+
+// abandonAll takes out of the queue those of ops still in it, finishing
+// each with err, and hands leadership on if one of them held it.
+func (g *Group[T]) abandonAll(ops []*Op[T], err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	mine := make(map[*Op[T]]bool, len(ops))
+	for _, o := range ops {
+		mine[o] = true
+	}
+	handOff := false
+	kept := g.queue[:0]
+	for _, q := range g.queue {
+		if !mine[q] {
+			kept = append(kept, q)
+			continue
+		}
+		q.Err, q.finished = err, true
+		if q.leader {
+			q.leader, handOff = false, true
+		}
+	}
+	clear(g.queue[len(kept):])
+	g.queue = kept
+	if handOff {
+		g.handOff()
+	}
+}
+
 // Queued is how many ops wait for a batch, for tests.
 func (g *Group[T]) Queued() int {
 	g.mu.Lock()
