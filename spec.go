@@ -158,6 +158,12 @@ type Spec struct {
 	// search matches the tool by. Neither is shown to the model.
 	Tags     []string
 	Keywords []string
+	// Scopes are the scopes a caller's principal must hold, every one, to
+	// call the tool, be offered it, list it or find it (see Principal); nil
+	// for a tool anyone may call.
+	Scopes []string
+	// Budgets limit how often the tool is called; nil for no limit.
+	Budgets *Budgets
 	// Remote is set for a tool an MCP server serves: the manifest pins what
 	// the server serves, and package remote binds it (see Remote).
 	Remote *Remote
@@ -224,6 +230,9 @@ func (s *Spec) Validate() error {
 		if k == "" {
 			add(s.Pos, fmt.Sprintf("keywords.%d", i), "empty keyword: remove it or write the word a search should match")
 		}
+	}
+	for _, p := range s.authorityProblems() {
+		add(s.Pos, p.Path, "%s", p.Message)
 	}
 	if len(ps) > 0 {
 		return &ToolDefinitionError{Problems: ps}

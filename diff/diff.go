@@ -235,8 +235,77 @@ func (d *differ) tool(o, n *toolreg.Spec) {
 	if !slices.Equal(o.Keywords, n.Keywords) {
 		d.add(Compatible, n.Name, "keywords", o.Pos, n.Pos, "keywords changed: tool search ranks the tool differently")
 	}
+	d.scopes(o, n)
+	d.budgets(o, n)
 	d.params(n.Name, "params", o.Params, n.Params)
 	d.returns(n.Name, o.Pos, n.Pos, o.Returns, n.Returns)
+}
+
+// scopes compares who may call a tool: a scope added locks out every
+// caller without it (breaking for them); a scope removed lets in callers
+// the tool refused (a safety change, as when approval is removed).
+func (d *differ) scopes(o, n *toolreg.Spec) {
+	for _, s := range n.Scopes {
+		if !slices.Contains(o.Scopes, s) {
+			d.add(Breaking, n.Name, "scopes", o.Pos, n.Pos, "scope %q added: callers whose token or principal lacks it are refused the tool, and it is no longer offered, listed nor found to them", s)
+		}
+	}
+	for _, s := range o.Scopes {
+		if !slices.Contains(n.Scopes, s) {
+			d.add(Safety, n.Name, "scopes", o.Pos, n.Pos, "scope %q removed: callers without it may now call the tool", s)
+		}
+	}
+}
+
+// budgets compares how often a tool may be called: a budget added or
+// tightened refuses calls that passed (breaking); one removed or loosened
+// lets through calls it refused, an expensive or harmful tool among them
+// (safety).
+func (d *differ) budgets(o, n *toolreg.Spec) {
+	var ob, nb toolreg.Budgets
+	if o.Budgets != nil {
+		ob = *o.Budgets
+	}
+	if n.Budgets != nil {
+		nb = *n.Budgets
+	}
+	limit := func(path string, old, new int, what string) {
+		switch {
+		case old == new:
+		case old == 0:
+			d.add(Breaking, n.Name, path, o.Pos, n.Pos, "budget added: at most %d %s; calls over it are refused", new, what)
+		case new == 0:
+			d.add(Safety, n.Name, path, o.Pos, n.Pos, "budget removed: calls are no longer limited to %d %s", old, what)
+		case new < old:
+			d.add(Breaking, n.Name, path, o.Pos, n.Pos, "budget tightened from %d to %d %s: calls that passed are refused", old, new, what)
+		default:
+			d.add(Safety, n.Name, path, o.Pos, n.Pos, "budget loosened from %d to %d %s: calls it refused pass", old, new, what)
+		}
+	}
+	limit("budgets.per_activation", ob.PerActivation, nb.PerActivation, "calls per activation")
+	oe, ne := ob.PerEntity, nb.PerEntity
+	switch {
+	case oe == nil && ne == nil:
+	case oe == nil || ne == nil:
+		var oc, nc int
+		var w string
+		if oe != nil {
+			oc, w = oe.Calls, oe.Window.String()
+		}
+		if ne != nil {
+			nc, w = ne.Calls, ne.Window.String()
+		}
+		limit("budgets.per_entity", oc, nc, "calls per entity in "+w)
+	case oe.Calls == ne.Calls && oe.Window == ne.Window:
+	// Fewer calls or a longer window refuses more; a window compared by
+	// its rate alone would miss a burst the shorter one allowed.
+	case ne.Calls <= oe.Calls && ne.Window >= oe.Window:
+		d.add(Breaking, n.Name, "budgets.per_entity", o.Pos, n.Pos, "budget tightened from %d calls per entity in %s to %d in %s: calls that passed are refused", oe.Calls, oe.Window, ne.Calls, ne.Window)
+	case ne.Calls >= oe.Calls && ne.Window <= oe.Window:
+		d.add(Safety, n.Name, "budgets.per_entity", o.Pos, n.Pos, "budget loosened from %d calls per entity in %s to %d in %s: calls it refused pass", oe.Calls, oe.Window, ne.Calls, ne.Window)
+	default:
+		d.add(Breaking, n.Name, "budgets.per_entity", o.Pos, n.Pos, "budget changed from %d calls per entity in %s to %d in %s: it refuses some calls that passed, and passes some it refused", oe.Calls, oe.Window, ne.Calls, ne.Window)
+	}
 }
 
 // description reports an edited description: compatible for a local tool,

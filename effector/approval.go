@@ -114,6 +114,10 @@ type Approval struct {
 	// Result is the execution's recorded result (ExecutionID's), once there
 	// is one.
 	Result *intent.Result
+	// Principal is who staged the call (intent.Intent.Principal), or nil
+	// when its producer recorded none. Its execution runs with it, and is
+	// refused if it lacks the tool's scopes.
+	Principal *toolreg.Principal
 	// AlreadyDecided is set by RecordDecision when a decision was recorded
 	// before the one it was given, which then changed nothing: Decision is
 	// that first one (who decided, and when). The other calls leave it
@@ -178,12 +182,26 @@ type requestedPayload struct {
 	CreatedAtMs       int64           `json:"created_at_ms"`
 	ExecutionID       string          `json:"execution_id"`
 	ExpiresAtMs       int64           `json:"expires_at_ms"`
+	Principal         *principalJSON  `json:"principal,omitempty"`
 	RecordExpiresAtMs int64           `json:"record_expires_at_ms,omitempty"` // until when the record is kept, at least
 	Reason            string          `json:"reason,omitempty"`
 	SigningKeyID      string          `json:"signing_key_id,omitempty"`
 	Step              uint32          `json:"step"`
 	Tool              string          `json:"tool"`
 	TraceID           string          `json:"trace_id,omitempty"` // hex
+}
+
+// principalJSON is a principal in an approval's payload.
+type principalJSON struct {
+	Scopes  []string `json:"scopes,omitempty"`
+	Subject string   `json:"subject,omitempty"`
+}
+
+func (p *principalJSON) principal() *toolreg.Principal {
+	if p == nil {
+		return nil
+	}
+	return &toolreg.Principal{Subject: p.Subject, Scopes: p.Scopes}
 }
 
 // decisionPayload is the payload of a recorded decision.
@@ -212,6 +230,9 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 		if _, err := t.DecodeArgs(in.ArgsJSON); err != nil {
 			return e.rejected(in, fmt.Sprintf("effector: approval %q asks for a call that breaks its contract, so no one can approve it: %v", in.ID, err)), nil
 		}
+		if se := scopeErr(in, t); se != nil {
+			return e.rejected(in, fmt.Sprintf("%s (effector: approval %s asks for a call its caller may not make, so no one is asked: %v)", se.ModelMessage(), in.ID, se)), nil
+		}
 	} else if e.cfg.approval == nil {
 		return e.rejected(in, fmt.Sprintf("effector: intent %q asks for approval, and this effector has no approval sink: configure WithApproval", in.ID)), nil
 	}
@@ -225,6 +246,9 @@ func (e *Effector) approve(ctx context.Context, in *intent.Intent) (intent.Resul
 		SigningKeyID:      in.SigningKeyID,
 		Step:              in.StepIndex,
 		Tool:              in.ToolName,
+	}
+	if pr := in.Principal; pr != nil {
+		p.Principal = &principalJSON{Subject: pr.Subject, Scopes: pr.Scopes}
 	}
 	if known && t.Spec().Approval != nil {
 		p.Reason = t.Spec().Approval.Reason
@@ -332,7 +356,7 @@ func requested(rec Record) (Approval, error) {
 		EntityKey: res.EntityKey, Seq: res.Seq, Step: p.Step,
 		RequestedAt: time.UnixMilli(p.CreatedAtMs), ExpiresAt: time.UnixMilli(p.ExpiresAtMs),
 		State: ApprovalPending, traceID: trace, signingKeyID: p.SigningKeyID,
-		keepUntil: keepUntil(p.RecordExpiresAtMs),
+		keepUntil: keepUntil(p.RecordExpiresAtMs), Principal: p.Principal.principal(),
 	}, nil
 }
 
@@ -626,7 +650,7 @@ func (e *Effector) execution(a Approval) *intent.Intent {
 		ID: a.ExecutionID, EntityKey: a.EntityKey, Seq: a.Seq, StepIndex: a.Step,
 		ToolName: a.Tool, ArgsJSON: a.Arguments,
 		CreatedAtMs: at.UnixMilli(), ExpiresAtMs: at.Add(max(life, time.Minute)).UnixMilli(),
-		Kind: intent.KindTool, TraceID: a.traceID,
+		Kind: intent.KindTool, TraceID: a.traceID, Principal: a.Principal,
 	}
 	if key, ok := e.cfg.keys[a.signingKeyID]; ok && a.signingKeyID != "" {
 		_ = in.SignHMAC(a.signingKeyID, key) // a key New accepted signs

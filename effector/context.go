@@ -2,10 +2,12 @@ package effector
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/intent"
 )
 
@@ -23,6 +25,10 @@ type IntentInfo struct {
 	// without a result: it may have applied the effect. A function whose
 	// downstream cannot deduplicate on ID should check there before acting.
 	Reclaimed bool
+	// Principal is who staged the call, as the intent records it (its
+	// signature covers it); nil when it records none. The effector has
+	// checked that it holds the tool's scopes.
+	Principal *toolreg.Principal
 }
 
 type intentKey struct{}
@@ -164,5 +170,9 @@ func IntentFrom(ctx context.Context) (IntentInfo, bool) {
 	}
 	// EntityKey is copied, so the function cannot change the intent.
 	in := c.in
-	return IntentInfo{ID: in.ID, EntityKey: append([]byte(nil), in.EntityKey...), Seq: in.Seq, Step: in.StepIndex, Attempt: in.Attempt, Reclaimed: c.reclaimed}, true
+	info := IntentInfo{ID: in.ID, EntityKey: append([]byte(nil), in.EntityKey...), Seq: in.Seq, Step: in.StepIndex, Attempt: in.Attempt, Reclaimed: c.reclaimed}
+	if p := in.Principal; p != nil {
+		info.Principal = &toolreg.Principal{Subject: p.Subject, Scopes: slices.Clone(p.Scopes)}
+	}
+	return info, true
 }

@@ -136,6 +136,7 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	default:
 		add("unknown signature mode %d: use VerifyOff, VerifyPermissive or VerifyRequire", int(cfg.mode))
 	}
+	checkBudgetStore(effectTable, store, add) // budget.go
 	if len(ps) > 0 {
 		return nil, &ConfigError{Problems: ps}
 	}
@@ -171,9 +172,13 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 //     for another call (another tool or other arguments: a non-deterministic
 //     replay), the intent is REJECTED without the stored result, with a
 //     *NonDeterministicError. Past WithMaxAttempts attempts, the intent is
-//     given up: ERROR, and the dead-letter sink.
+//     given up: ERROR, and the dead-letter sink. The claim of an intent whose
+//     tool's manifest declares budgets counts it against them, durably, in
+//     the store (BudgetStore; see BudgetUse), once per intent id.
 //  4. Resolve and validate: an unknown tool, a read-only tool, a tool with no
-//     function, arguments above the size limit (WithMaxArgsBytes), malformed
+//     function, a principal (the intent's, which its signature covers) that
+//     lacks one of the tool's scopes, a budget the claim found used up (the
+//     message says which and when it frees), arguments above the size limit (WithMaxArgsBytes), malformed
 //     JSON or arguments that break the tool's contract give REJECTED; the function is not invoked. An APPROVAL intent goes to
 //     the approval sink instead, and is done (OK, payload
 //     {"approval":"requested"}).
@@ -244,9 +249,10 @@ func (e *Effector) process(ctx context.Context, in *intent.Intent, resume string
 	}
 	backoff := e.cfg.minBackoff
 	call := CallOf(in)
+	tool, uses := e.budgeted(in, execution || resume != "") // budget.go
 	for waited := false; ; waited = true {
 		leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
-		c, err := e.claim(ctx, span, in, call)
+		c, adm, err := e.claim(ctx, span, in, call, uses)
 		if err != nil {
 			// A claim that failed because the caller's context ended says
 			// nothing about the store: a shutdown must leave the intent to
@@ -266,7 +272,8 @@ func (e *Effector) process(ctx context.Context, in *intent.Intent, resume string
 			}
 			return res, err
 		case Claimed:
-			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, execution: execution, resume: resume}
+			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, execution: execution, resume: resume,
+				overBudget: overBudget(tool, uses, adm)}
 			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
 				return e.giveUp(ctx, in, cl, n)
 			}
@@ -357,6 +364,8 @@ type claim struct {
 	reclaimed bool   // Claim.Reclaimed
 	execution bool   // the intent is an approval's execution (verify)
 	resume    string // the approval Resume carries out with this intent, or ""
+	// overBudget is the budget the claim found used up (budget.go), or nil.
+	overBudget *toolreg.BudgetError
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim.
@@ -540,6 +549,9 @@ func (e *Effector) outcome(ctx context.Context, in *intent.Intent, cl claim, wai
 		return e.rejected(in, err.Error()), false, nil
 	case !t.Bound():
 		return e.rejected(in, fmt.Sprintf("effector: tool %q has no function in the effect table: bind it with bindings.Effect", t.Name())), false, nil
+	}
+	if res, refused := e.authority(ctx, in, t, cl); refused { // budget.go
+		return res, false, nil
 	}
 	if cl.execution || t.Spec().Approval != nil || cl.resume != "" {
 		if res, run, err := e.gate(ctx, in, cl.resume); !run { // approval.go

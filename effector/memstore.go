@@ -39,6 +39,8 @@ type MemoryStore struct {
 	// completing allocates nothing but the claim token.
 	free   []*memRecord
 	tokens uint64 // claims made, for the next token
+	// budgets are the call budgets' counts (memstore_budget.go).
+	budgets memBudgets
 }
 
 type memRecord struct {

@@ -83,6 +83,9 @@ const (
 	// failed, by toolreg.store.operation ("complete"): each is logged at level
 	// Warn with the intent id and the store's error.
 	MetricStoreRetries = "toolreg.effector.store.retries" // counter: toolreg.store.operation
+	// MetricBudgetRefusals counts intents REJECTED because their tool's
+	// per_entity budget was used up: gen_ai.tool.name, toolreg.budget.
+	MetricBudgetRefusals = "toolreg.effector.budget.refusals"
 )
 
 const (
@@ -90,6 +93,7 @@ const (
 	reasonKey   = attribute.Key("toolreg.reason")
 	storeOpKey  = attribute.Key("toolreg.store.operation")
 	intentIDKey = attribute.Key("toolreg.intent.id")
+	budgetKey   = attribute.Key("toolreg.budget")
 )
 
 // telemetry is an Effector's tracer and instruments; a nil tracer or nil
@@ -141,6 +145,7 @@ func (t *telemetry) metrics() *instruments {
 
 type instruments struct {
 	executions, claimWaits, reclaims, rejections, storeRetries metric.Int64Counter
+	budgetRefusals                                             metric.Int64Counter
 	duration                                                   metric.Float64Histogram
 	inFlight                                                   metric.Int64UpDownCounter
 }
@@ -187,6 +192,8 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	in.reclaims, e = m.Int64Counter(MetricReclaims, metric.WithDescription("Claims of an intent whose earlier claim lapsed without a result: its effect is unknown."))
 	err = errors.Join(err, e)
 	in.rejections, e = m.Int64Counter(MetricRejections, metric.WithDescription("Intents refused or rejected without running, by reason."))
+	err = errors.Join(err, e)
+	in.budgetRefusals, e = m.Int64Counter(MetricBudgetRefusals, metric.WithDescription("Intents rejected because a budget of their tool was used up, by tool and budget."))
 	err = errors.Join(err, e)
 	in.duration, e = m.Float64Histogram(MetricDuration, metric.WithUnit("s"), metric.WithDescription("Time a tool's function ran, by tool and status."))
 	err = errors.Join(err, e)
@@ -565,9 +572,16 @@ func (e *Effector) verifyTraced(ctx context.Context, root trace.Span, in *intent
 }
 
 // claim is the store's Claim in its phase span under root, counted.
-func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent, call Call) (Claim, error) {
+func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent, call Call, uses []BudgetUse) (Claim, Admission, error) {
 	sctx, span := phaseUnder(ctx, root, phaseClaim)
-	c, err := e.store.Claim(sctx, in.ID, call, e.cfg.lease)
+	var c Claim
+	var adm Admission
+	var err error
+	if uses != nil {
+		c, adm, err = e.store.(BudgetStore).ClaimAdmit(sctx, in.ID, call, e.cfg.lease, uses)
+	} else {
+		c, err = e.store.Claim(sctx, in.ID, call, e.cfg.lease)
+	}
 	if err == nil {
 		// The common case, a fresh claim, counts nothing: not even asked.
 		if wait, reclaim := c.State == InFlight, c.State == Claimed && c.Reclaimed; wait || reclaim {
@@ -584,7 +598,7 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 		n.storeFailed.Store(true)
 	}
 	endPhase(span, err)
-	return c, err
+	return c, adm, err
 }
 
 // executing is the telemetry of one run of a tool's function.

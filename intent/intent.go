@@ -3,6 +3,8 @@ package intent
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // IntentKind says what an intent asks for.
@@ -57,6 +59,16 @@ type Intent struct {
 	// which stays a pure function of the position. The effector records it
 	// on its execute_tool span as gen_ai.tool.call.id.
 	ToolCallID string // field 1000 (toolreg extension)
+	// Principal is who staged the call and the scopes it held
+	// (runner.WithPrincipal), or nil when the producer recorded none. It is
+	// toolreg's extension field 1001, not part of the beam-agents v1
+	// contract: a reader of the contract alone (the Python runtime) keeps it
+	// as an unknown field, so its bytes round-trip there. The signature
+	// covers it (only fields 12 to 14 are left out of what is signed), so a
+	// signed intent's principal cannot be swapped, and the effector refuses
+	// to run an intent whose principal lacks the tool's scopes. It is not
+	// part of the intent id, which stays a pure function of the position.
+	Principal *toolreg.Principal // field 1001 (toolreg extension)
 
 	// unknown holds fields this version does not know, as read, so that
 	// re-encoding (and so a signature over the bytes) keeps them.

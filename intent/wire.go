@@ -17,7 +17,8 @@ import (
 //
 //   - known fields in field-number order, each only when it is not its zero
 //     value (proto3 implicit presence), as protobuf-go and Python's upb write;
-//   - then toolreg's extension fields (tool_call_id, 1000), which the Python
+//   - then toolreg's extension fields (tool_call_id, 1000; principal, 1001,
+//     a message of its own: 1 subject, 2 repeated scopes), which the Python
 //     runtime does not know and so keeps, and writes back, as unknown fields
 //     in the order it read them: after its known fields, as here;
 //   - then the unknown fields, exactly as they were read, so that an intent
@@ -53,8 +54,14 @@ const (
 	// toolreg's extension fields, numbered from 1000 so that no future field
 	// of the beam-agents v1 contract (which owns 1 to 14) can collide with
 	// them. A reader of the contract alone keeps them as unknown fields.
-	// 1001 is reserved.
 	fToolCallID protowire.Number = 1000
+	fPrincipal  protowire.Number = 1001
+)
+
+// Principal message field numbers (field 1001 of ToolIntent).
+const (
+	fPrincipalSubject protowire.Number = 1
+	fPrincipalScopes  protowire.Number = 2
 )
 
 // ToolResult field numbers.
@@ -125,6 +132,7 @@ func (in *Intent) appendWire(b []byte, signed bool) ([]byte, error) {
 		b = appendBytesField(b, fSignature, in.Signature)
 	}
 	b = appendBytesField(b, fToolCallID, in.ToolCallID)
+	b = appendPrincipal(b, in.Principal)
 	return append(b, in.unknown...), nil
 }
 
@@ -141,6 +149,7 @@ func (in *Intent) wireSize(signed bool) int {
 		varintFieldSize(fKind, uint64(int64(in.Kind))) +
 		bytesFieldSize(fTraceID, in.TraceID) +
 		bytesFieldSize(fToolCallID, in.ToolCallID) +
+		principalFieldSize(in.Principal) +
 		len(in.unknown)
 	if signed {
 		n += varintFieldSize(fSignatureScheme, uint64(int64(in.SignatureScheme))) +
@@ -160,12 +169,93 @@ func (in *Intent) checkUTF8() error {
 		{"args_json", utf8.Valid(in.ArgsJSON)},
 		{"signing_key_id", utf8.ValidString(in.SigningKeyID)},
 		{"tool_call_id", utf8.ValidString(in.ToolCallID)},
+		{"principal", validPrincipal(in.Principal)},
 	} {
 		if !f.ok {
 			return &WireError{Message: msgToolIntent, Field: f.name, Offset: -1, Reason: "string field is not valid UTF-8"}
 		}
 	}
 	return nil
+}
+
+// appendPrincipal appends field 1001 when p is set: a message holding the
+// subject (1, unless empty) and each scope (2, repeated, in order). A
+// non-nil p is written even when empty, so that it reads back non-nil.
+func appendPrincipal(b []byte, p *toolreg.Principal) []byte {
+	if p == nil {
+		return b
+	}
+	b = protowire.AppendTag(b, fPrincipal, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(principalSize(p)))
+	b = appendBytesField(b, fPrincipalSubject, p.Subject)
+	for _, s := range p.Scopes {
+		// A repeated string writes every element, an empty one too.
+		b = protowire.AppendTag(b, fPrincipalScopes, protowire.BytesType)
+		b = protowire.AppendString(b, s)
+	}
+	return b
+}
+
+func principalSize(p *toolreg.Principal) int {
+	n := bytesFieldSize(fPrincipalSubject, p.Subject)
+	for _, s := range p.Scopes {
+		n += protowire.SizeTag(fPrincipalScopes) + protowire.SizeBytes(len(s))
+	}
+	return n
+}
+
+func principalFieldSize(p *toolreg.Principal) int {
+	if p == nil {
+		return 0
+	}
+	return protowire.SizeTag(fPrincipal) + protowire.SizeBytes(principalSize(p))
+}
+
+func validPrincipal(p *toolreg.Principal) bool {
+	if p == nil {
+		return true
+	}
+	if !utf8.ValidString(p.Subject) {
+		return false
+	}
+	for _, s := range p.Scopes {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// readPrincipal reads the bytes of field 1001 into p. A principal is
+// authority, and is not read in part: a field of it this version does not
+// know (or one of the wrong wire type) refuses the whole intent, where a
+// protobuf reader would keep it as an unknown field of the principal; so
+// does text that is not UTF-8, as in every string field.
+func readPrincipal(p *toolreg.Principal, v []byte) string {
+	for len(v) > 0 {
+		num, typ, n := protowire.ConsumeTag(v)
+		if n < 0 {
+			return protowire.ParseError(n).Error()
+		}
+		m := protowire.ConsumeFieldValue(num, typ, v[n:])
+		if m < 0 {
+			return protowire.ParseError(m).Error()
+		}
+		if typ != protowire.BytesType || num != fPrincipalSubject && num != fPrincipalScopes {
+			return fmt.Sprintf("field %d of wire type %d is not one this version knows (1 subject, 2 scopes, both strings): a principal is authority, and is not read in part", num, typ)
+		}
+		s, _ := protowire.ConsumeBytes(v[n:])
+		if !utf8.Valid(s) {
+			return "string field is not valid UTF-8"
+		}
+		if num == fPrincipalSubject {
+			p.Subject = string(s)
+		} else {
+			p.Scopes = append(p.Scopes, string(s))
+		}
+		v = v[n+m:]
+	}
+	return ""
 }
 
 // UnmarshalBinary reads beam-agents v1 ToolIntent bytes into in, replacing
@@ -216,6 +306,16 @@ func (in *Intent) UnmarshalBinary(data []byte) error {
 				x.Signature = cloneBytes(v)
 			case fToolCallID:
 				return stringField(&x.ToolCallID, v)
+			case fPrincipal:
+				if x.Principal != nil {
+					// A protobuf reader would merge the two: a principal is
+					// written once, and read only as written.
+					return true, "the principal appears twice: an intent carries one"
+				}
+				x.Principal = &toolreg.Principal{}
+				if bad := readPrincipal(x.Principal, v); bad != "" {
+					return true, bad
+				}
 			default:
 				return false, ""
 			}
@@ -391,6 +491,9 @@ func fieldName(msg string, num protowire.Number) string {
 	names := intentFieldNames[:]
 	if msg == msgToolIntent && num == fToolCallID {
 		return "tool_call_id"
+	}
+	if msg == msgToolIntent && num == fPrincipal {
+		return "principal"
 	}
 	if msg == msgToolResult {
 		names = resultFieldNames[:]

@@ -27,6 +27,8 @@ func addWireSeeds(f *testing.F, files ...string) {
 	f.Add([]byte{0xa0, 0x1f, 0x2a, 0xc2, 0x3e, 0x02, 'i', 'd', 0x18, 0x01})         // unknown 500, tool_call_id (1000), then seq
 	f.Add([]byte{0xc2, 0x3e, 0x02, 0xc3, 0x28})                                     // a tool_call_id that is not UTF-8
 	f.Add([]byte{0xc0, 0x3e, 0x07})                                                 // field 1000 as a varint: kept as unknown
+	f.Add([]byte{0xca, 0x3e, 0x07, 0x0a, 0x01, 'a', 0x12, 0x02, 'o', 'k'})          // principal 1001: subject "a", scope "ok"
+	f.Add([]byte{0xa0, 0x1f, 0x2a, 0xca, 0x3e, 0x00, 0xca, 0x3e, 0x00})             // an unknown field, then two empty principals
 }
 
 func FuzzIntentUnmarshalBinary(f *testing.F) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/beam-agents/toolreg"
 )
 
 type intentJSON struct {
@@ -29,7 +31,34 @@ type intentJSON struct {
 	SigningKeyID    string          `json:"signing_key_id,omitempty"`
 	Signature       jsonBytes       `json:"signature,omitempty"`
 	ToolCallID      string          `json:"tool_call_id,omitempty"`
+	Principal       *principalJSON  `json:"principal,omitempty"`
 	UnknownFields   jsonBytes       `json:"unknown_fields,omitempty"`
+}
+
+// principalJSON is the JSON form of an intent's principal (field 1001).
+type principalJSON struct {
+	Subject string   `json:"subject,omitempty"`
+	Scopes  []string `json:"scopes,omitempty"`
+}
+
+func toPrincipalJSON(p *toolreg.Principal) *principalJSON {
+	if p == nil {
+		return nil
+	}
+	return &principalJSON{Subject: p.Subject, Scopes: p.Scopes}
+}
+
+// fromPrincipalJSON reads a principal as the binary form does: no scopes is
+// nil scopes.
+func fromPrincipalJSON(j *principalJSON) *toolreg.Principal {
+	if j == nil {
+		return nil
+	}
+	p := &toolreg.Principal{Subject: j.Subject}
+	if len(j.Scopes) > 0 {
+		p.Scopes = j.Scopes
+	}
+	return p
 }
 
 type resultJSON struct {
@@ -57,6 +86,9 @@ type resultJSON struct {
 //   - integers are JSON numbers, and read from numbers or decimal strings (as
 //     protojson writes 64-bit integers), so protojson output with proto field
 //     names reads too;
+//   - principal, toolreg's extension field 1001, is an object
+//     {"subject": ..., "scopes": [...]}, each member left out when empty,
+//     and the whole left out when the intent has none;
 //   - fields this version does not know are kept, as base64 protobuf bytes,
 //     under "unknown_fields".
 //
@@ -76,7 +108,8 @@ func (in Intent) MarshalJSON() ([]byte, error) {
 		ToolName: in.ToolName, ArgsJSON: string(in.ArgsJSON),
 		CreatedAtMs: jsonInt64(in.CreatedAtMs), ExpiresAtMs: jsonInt64(in.ExpiresAtMs), Attempt: jsonUint32(in.Attempt),
 		Kind: in.Kind, TraceID: in.TraceID, SignatureScheme: in.SignatureScheme,
-		SigningKeyID: in.SigningKeyID, Signature: in.Signature, ToolCallID: in.ToolCallID, UnknownFields: in.unknown,
+		SigningKeyID: in.SigningKeyID, Signature: in.Signature, ToolCallID: in.ToolCallID, Principal: toPrincipalJSON(in.Principal),
+		UnknownFields: in.unknown,
 	})
 }
 
@@ -104,7 +137,7 @@ func (in *Intent) UnmarshalJSON(data []byte) error {
 		CreatedAtMs: int64(j.CreatedAtMs), ExpiresAtMs: int64(j.ExpiresAtMs), Attempt: uint32(j.Attempt),
 		Kind: j.Kind, TraceID: nilIfEmpty(j.TraceID), SignatureScheme: j.SignatureScheme,
 		SigningKeyID: j.SigningKeyID, Signature: nilIfEmpty(j.Signature), ToolCallID: j.ToolCallID,
-		unknown: nilIfEmpty(j.UnknownFields),
+		Principal: fromPrincipalJSON(j.Principal), unknown: nilIfEmpty(j.UnknownFields),
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/jsonscan"
 )
 
@@ -236,6 +237,60 @@ func (s *jsonScanner) enum(name func(int32) string) (int32, bool) {
 	return v, true
 }
 
+// principal reads the principal object, {"subject": ..., "scopes": [...]},
+// as encoding/json reads a *principalJSON (no scopes is nil scopes). It
+// gives up on a key it does not know or has seen, and on a null scope.
+func (s *jsonScanner) principal() (*toolreg.Principal, bool) {
+	p := &toolreg.Principal{}
+	var seen [2]bool
+	var more, ok bool
+	s.i, more, ok = jsonscan.Open(s.b, s.i, '{', '}')
+	for ; ok && more; s.i, more, ok = jsonscan.Next(s.b, s.i, '}') {
+		var key []byte
+		if key, s.i, ok = jsonscan.Plain(s.b, s.i); !ok {
+			return nil, false
+		}
+		if s.i, ok = jsonscan.Colon(s.b, s.i); !ok {
+			return nil, false
+		}
+		var f int
+		switch string(key) {
+		case "subject":
+			f = 0
+		case "scopes":
+			f = 1
+		default:
+			return nil, false
+		}
+		if seen[f] {
+			return nil, false
+		}
+		seen[f] = true
+		if s.null() {
+			continue
+		}
+		if f == 0 {
+			if p.Subject, ok = s.text(); !ok {
+				return nil, false
+			}
+			continue
+		}
+		var items bool
+		s.i, items, ok = jsonscan.Open(s.b, s.i, '[', ']')
+		for ; ok && items; s.i, items, ok = jsonscan.Next(s.b, s.i, ']') {
+			var v string
+			if v, ok = s.text(); !ok {
+				return nil, false
+			}
+			p.Scopes = append(p.Scopes, v)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return p, ok
+}
+
 // unmarshalJSONFast reads data into in when it can, as UnmarshalJSON's
 // encoding/json path would, and reports whether it did; in is unchanged
 // when it did not.
@@ -278,6 +333,8 @@ func (in *Intent) unmarshalJSONFast(data []byte) bool {
 			f = 15
 		case "tool_call_id":
 			f = 16
+		case "principal":
+			f = 17
 		default:
 			return false
 		}
@@ -334,6 +391,8 @@ func (in *Intent) unmarshalJSONFast(data []byte) bool {
 			x.unknown, ok = s.bytes()
 		case 16:
 			x.ToolCallID, ok = s.text()
+		case 17:
+			x.Principal, ok = s.principal()
 		}
 		return ok
 	})
@@ -511,17 +570,59 @@ func (in *Intent) appendJSON(b []byte) (_ []byte, ok bool) {
 		b = append(b, `,"tool_call_id":`...)
 		b, ok7 = appendJSONString(b, in.ToolCallID)
 	}
+	ok8 := true
+	if p := in.Principal; p != nil {
+		b, ok8 = appendPrincipalJSON(append(b, `,"principal":`...), p)
+	}
 	if len(in.unknown) > 0 {
 		b = append(b, `,"unknown_fields":`...)
 		b = appendJSONBytes(b, in.unknown)
 	}
-	return append(b, '}'), ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7
+	return append(b, '}'), ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8
+}
+
+// appendPrincipalJSON appends p as encoding/json writes its *principalJSON.
+func appendPrincipalJSON(b []byte, p *toolreg.Principal) (_ []byte, ok bool) {
+	ok = true
+	b = append(b, '{')
+	if p.Subject != "" {
+		b = append(b, `"subject":`...)
+		b, ok = appendJSONString(b, p.Subject)
+	}
+	if len(p.Scopes) > 0 {
+		if p.Subject != "" {
+			b = append(b, ',')
+		}
+		b = append(b, `"scopes":[`...)
+		for i, sc := range p.Scopes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var okScope bool
+			b, okScope = appendJSONString(b, sc)
+			ok = ok && okScope
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), ok
 }
 
 func (in *Intent) jsonSizeHint() int {
 	return 256 + len(in.ID) + len(in.ToolName) + len(in.SigningKeyID) + len(in.ToolCallID) + len(in.ArgsJSON) + len(in.ArgsJSON)/2 +
 		base64.StdEncoding.EncodedLen(len(in.EntityKey)) + base64.StdEncoding.EncodedLen(len(in.TraceID)) +
-		base64.StdEncoding.EncodedLen(len(in.Signature)) + base64.StdEncoding.EncodedLen(len(in.unknown))
+		base64.StdEncoding.EncodedLen(len(in.Signature)) + base64.StdEncoding.EncodedLen(len(in.unknown)) +
+		principalSizeHint(in.Principal)
+}
+
+func principalSizeHint(p *toolreg.Principal) int {
+	if p == nil {
+		return 0
+	}
+	n := 40 + len(p.Subject)
+	for _, s := range p.Scopes {
+		n += 4 + len(s)
+	}
+	return n
 }
 
 // appendJSON is Intent's, for a Result and its resultJSON.

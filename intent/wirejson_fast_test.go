@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/beam-agents/toolreg"
 )
 
 // The fast paths of wirejson_fast.go must decide exactly what the reference
@@ -57,6 +59,15 @@ var trickyIntentJSON = []string{
 	`{"tool_call_id":"a","tool_call_id":"b"}`, `{"TOOL_CALL_ID":"x"}`, `{"tool_call_Id":"x"}`, `{"tool_call_id":"\u00e9\n<>"}`,
 	`{"tool_call_id":"\ud83d"}`, "{\"tool_call_id\":\"\xff\"}", `{"toolCallId":"x"}`, `{"tool_call_id":["x"]}`,
 	`{"signature":"c2ln","tool_call_id":"toolu_01","unknown_fields":"oB8q"}`,
+	// principal (toolreg's extension field 1001)
+	`{"principal":null}`, `{"principal":{}}`, `{"principal":{"subject":"ana"}}`, `{"principal":{"scopes":[]}}`,
+	`{"principal":{"scopes":null}}`, `{"principal":{"subject":null,"scopes":["a","b"]}}`, `{"principal":{"scopes":["a",null]}}`,
+	`{"principal":{"scopes":[""]}}`, `{"principal":{"scopes":[1]}}`, `{"principal":{"scopes":"a"}}`, `{"principal":[]}`,
+	`{"principal":"ana"}`, `{"principal":{"subject":"a","subject":"b"}}`, `{"principal":{"Subject":"a"}}`,
+	`{"principal":{"subject":"a","role":"admin"}}`, `{"principal":{"subject":"\u00e9\ud83d\ude00","scopes":["\ud83d"]}}`,
+	`{"principal":{"subject":"a"},"principal":null}`, `{"principal" : { "subject" : "a" , "scopes" : [ "x" , "y" ] } }`,
+	`{"principal":{"scopes":["a",]}}`, `{"principal":{"scopes":["a"}}`, `{"principal":{"subject":"a",}}`, `{"principal":{`,
+	`{"principal":{"scopes":[["a"]]}}`, `{"PRINCIPAL":{}}`,
 }
 
 var trickyResultJSON = []string{
@@ -181,6 +192,8 @@ func TestJSONFastPathsWriteWhatEncodingJSONWrites(t *testing.T) {
 			{ArgsJSON: json.RawMessage(s), Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, Attempt: 1},
 			{SigningKeyID: s, SignatureScheme: 77, Signature: []byte{0}, TraceID: []byte("trace"), unknown: []byte{0xa0, 0x1f, 0x2a}},
 			{ToolCallID: s, Signature: []byte{0}, unknown: []byte{0xa0, 0x1f, 0x2a}},
+			{Principal: &toolreg.Principal{Subject: s, Scopes: []string{s, "", "x"}}},
+			{Principal: &toolreg.Principal{}, unknown: []byte{0xa0, 0x1f, 0x2a}},
 		} {
 			checkIntentMarshalJSON(t, in)
 		}
@@ -231,7 +244,8 @@ func TestJSONFastPathReadsWhatMarshalJSONWrites(t *testing.T) {
 			t.Errorf("the fast path cannot write %s", line)
 		}
 	}
-	big := Intent{Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, ToolName: "é\u2028", ToolCallID: "call_<1>"}
+	big := Intent{Seq: math.MinInt64, CreatedAtMs: math.MaxInt64, StepIndex: math.MaxUint32, ToolName: "é\u2028", ToolCallID: "call_<1>",
+		Principal: &toolreg.Principal{Subject: "ana <a@example.test>", Scopes: []string{"orders:refund", "orders:read"}}}
 	line, _ := big.MarshalJSON()
 	if !new(Intent).unmarshalJSONFast(line) {
 		t.Errorf("the fast path gives up on %s", line)

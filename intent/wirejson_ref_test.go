@@ -11,8 +11,8 @@ import (
 // The encoding/json implementation of the JSON form, as it was before the fast
 // paths of wirejson_fast.go: the reference they are tested and fuzzed against.
 // Keep it as it is: it says what the JSON form accepts and writes. (A field
-// added to the form, such as tool_call_id, is added here too, through
-// intentJSON.)
+// added to the form, such as tool_call_id and principal, is added here as
+// encoding/json reads and writes it, and the fast paths follow.)
 
 func refUnmarshalIntentJSON(data []byte) (Intent, error) {
 	var j intentJSON
@@ -32,7 +32,7 @@ func refUnmarshalIntentJSON(data []byte) (Intent, error) {
 		CreatedAtMs: int64(j.CreatedAtMs), ExpiresAtMs: int64(j.ExpiresAtMs), Attempt: uint32(j.Attempt),
 		Kind: j.Kind, TraceID: nilIfEmpty(j.TraceID), SignatureScheme: j.SignatureScheme,
 		SigningKeyID: j.SigningKeyID, Signature: nilIfEmpty(j.Signature), ToolCallID: j.ToolCallID,
-		unknown: nilIfEmpty(j.UnknownFields),
+		Principal: fromPrincipalJSON(j.Principal), unknown: nilIfEmpty(j.UnknownFields),
 	}, nil
 }
 
@@ -60,7 +60,8 @@ func refMarshalIntentJSON(in Intent) ([]byte, error) {
 		ToolName: in.ToolName, ArgsJSON: string(in.ArgsJSON),
 		CreatedAtMs: jsonInt64(in.CreatedAtMs), ExpiresAtMs: jsonInt64(in.ExpiresAtMs), Attempt: jsonUint32(in.Attempt),
 		Kind: in.Kind, TraceID: in.TraceID, SignatureScheme: in.SignatureScheme,
-		SigningKeyID: in.SigningKeyID, Signature: in.Signature, ToolCallID: in.ToolCallID, UnknownFields: in.unknown,
+		SigningKeyID: in.SigningKeyID, Signature: in.Signature, ToolCallID: in.ToolCallID, Principal: toPrincipalJSON(in.Principal),
+		UnknownFields: in.unknown,
 	})
 }
 

@@ -51,6 +51,29 @@ func (c *checker) checkSpec(s *toolreg.Spec, tree *node, known []toolreg.Problem
 		_, pos := tree.lookup([]string{"returns"})
 		c.checkSchema(s.Returns, pos, []string{"returns"}, t, add)
 	}
+	window := []string{"budgets", toolreg.BudgetPerEntity, "window"}
+	badWindow := false
+	if n, _ := tree.lookup(window); n != nil && n.kind == kindString && !t.touches(window) {
+		if _, err := time.ParseDuration(n.text); err != nil {
+			badWindow = true
+			add(s.Pos, window, "window %q is not a duration a Go program can hold: use one such as \"1h\" or \"24h\"", n.text)
+		}
+	}
+	// Spec.Validate holds the rules of scopes and budgets (a Spec built in
+	// Go meets them too); here they get the manifest's positions.
+	var de *toolreg.ToolDefinitionError
+	if err := s.Validate(); errors.As(err, &de) {
+		for _, p := range de.Problems {
+			if !strings.HasPrefix(p.Path, "scopes") && !strings.HasPrefix(p.Path, "budgets") {
+				continue
+			}
+			path := strings.Split(p.Path, ".")
+			if t.touches(path) || badWindow && p.Path == strings.Join(window, ".") {
+				continue
+			}
+			add(s.Pos, path, "%s", p.Message)
+		}
+	}
 	return ps
 }
 

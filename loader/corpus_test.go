@@ -43,6 +43,8 @@ var loaderOnly = map[string]string{
 	"cue_duplicate_across_files":  "a tool name is declared once across all manifests (cue merges the two)",
 	"duplicate_key_same.yaml":     "a YAML mapping writes each key once (cue accepts a repeat of the same value)",
 	"cue_wrong_package":           "a CUE manifest is in package toolreg (cue vet checks another package against nothing)",
+	"budgets_unmeetable.yaml":     "a budget can be met: a scope once, per_entity only on a side-effecting tool, a window of 1s or more a Go program holds, per_activation within per_entity",
+	"cue_undeclared_scope":        "a tool's scopes are among those its manifest set declares (CUE cannot see a YAML tool beside the package)",
 }
 
 func cases(t *testing.T, kind string) []string {

@@ -131,7 +131,7 @@ type cueTool struct {
 // find, even when the package has errors) and its problems.
 // The schema is parsed afresh: the CUE compiler annotates the syntax tree it
 // is given, so one tree cannot be shared by builds running in parallel.
-func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
+func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem, map[string]toolreg.Pos) {
 	sf, err := parser.ParseFile(schemaFile, toolreg.SchemaCUE())
 	if err != nil {
 		panic("loader: embedded schema.cue does not parse: " + err.Error())
@@ -144,7 +144,7 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 	labels := map[string]toolreg.Pos{}
 	for _, f := range files {
 		if err := inst.AddSyntax(f.ast); err != nil {
-			return nil, []toolreg.Problem{{Pos: toolreg.Pos{File: f.name}, Message: err.Error()}}
+			return nil, []toolreg.Problem{{Pos: toolreg.Pos{File: f.name}, Message: err.Error()}}, nil
 		}
 		for _, d := range f.ast.Decls {
 			if fd, ok := d.(*ast.Field); ok {
@@ -160,16 +160,17 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		ps, failed = cueProblems(v, err, labels, first)
 	}
+	scopes := declaredScopes(v, labels, first)
 	tv := v.LookupPath(cue.MakePath(cue.Str("tools")))
 	if !tv.Exists() {
-		return nil, ps
+		return nil, ps, scopes
 	}
 	it, err := tv.Fields()
 	if err != nil {
 		if ps == nil {
 			ps, _ = cueProblems(v, err, labels, first)
 		}
-		return nil, ps
+		return nil, ps, scopes
 	}
 	var tools []cueTool
 	for it.Next() {
@@ -183,7 +184,33 @@ func evalCUE(files []*cueFile) ([]cueTool, []toolreg.Problem) {
 		}
 		tools = append(tools, t)
 	}
-	return tools, ps
+	return tools, ps, scopes
+}
+
+// declaredScopes returns the scopes a package declares under the top-level
+// scopes struct, with where each is declared; nil when it declares none.
+func declaredScopes(v cue.Value, labels map[string]toolreg.Pos, fallback toolreg.Pos) map[string]toolreg.Pos {
+	sv := v.LookupPath(cue.MakePath(cue.Str("scopes")))
+	if !sv.Exists() {
+		return nil
+	}
+	it, err := sv.Fields()
+	if err != nil {
+		return nil // the package's errors say why
+	}
+	out := map[string]toolreg.Pos{}
+	for it.Next() {
+		name := it.Selector().Unquoted()
+		if !toolreg.ValidScope(name) {
+			continue // the schema refuses it
+		}
+		pos, ok := labels["scopes."+name]
+		if !ok {
+			pos = fallback
+		}
+		out[name] = pos
+	}
+	return out
 }
 
 // redeclared finds the tools that two files of one package both declare, and

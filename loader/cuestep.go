@@ -106,9 +106,10 @@ func cueTimeoutProblem(phase cuePhase, pos toolreg.Pos, what string, limit time.
 
 // cueResult is what the CUE step of one package found.
 type cueResult struct {
-	tools []found
-	probs []toolreg.Problem
-	dups  []error
+	tools  []found
+	probs  []toolreg.Problem
+	dups   []error
+	scopes map[string]toolreg.Pos // the scopes the package declares
 }
 
 // loadCUE runs the CUE step of the unit's package under cueTimeout.
@@ -135,6 +136,7 @@ func (u *unit) loadCUE(c *checker, index map[string]int) {
 		u.tools = append(u.tools, r.tools...)
 		u.probs = append(u.probs, r.probs...)
 		u.dups = append(u.dups, r.dups...)
+		u.scopes = r.scopes
 	case <-timer.C:
 		u.probs = append(u.probs, prog.problem(limit))
 	}
@@ -153,8 +155,8 @@ func checkCUEPackage(c *checker, index map[string]int, files []*cueFile, bound c
 	} else {
 		prog.set(phaseEvaluate, first, "")
 	}
-	tools, ps := evalCUE(files)
-	r := cueResult{probs: ps}
+	tools, ps, scopes := evalCUE(files)
+	r := cueResult{probs: ps, scopes: scopes}
 	byTool := map[string][]toolreg.Problem{}
 	for _, p := range ps {
 		byTool[p.Tool] = append(byTool[p.Tool], p)
@@ -171,7 +173,7 @@ func checkCUEPackage(c *checker, index map[string]int, files []*cueFile, bound c
 		more := c.checkSpec(s, t.root, own)
 		r.probs = append(r.probs, more...)
 		r.tools = append(r.tools, found{spec: s, file: fileOrder(index, s.Pos.File),
-			ok: len(own) == 0 && len(more) == 0, named: named(s, own)})
+			ok: len(own) == 0 && len(more) == 0, named: named(s, own), scopePos: scopePositions(s, t.root)})
 	}
 	return r
 }

@@ -57,6 +57,12 @@ func decodeSpec(n *node) *toolreg.Spec {
 			s.Tags = decodeStrings(v)
 		case "keywords":
 			s.Keywords = decodeStrings(v)
+		case "scopes":
+			s.Scopes = decodeStrings(v)
+		case "budgets":
+			if v.kind == kindMap {
+				s.Budgets = decodeBudgets(v)
+			}
 		case "remote":
 			if v.kind == kindMap {
 				s.Remote = decodeRemote(v)
@@ -64,6 +70,30 @@ func decodeSpec(n *node) *toolreg.Spec {
 		}
 	}
 	return s
+}
+
+// decodeBudgets builds a tool's budgets; a value the schema refuses is left
+// zero.
+func decodeBudgets(n *node) *toolreg.Budgets {
+	b := &toolreg.Budgets{}
+	if v, _, ok := n.get(toolreg.BudgetPerActivation); ok {
+		if p := intPtr(v); p != nil {
+			b.PerActivation = *p
+		}
+	}
+	if v, _, ok := n.get(toolreg.BudgetPerEntity); ok && v.kind == kindMap {
+		e := &toolreg.WindowBudget{}
+		if c, _, ok := v.get("calls"); ok {
+			if p := intPtr(c); p != nil {
+				e.Calls = *p
+			}
+		}
+		if w, _, ok := v.get("window"); ok {
+			e.Window, _ = time.ParseDuration(str(w)) // checkSpec says when it is none
+		}
+		b.PerEntity = e
+	}
+	return b
 }
 
 // decodeStrings returns a list of strings the schema has checked.

@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"unicode/utf8"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/editdist"
 	"github.com/beam-agents/toolreg/internal/par"
 )
 
@@ -364,6 +367,8 @@ type found struct {
 	// named: the tool's name is valid, so it takes part in the check for
 	// duplicates even when the tool has problems of its own.
 	named bool
+	// scopePos is where each of spec.Scopes is written.
+	scopePos []toolreg.Pos
 }
 
 // unit is the work of one YAML file (read, parse, check) or one CUE package
@@ -371,6 +376,9 @@ type found struct {
 type unit struct {
 	files []int // indexes into the sorted files; one for YAML, a package's for CUE
 	cue   []*cueFile
+	// scopes are the scopes a CUE package declares (schema.cue's scopes),
+	// with where each is declared.
+	scopes map[string]toolreg.Pos
 
 	tools []found
 	probs []toolreg.Problem
@@ -447,10 +455,22 @@ func load(src source, paths []string) ([]*toolreg.Spec, error) {
 
 	var all []found
 	var dups []error
+	var declared map[string]toolreg.Pos
 	for _, u := range units {
 		all = append(all, u.tools...)
 		probs = append(probs, u.probs...)
 		dups = append(dups, u.dups...)
+		for name, pos := range u.scopes {
+			if declared == nil {
+				declared = map[string]toolreg.Pos{}
+			}
+			if _, ok := declared[name]; !ok {
+				declared[name] = pos
+			}
+		}
+	}
+	if declared != nil {
+		probs = append(probs, undeclaredScopes(all, declared)...)
 	}
 	slices.SortStableFunc(all, func(a, b found) int {
 		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.doc, b.doc),
@@ -531,7 +551,7 @@ func (u *unit) loadYAML(c *checker, src source, name, root string) {
 		ps = append(ps, c.checkSpec(s, d.root, ps)...)
 		u.probs = append(u.probs, ps...)
 		u.tools = append(u.tools, found{spec: s, file: u.files[0], doc: d.index,
-			ok: len(ps) == 0 && len(d.probs) == 0, named: named(s, ps)})
+			ok: len(ps) == 0 && len(d.probs) == 0, named: named(s, ps), scopePos: scopePositions(s, d.root)})
 	}
 }
 
@@ -547,4 +567,63 @@ func named(s *toolreg.Spec, ps []toolreg.Problem) bool {
 		}
 	}
 	return true
+}
+
+// scopePositions returns where each of s.Scopes is written in tree.
+func scopePositions(s *toolreg.Spec, tree *node) []toolreg.Pos {
+	if len(s.Scopes) == 0 {
+		return nil
+	}
+	out := make([]toolreg.Pos, len(s.Scopes))
+	for i := range s.Scopes {
+		_, out[i] = tree.lookup([]string{"scopes", strconv.Itoa(i)})
+	}
+	return out
+}
+
+// undeclaredScopes refuses the scopes of tools that the manifest set does
+// not declare, when it declares any (schema.cue's scopes): a misspelt scope
+// would lock every caller out of its tool, or, granted by mistake under the
+// misspelt name, let the wrong ones in.
+func undeclaredScopes(all []found, declared map[string]toolreg.Pos) []toolreg.Problem {
+	names := slices.Sorted(maps.Keys(declared))
+	first := declared[names[0]]
+	for _, p := range declared {
+		if p.File < first.File || p.File == first.File && (p.Line < first.Line || p.Line == first.Line && p.Col < first.Col) {
+			first = p
+		}
+	}
+	var ps []toolreg.Problem
+	for _, f := range all {
+		for i, sc := range f.spec.Scopes {
+			if _, ok := declared[sc]; ok || !toolreg.ValidScope(sc) {
+				continue
+			}
+			pos := f.spec.Pos
+			if i < len(f.scopePos) && f.scopePos[i].IsValid() {
+				pos = f.scopePos[i]
+			}
+			hint := ""
+			if near := nearest(sc, names); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			ps = append(ps, toolreg.Problem{Pos: pos, Tool: f.spec.Name, Path: "scopes." + strconv.Itoa(i),
+				Message: fmt.Sprintf("unknown scope %q%s: this manifest set declares its scopes (under scopes, as at %s), and not this one: declare it there, or fix the name", sc, hint, first)})
+		}
+	}
+	return ps
+}
+
+// nearest returns the name of names closest to s, if one is close enough
+// to be a typo of it.
+func nearest(s string, names []string) string {
+	best, bestD := "", max(1, len(s)/4)+1
+	var rows []int
+	for _, n := range names {
+		var d int
+		if d, rows = editdist.Levenshtein(s, n, rows); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
 }

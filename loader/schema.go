@@ -279,7 +279,7 @@ var keywords = map[string][]string{
 	"object":  {"properties", "additionalProperties"},
 }
 
-var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "approval", "approval_reason", "approval_timeout", "tags", "keywords", "annotations", "remote"}
+var toolKeys = []string{"name", "description", "side_effect", "strict", "params", "returns", "approval", "approval_reason", "approval_timeout", "tags", "keywords", "annotations", "remote", "scopes", "budgets"}
 
 var mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (\S+) \(mismatched types (\w+) and (\w+)\)$`)
 
@@ -328,6 +328,10 @@ func translate(errs []cueerrors.Error, prefix int, base []string, tool string, t
 			msg = missingType(at)
 		case msg == "field is required but not present":
 			msg = "missing " + last + requiredHint(last)
+		case tool == "" && len(path) == 2 && path[0] == "scopes" && strings.Contains(msg, "field not allowed"):
+			msg = fmt.Sprintf("invalid scope %q: use 1 to 128 printable ASCII characters other than space, '\"' and '\\' (an OAuth scope token)", unquoteLabel(last))
+		case tool == "" && len(path) == 2 && path[0] == "scopes" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("empty description of scope %q: say what the scope lets a caller do", unquoteLabel(last))
 		case strings.Contains(msg, "field not allowed"):
 			msg = "field not allowed: " + notAllowedHint(tree, path)
 		case last == "type" && unknownType(msg, at) != "":
@@ -346,6 +350,12 @@ func translate(errs []cueerrors.Error, prefix int, base []string, tool string, t
 			msg = fmt.Sprintf("approval takes one value, required; got %s", quotedValue(strings.Replace(msg, "conflicting values \"required\" and ", "invalid value ", 1)))
 		case len(path) == 1 && last == "approval_timeout" && strings.Contains(msg, "out of bound"):
 			msg = fmt.Sprintf("approval_timeout %s is not a duration: write it as Go does, such as \"30m\", \"24h\" or \"1h30m\"", quotedValue(msg))
+		case tool != "" && len(path) == 2 && path[0] == "scopes" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("invalid scope %s: use 1 to 128 printable ASCII characters other than space, '\"' and '\\' (an OAuth scope token)", quotedValue(msg))
+		case len(path) >= 2 && path[0] == "budgets" && (last == toolreg.BudgetPerActivation || last == "calls") && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("%s %s is out of range: give 1 to 1000000 calls (a budget of none would refuse every call: remove the tool instead)", last, boundValue(msg))
+		case len(path) == 3 && path[0] == "budgets" && last == "window" && strings.Contains(msg, "out of bound"):
+			msg = fmt.Sprintf("window %s is not a duration: write it as Go does, such as \"1h\", \"24h\" or \"90m\"", quotedValue(msg))
 		case len(path) == 1 && last == "approval_reason" && strings.Contains(msg, "out of bound"):
 			msg = "empty approval_reason: say why a person must approve the call, or leave approval_reason out"
 		case len(path) == 2 && path[0] == "remote" && last == "server" && strings.Contains(msg, "out of bound"):
@@ -491,6 +501,12 @@ func notAllowedHint(tree *node, path []string) string {
 	if path[0] == "annotations" {
 		return fmt.Sprintf("annotations take title, destructiveHint, idempotentHint, openWorldHint; %q is none of them", bad)
 	}
+	if path[0] == "budgets" && len(path) == 2 {
+		return fmt.Sprintf("budgets take per_activation and per_entity; %q is none of them", bad)
+	}
+	if path[0] == "budgets" && len(path) == 3 {
+		return fmt.Sprintf("per_entity takes calls and window; %q is neither", bad)
+	}
 	if path[0] == "remote" {
 		return fmt.Sprintf("remote takes server, tool, title, read_only_hint; %q is none of them", bad)
 	}
@@ -526,6 +542,19 @@ func quotedValue(msg string) string {
 	}
 	if q, err := strconv.QuotedPrefix(rest); err == nil {
 		return q
+	}
+	return msg
+}
+
+// boundValue is the number in CUE's message about a number out of its
+// bounds ("invalid value 0 (out of bound >=1)"), or the message.
+func boundValue(msg string) string {
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	if v, _, ok := strings.Cut(rest, " "); ok {
+		return v
 	}
 	return msg
 }

@@ -65,6 +65,24 @@ func MarshalYAML(s *toolreg.Spec, header string) ([]byte, error) {
 	if len(s.Keywords) > 0 {
 		w.pair(root, "keywords", w.strings(s.Keywords))
 	}
+	if len(s.Scopes) > 0 {
+		w.pair(root, "scopes", w.strings(s.Scopes))
+	}
+	if b := s.Budgets; b != nil {
+		m := &yaml.Node{Kind: yaml.MappingNode}
+		if b.PerActivation > 0 {
+			w.pair(m, toolreg.BudgetPerActivation, numberNode(json.Number(strconv.Itoa(b.PerActivation))))
+		}
+		if e := b.PerEntity; e != nil {
+			pe := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			w.pair(pe, "calls", numberNode(json.Number(strconv.Itoa(e.Calls))))
+			w.str(pe, "window", e.Window.String())
+			w.pair(m, toolreg.BudgetPerEntity, pe)
+		}
+		if len(m.Content) > 0 {
+			w.pair(root, "budgets", m)
+		}
+	}
 	if a := s.Annotations; a != nil {
 		m := &yaml.Node{Kind: yaml.MappingNode}
 		if a.Title != "" {

@@ -223,7 +223,7 @@ func (s *Server) pending(t *toolreg.Tool, req *mcp.CallToolRequest, in *intent.I
 // approver is who a decision made by this call's client is recorded as
 // made by: its principal, if the server knows one.
 func (s *Server) approver(req *mcp.CallToolRequest) string {
-	if p := s.principal(req); p != "" {
+	if p := s.subject(req); p != "" {
 		return p
 	}
 	return ApproverClient
@@ -241,7 +241,7 @@ func newStateKey() []byte {
 func (s *Server) stateMAC(id string, req *mcp.CallToolRequest, in *intent.Intent) []byte {
 	m := hmac.New(sha256.New, s.stateKey)
 	var n [8]byte
-	for _, p := range []string{"toolreg approval state v1", id, s.principal(req), in.ToolName, string(in.ArgsJSON)} {
+	for _, p := range []string{"toolreg approval state v1", id, s.subject(req), in.ToolName, string(in.ArgsJSON)} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
 		m.Write(n[:])
 		m.Write([]byte(p))

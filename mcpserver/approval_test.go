@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/loader"
@@ -151,7 +152,7 @@ func TestAnAcceptedElicitationRunsTheApprovedCallOnce(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			f := newApprovalFixture(t, mcpserver.WithPrincipal(func(*mcp.CallToolRequest) string { return "alice@example.test" }))
+			f := newApprovalFixture(t, mcpserver.WithCaller(toolreg.Principal{Subject: "alice@example.test"}))
 			a := &asker{action: "accept", content: map[string]any{"note": "checked the order"}}
 			cs := f.client(t, v.version, a.handle, nil)
 			ctx := context.Background()
@@ -520,9 +521,9 @@ func TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport(t *testing.T) {
 // key is shared by every client.)
 func TestASecondCallerWithTheSameKeyGetsItsOwnApproval(t *testing.T) {
 	t.Parallel()
-	f := newApprovalFixture(t, mcpserver.WithPrincipal(func(req *mcp.CallToolRequest) string {
-		u, _ := req.Params.Meta["user"].(string)
-		return u
+	f := newApprovalFixture(t, mcpserver.WithPrincipal(func(req mcp.Request) *toolreg.Principal {
+		u, _ := req.GetParams().GetMeta()["user"].(string)
+		return &toolreg.Principal{Subject: u}
 	}))
 	ctx := context.Background()
 	call := func(cs *mcp.ClientSession, user string) *mcp.CallToolResult {

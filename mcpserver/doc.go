@@ -80,12 +80,15 @@
 //     This is the identity to use: only the client knows which calls are
 //     retries of one another. Use a fresh random key per logical call; reusing
 //     a key with other arguments is refused with an isError result (the
-//     effector records a digest of each call's tool and arguments). Where the
-//     transport authenticates the caller (streamable HTTP behind the SDK's
-//     auth.RequireBearerToken: the token's user id; or WithPrincipal), the
-//     entity key also holds the caller's identity, so one caller's key never
-//     reads another's result; where it does not (stdio, HTTP without auth),
-//     keys are shared by every client of the server.
+//     effector records a digest of each call's tool and arguments). A key is
+//     its caller's: the entity key also holds the subject of the call's
+//     principal (the verified bearer token's, with WithAuth; WithPrincipal's;
+//     or WithCaller's, as over stdio), so one caller's key never reads
+//     another's result. A caller without a name has its session's keys
+//     alone (a retry on a new connection runs again: configure WithCaller
+//     over stdio), and a request with neither a principal nor a session
+//     (stateless HTTP without auth) is refused a key, with an isError result
+//     saying so: no two clients without identity share keys.
 //  2. otherwise, the JSON-RPC request id, within the session: the entity key
 //     is the server's key plus the session id (the Mcp-Session-Id of
 //     streamable HTTP; for stdio and other session-less transports, an id Run
@@ -109,6 +112,22 @@
 // model searches, and is sent notifications/tools/list_changed when it does;
 // a call of a tool the session was not offered is answered with a tool error
 // and never runs.
+//
+// # Authority: scopes
+//
+// A tool whose manifest declares scopes is listed, and may be called, only
+// by a caller whose principal holds them all (see WithPrincipal, WithCaller,
+// WithAuth): tools/list leaves it out for anyone else, a call of it is an
+// isError result naming the missing scope (toolreg.ScopeError's model
+// message) and runs nothing, and a side-effecting call's intent carries
+// the principal, which the effector checks again. Over streamable HTTP with
+// WithAuth, the server authenticates OAuth 2.1 bearer tokens with the MCP
+// Go SDK's auth.RequireBearerToken and a verifier (package jwtauth for JWT
+// access tokens): no token, or an invalid one, is 401 with a
+// WWW-Authenticate naming the protected-resource metadata (RFC 9728, served
+// by MetadataHandler), and a tools/call of a tool whose scopes the token
+// lacks is 403 insufficient_scope, with a WWW-Authenticate naming the
+// scopes the tool needs, before the SDK reads the call.
 //
 // mcpserver refuses to start (New) without an effector when the bound set has
 // side-effecting tools, and with a tool whose schema the SDK would refuse.

@@ -46,9 +46,17 @@ func (s *Server) position(tool string, req *mcp.CallToolRequest) (position, erro
 				tool, MetaIdempotencyKey, maxIdempotencyKey, describe(v))
 		}
 		entity := s.cfg.entityKey
-		if p := s.principal(req); p != "" {
+		switch p := s.subject(req); {
+		case p != "":
 			// Keys are the caller's: another caller's same key is another call.
 			entity += "/principal/" + hexDigest(p)
+		case session != "":
+			// A caller without a name shares its keys with no one: they
+			// are its session's.
+			entity += "/session/" + session
+		default:
+			return position{}, fmt.Errorf("%s was not run: _meta %q needs a caller to scope it to, and this request has none: no principal (no bearer token: see WithAuth; nor WithPrincipal or WithCaller) and no session (stateless HTTP); send no key to run the call once, or authenticate",
+				tool, MetaIdempotencyKey)
 		}
 		return position{[]byte(entity), seqOf("key", tool, key)}, nil
 	}
@@ -245,20 +253,6 @@ func (s *Server) stampHTTP(h http.Handler) http.Handler {
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// principal returns the authenticated identity of the caller of req, or ""
-// when the transport has none: WithPrincipal's function if given, else the
-// user id of the bearer token the streamable HTTP handler verified
-// (auth.RequireBearerToken puts it in the request's TokenInfo).
-func (s *Server) principal(req *mcp.CallToolRequest) string {
-	if s.cfg.principal != nil {
-		return s.cfg.principal(req)
-	}
-	if req.Extra != nil && req.Extra.TokenInfo != nil {
-		return req.Extra.TokenInfo.UserID
-	}
-	return ""
 }
 
 // hexDigest names a principal in an entity key by its SHA-256, so any

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/mcpserver"
 )
 
@@ -102,8 +103,9 @@ func TestAnIdempotencyKeyReusedWithOtherArgumentsIsRefused(t *testing.T) {
 
 func TestWithPrincipalScopesKeysWhereTheTransportHasNoIdentity(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, mcpserver.WithPrincipal(func(req *mcp.CallToolRequest) string {
-		return req.Params.Meta["tenant"].(string)
+	f := newFixture(t, mcpserver.WithPrincipal(func(req mcp.Request) *toolreg.Principal {
+		tenant, _ := req.GetParams().GetMeta()["tenant"].(string)
+		return &toolreg.Principal{Subject: tenant}
 	}))
 	cs := f.client(t)
 	call := func(tenant string) *mcp.CallToolResult {

@@ -25,11 +25,12 @@ import (
 // into a side-effecting call's result _meta.
 const (
 	// MetaIdempotencyKey is the _meta key under which a client names a call,
-	// so that a retry of it, on any connection, is answered with the first
-	// call's result instead of executing the effect again. The value must be
-	// a non-empty string of at most 256 bytes. A key is the caller's (see
-	// WithPrincipal) and names one call: the same key with other arguments
-	// is refused with an isError result.
+	// so that a retry of it is answered with the first call's result instead
+	// of executing the effect again. The value must be a non-empty string of
+	// at most 256 bytes. A key is the caller's (see WithPrincipal), on any
+	// connection; a caller without a name has its session's keys alone. It
+	// names one call: the same key with other arguments is refused with an
+	// isError result.
 	MetaIdempotencyKey = "toolreg/idempotency-key"
 	// MetaIntentID is the result _meta key carrying the id of the intent a
 	// side-effecting call was executed as.
@@ -50,20 +51,11 @@ type config struct {
 	// act configures each side-effecting call's activation (clock, TTL,
 	// signing key), in the order the options came: a later one wins.
 	act       []runner.ActivationOption
-	principal func(*mcp.CallToolRequest) string
+	principal func(mcp.Request) *toolreg.Principal // WithPrincipal (authority.go)
+	caller    *toolreg.Principal                   // WithCaller
+	auth      *Auth                                // WithAuth
 	// search is WithToolSearch's; nil serves every tool to every session.
 	search *searchConfig
-}
-
-// WithPrincipal sets how the server finds who calls, to scope idempotency
-// keys to their caller: principal returns the caller's identity for a
-// request, or "" for none. The default reads the user id of the request's
-// verified bearer token (req.Extra.TokenInfo.UserID), which the streamable
-// HTTP handler has when it is wrapped in the SDK's auth.RequireBearerToken;
-// over stdio, and over HTTP without authentication, there is none, and a
-// key is shared by every client of the server.
-func WithPrincipal(principal func(req *mcp.CallToolRequest) string) Option {
-	return func(c *config) { c.principal = principal }
 }
 
 // WithImplementation sets the name and version the server reports in
@@ -170,6 +162,12 @@ func New(bound *bindings.Bound, eff *effector.Effector, opts ...Option) (*Server
 		// protocol version 2026-07-28).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
+	if s.scoped() {
+		s.mcp.AddReceivingMiddleware(s.listAllowed)
+	}
+	if a := cfg.auth; a != nil && (a.Verifier == nil || a.Resource == "") {
+		return nil, errors.New("mcpserver: WithAuth needs a Verifier (such as (*jwtauth.Verifier).Verify) and the server's Resource identifier (its URL)")
+	}
 	tools, err := mcpTools(bound.Pipeline)
 	if err != nil {
 		return nil, err
@@ -277,9 +275,16 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerS
 
 // Handler returns an http.Handler serving the streamable HTTP transport.
 // opts may be nil; see mcp.StreamableHTTPOptions.
+//
+// With WithAuth, every request must carry a valid bearer token, and a
+// tools/call of a tool whose scopes it lacks is answered 403
+// insufficient_scope; see WithAuth.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts)
-	return s.stampHTTP(h)
+	h := s.stampHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts))
+	if s.cfg.auth != nil {
+		return s.authHTTP(h)
+	}
+	return h
 }
 
 func (s *Server) handler(t *toolreg.Tool) mcp.ToolHandler {
@@ -303,7 +308,7 @@ func arguments(req *mcp.CallToolRequest) json.RawMessage {
 }
 
 func (s *Server) callInline(ctx context.Context, t *toolreg.Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	res, err := s.cfg.runner.Run(ctx, t, arguments(req))
+	res, err := s.cfg.runner.Run(toolreg.WithPrincipal(ctx, s.principal(req)), t, arguments(req))
 	if err != nil {
 		return toolError(err)
 	}
@@ -323,7 +328,8 @@ func (s *Server) callEffect(ctx context.Context, t *toolreg.Tool, req *mcp.CallT
 	// straight to the effector, so there is nothing to Drain.
 	// ActContext keeps the request's JSON-RPC id (joinTrace put it in ctx)
 	// with the intent, for the effector's span.
-	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, s.cfg.act...).ActContext(ctx, t.Name(), arguments(req))
+	act := append(s.cfg.act[:len(s.cfg.act):len(s.cfg.act)], runner.WithPrincipal(s.principal(req)))
+	in, err := runner.NewActivation(s.bound.Pipeline, pos.entityKey, pos.seq, act...).ActContext(ctx, t.Name(), arguments(req))
 	if err != nil {
 		return toolError(err)
 	}
@@ -381,9 +387,18 @@ func effectResult(id string, res intent.Result) *mcp.CallToolResult {
 // toolError renders a tool's failure as the model should read it: the model
 // message of bad arguments, the error text otherwise.
 func toolError(err error) *mcp.CallToolResult {
-	var argErr *toolreg.ToolArgumentError
-	if errors.As(err, &argErr) {
+	var (
+		argErr *toolreg.ToolArgumentError
+		scope  *toolreg.ScopeError
+		budget *toolreg.BudgetError
+	)
+	switch {
+	case errors.As(err, &argErr):
 		return errorResult(argErr.ModelMessage())
+	case errors.As(err, &scope):
+		return errorResult(scope.ModelMessage())
+	case errors.As(err, &budget):
+		return errorResult(budget.ModelMessage())
 	}
 	var withdrawn *toolreg.ToolWithdrawnError
 	if errors.As(err, &withdrawn) {

@@ -339,9 +339,13 @@ func callCharge(t testing.TB, cs *mcp.ClientSession, key string, args map[string
 	return res
 }
 
+// hostApp is the caller a server over stdio is configured with: its one
+// client, on every connection.
+var hostApp = mcpserver.WithCaller(toolreg.Principal{Subject: "host-app"})
+
 func TestAnEffectfulCallRetriedWithTheSameIdempotencyKeyRunsOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, hostApp)
 	cs := f.client(t)
 	args := map[string]any{"amount": 1250}
 	first := callCharge(t, cs, "k-1", args)
@@ -551,7 +555,7 @@ func TestAnEffectorThatRequiresSignaturesExecutesSignedIntentsOnly(t *testing.T)
 
 func TestConcurrentRetriesOfOneCallRunItsEffectOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, hostApp)
 	const n = 8
 	results := make([]string, n)
 	var wg sync.WaitGroup

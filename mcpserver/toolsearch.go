@@ -89,6 +89,9 @@ func (s *Server) newSessionServer() *mcp.Server {
 		},
 	})
 	st.srv.AddReceivingMiddleware(st.refuseUnoffered)
+	if s.scoped() {
+		st.srv.AddReceivingMiddleware(s.listAllowed)
+	}
 	st.add(append([]string{toolsearch.Name}, s.cfg.search.initial...))
 	return st.srv
 }

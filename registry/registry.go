@@ -22,6 +22,8 @@ type Registry struct {
 	renders renderCache
 	// search is the index Search builds on first use; see search.go.
 	search searchIndex
+	// views are ForPrincipal's registries; see principal.go.
+	views views
 }
 
 // New returns an empty registry.

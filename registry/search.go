@@ -43,14 +43,18 @@ type Query struct {
 	// Limit is the most matches returned; not positive means
 	// DefaultSearchLimit.
 	Limit int
+	// Principal, when set, keeps only the tools it may call (see
+	// Registry.ForPrincipal): a caller never finds a tool it may not call.
+	// Nil keeps every tool, whatever its scopes.
+	Principal *toolreg.Principal
 }
 
-// Keeps reports whether q's filters (ReadOnly, Tags) keep t, whatever its
-// words: what a ranking of its own (toolsearch's embeddings) filters by. A
-// remote tool withdrawn at run time (toolreg.Tool.Withdrawn) is kept by no
-// query: it is not offered.
+// Keeps reports whether q's filters (ReadOnly, Tags, Principal) keep t,
+// whatever its words: what a ranking of its own (toolsearch's embeddings)
+// filters by. A remote tool withdrawn at run time (toolreg.Tool.Withdrawn)
+// is kept by no query: it is not offered.
 func (q Query) Keeps(t *toolreg.Tool) bool {
-	if q.ReadOnly && t.SideEffect() {
+	if q.ReadOnly && t.SideEffect() || q.Principal != nil && !q.Principal.Allows(t.Spec()) {
 		return false
 	}
 	if t.Withdrawn() != nil {

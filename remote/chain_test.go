@@ -50,7 +50,10 @@ func TestAnEffectPinnedFromAToolregServerRunsOnceUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(upstream, eff)
+	// The serving side knows its caller (over HTTP its bearer token, here
+	// its configuration): idempotency keys are their caller's, and a caller
+	// without a name has only its session's.
+	srv, err := mcpserver.New(upstream, eff, mcpserver.WithCaller(toolreg.Principal{Subject: "orders-service"}))
 	if err != nil {
 		t.Fatal(err)
 	}

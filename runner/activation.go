@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -71,6 +72,15 @@ type Activation struct {
 	// offered holds the names WithOffered and Offer gave; nil offers every
 	// tool. See offer.go.
 	offered map[string]bool
+
+	// principal is WithPrincipal's (hasPrincipal: it was given); used
+	// counts each tool's calls against its per-activation budget. See
+	// authority.go.
+	principal    *toolreg.Principal
+	hasPrincipal bool
+	lastCtx      atomic.Pointer[derivedCtx]
+	used         atomic.Pointer[map[*toolreg.Tool]*atomic.Int64] // a tool of the pipeline is one *Tool
+	usedMu       sync.Mutex                                      // adds to used
 }
 
 // ActivationOption configures an Activation.
@@ -187,6 +197,11 @@ func (a *Activation) Step() uint32 {
 // *toolreg.ToolArgumentError). An unknown name gives *toolreg.ToolNotFoundError;
 // a name the activation does not offer (WithOffered), *toolreg.ToolNotOfferedError.
 // A result that lists found tools (search_tools') offers them; see WithOffered.
+// The tool runs with the activation's principal (WithPrincipal) unless ctx
+// carries one: a tool whose scopes it lacks is refused with
+// *toolreg.ScopeError, and a call over the tool's per_activation budget with
+// *toolreg.BudgetError (calls refused for their arguments do not count);
+// neither runs anything.
 // It does not advance the step cursor: only intents take steps, so adding or
 // removing a read-only call does not change the ids of the intents after it.
 func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
@@ -199,9 +214,22 @@ func (a *Activation) RunTool(ctx context.Context, name string, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.runner.runIn(ctx, t, args, a.spanParent)
+	ctx = a.withPrincipal(ctx)
+	limit := perActivation(t)
+	if limit > 0 {
+		// Not counted against the budget: a call the caller may not make.
+		if err := scopeErr(ctx, t); err != nil {
+			return nil, err
+		}
+		if err := a.take(t, limit); err != nil {
+			return nil, err
+		}
+	}
+	res, err := a.runner.runIn(ctx, t, args, a.spanParent, limit > 0)
 	if err == nil {
 		a.offerFound(res)
+	} else if limit > 0 {
+		a.giveBack(t, err)
 	}
 	return res, err
 }
@@ -219,8 +247,9 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 // intent leaves only through Drain.
 //
 // The intent has kind TOOL, attempt 0, the canonical JSON of the validated
-// args (coerced, defaults applied), id IntentID(entity key, seq, step), and
-// created/expiry times from the clock. For a tool whose manifest says
+// args (coerced, defaults applied), id IntentID(entity key, seq, step),
+// created/expiry times from the clock, and the caller's principal (ctx's,
+// else the activation's: WithPrincipal). For a tool whose manifest says
 // approval: required its kind is APPROVAL instead, with the same exact
 // arguments, and it expires after the manifest's approval_timeout when it
 // gives one: the effector executes the call only once a person approves it.
@@ -228,7 +257,10 @@ func (a *Activation) Act(name string, args json.RawMessage) (*intent.Intent, err
 // It refuses, staging nothing and leaving the step where it was: an unknown
 // name (*toolreg.ToolNotFoundError), a name the activation does not offer
 // (WithOffered; *toolreg.ToolNotOfferedError), a read-only tool, which runs inline with
-// RunTool instead (*toolreg.ReadOnlyToolError), arguments that break the
+// RunTool instead (*toolreg.ReadOnlyToolError), a tool whose scopes the
+// caller's principal lacks (*toolreg.ScopeError), a call
+// over the tool's per_activation budget (*toolreg.BudgetError; only calls
+// with valid arguments count), arguments that break the
 // contract (*toolreg.ToolArgumentError), arguments above the runner's size
 // limit (*toolreg.ArgumentsTooLargeError; see WithMaxArgsBytes), an activation
 // with no clock (ErrNoClock) or a non-positive WithIntentTTL, and one already
@@ -248,6 +280,10 @@ func (a *Activation) ActContext(ctx context.Context, name string, args json.RawM
 		return nil, err
 	}
 	callID, _ := CallIDFromContext(ctx)
+	who := a.principal // the context's, when it carries one
+	if p, ok := toolreg.PrincipalFrom(ctx); ok {
+		who = p
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -272,6 +308,9 @@ func (a *Activation) ActContext(ctx context.Context, name string, args json.RawM
 	if !t.SideEffect() {
 		return nil, &toolreg.ReadOnlyToolError{Name: name}
 	}
+	if err := principalErr(who, t); err != nil {
+		return nil, err
+	}
 	if err := a.runner.checkSize(t, args); err != nil {
 		return nil, err
 	}
@@ -292,6 +331,7 @@ func (a *Activation) ActContext(ctx context.Context, name string, args json.RawM
 		Kind:        intent.KindTool,
 		TraceID:     bytes.Clone(a.traceID),
 		ToolCallID:  callID,
+		Principal:   clonePrincipal(who),
 	}
 	if ap := t.Spec().Approval; ap != nil {
 		// A person decides first: the intent asks for approval of exactly
@@ -304,6 +344,11 @@ func (a *Activation) ActContext(ctx context.Context, name string, args json.RawM
 	}
 	if a.sign {
 		if err := in.SignHMAC(a.keyID, a.key); err != nil {
+			return nil, err
+		}
+	}
+	if limit := perActivation(t); limit > 0 {
+		if err := a.take(t, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -325,6 +370,7 @@ func cloneIntent(in *intent.Intent) *intent.Intent {
 	c.ArgsJSON = bytes.Clone(in.ArgsJSON)
 	c.TraceID = bytes.Clone(in.TraceID)
 	c.Signature = bytes.Clone(in.Signature)
+	c.Principal = clonePrincipal(in.Principal)
 	return &c
 }
 

@@ -69,7 +69,10 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // Run runs the read-only tool t with the JSON arguments args and returns the
 // function's result value.
 //
-// A side-effecting t is refused with *toolreg.SideEffectToolError before args
+// A tool whose manifest declares scopes the principal of ctx lacks
+// (toolreg.WithPrincipal; none is the anonymous caller, who holds no scope)
+// is refused first, with a *toolreg.ScopeError whose ModelMessage names the
+// missing scopes. A side-effecting t is refused with *toolreg.SideEffectToolError before args
 // are looked at, and its function is never invoked: request it with an
 // Activation's Act instead. Bad args give a *toolreg.ToolArgumentError and the
 // function is not invoked; so do arguments above the size limit
@@ -81,24 +84,30 @@ var errNilTool = errors.New("runner: nil *toolreg.Tool: resolve the tool with re
 // returns is not handed on: Run returns a *toolreg.ToolResultError naming
 // each failing path, with a nil result (see WithoutResultValidation).
 func (r *Runner) Run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
-	return r.runIn(ctx, t, args, trace.SpanContext{})
+	return r.runIn(ctx, t, args, trace.SpanContext{}, false)
 }
 
 // runIn is Run for a run whose span joins the trace of parent, a remote
 // span, when it is valid and ctx holds no span of that trace: an
-// Activation's with WithTraceID.
-func (r *Runner) runIn(ctx context.Context, t *toolreg.Tool, args json.RawMessage, parent trace.SpanContext) (any, error) {
+// Activation's with WithTraceID. scoped says the caller checked t's scopes
+// against the principal of ctx already.
+func (r *Runner) runIn(ctx context.Context, t *toolreg.Tool, args json.RawMessage, parent trace.SpanContext, scoped bool) (any, error) {
 	if t == nil {
 		return nil, errNilTool
 	}
 	if tr := r.tracer(); tr != nil {
-		return r.runTraced(ctx, tr, t, args, parent)
+		return r.runTraced(ctx, tr, t, args, parent, scoped)
 	}
-	return r.run(ctx, t, args)
+	return r.run(ctx, t, args, scoped)
 }
 
 // run is Run inside its span.
-func (r *Runner) run(ctx context.Context, t *toolreg.Tool, args json.RawMessage) (any, error) {
+func (r *Runner) run(ctx context.Context, t *toolreg.Tool, args json.RawMessage, scoped bool) (any, error) {
+	if !scoped && len(t.Spec().Scopes) > 0 {
+		if err := scopeErr(ctx, t); err != nil {
+			return nil, err
+		}
+	}
 	// Tool.Call holds the side-effect guard, before it looks at args.
 	if err := r.checkSize(t, args); err != nil && !t.SideEffect() {
 		return nil, err
@@ -173,7 +182,7 @@ func (r *Runner) runAll(ctx context.Context, calls []Call, parent trace.SpanCont
 			if c.ID != "" {
 				cctx = WithCallID(ctx, c.ID)
 			}
-			res, err := r.runIn(cctx, c.Tool, c.Args, parent)
+			res, err := r.runIn(cctx, c.Tool, c.Args, parent, false)
 			out[i] = Outcome{Result: res, Err: err}
 		})
 	}

@@ -67,7 +67,7 @@ func (r *Runner) tracer() trace.Tracer {
 //
 // A valid parent (an Activation's with WithTraceID, see joinTrace) puts the
 // span in parent's trace when ctx's span is of another one.
-func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage, parent trace.SpanContext) (any, error) {
+func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool, args json.RawMessage, parent trace.SpanContext, scoped bool) (any, error) {
 	var opts []trace.SpanStartOption
 	if parent.IsValid() {
 		ctx, opts = joinTrace(ctx, parent)
@@ -97,7 +97,7 @@ func (r *Runner) runTraced(ctx context.Context, tr trace.Tracer, t *toolreg.Tool
 		}
 		span.SetAttributes(attrs...)
 	}
-	res, err := r.run(ctx, t, args)
+	res, err := r.run(ctx, t, args, scoped)
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(genai.ErrorType.String(errorType(err)))

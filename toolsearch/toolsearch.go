@@ -91,7 +91,13 @@ func Bind(b *bindings.Binder, form string, opts ...Option) error {
 
 // search runs one search_tools call and tells ctx's hook what it found.
 func search(ctx context.Context, s *Searcher, form string, a Args) Result {
-	ms := s.Search(ctx, registry.Query{Text: a.Query, Tags: a.Tags, ReadOnly: a.ReadOnly, Limit: a.Limit})
+	// The caller finds only what it may call: the anonymous caller, only
+	// the tools that declare no scopes.
+	p, _ := toolreg.PrincipalFrom(ctx)
+	if p == nil {
+		p = &toolreg.Principal{}
+	}
+	ms := s.Search(ctx, registry.Query{Text: a.Query, Tags: a.Tags, ReadOnly: a.ReadOnly, Limit: a.Limit, Principal: p})
 	res := Result{Tools: make([]json.RawMessage, 0, len(ms))}
 	for _, m := range ms {
 		r, err := provider.Render(form, m.Tool.Spec())

@@ -730,8 +730,8 @@ func TestAVersionOneDatabaseIsRefusedUntilMigrated(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	pool, _, _ := setup(t, pgtest.Start(t))
-	if _, err := pool.Exec(ctx, `DROP TABLE toolreg_queue_intents, toolreg_queue_results, toolreg_queue_dead;
-		DROP SEQUENCE toolreg_queue_fence; DELETE FROM toolreg_effector_schema WHERE version = 2`); err != nil {
+	if _, err := pool.Exec(ctx, `DROP TABLE toolreg_queue_intents, toolreg_queue_results, toolreg_queue_dead, toolreg_effector_budget;
+		DROP SEQUENCE toolreg_queue_fence; DELETE FROM toolreg_effector_schema WHERE version >= 2`); err != nil {
 		t.Fatal(err)
 	}
 	var se *pgstore.SchemaError

@@ -12,7 +12,7 @@ import (
 
 // SchemaVersion is the version of the store's tables this package reads and
 // writes. Migrate brings a database to it; Open refuses any other.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[i] takes the schema from version i to i+1. Append only: a
 // released migration never changes, so every database at version n has the
@@ -69,6 +69,16 @@ var migrations = []string{
 		dead_at     timestamptz NOT NULL DEFAULT clock_timestamp()
 	);
 	CREATE INDEX toolreg_queue_dead_queue_id ON toolreg_queue_dead (queue, id);`,
+	// 3: the budget uses (budget.go): one row per budget key and intent it
+	// counts, until expires_at.
+	`CREATE TABLE toolreg_effector_budget (
+		budget_key   text NOT NULL,
+		intent_id    bytea NOT NULL,
+		expires_at   timestamptz NOT NULL, -- when the use stops counting; the server's clock
+		budget_limit integer NOT NULL,     -- the limit it was counted under
+		PRIMARY KEY (budget_key, intent_id)
+	);
+	CREATE INDEX toolreg_effector_budget_expires_at ON toolreg_effector_budget (expires_at);`,
 }
 
 // migrateLock is the key of the advisory lock Migrate holds, so that

@@ -47,7 +47,8 @@ func (s *Store) sweepBatchOnce(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: sweeping expired rows: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	n, err := s.sweepBudgets(ctx) // budget.go
+	return tag.RowsAffected() + n, err
 }
 
 // autoSweep deletes one batch of expired rows when WithSweepInterval has

@@ -105,6 +105,9 @@ func (s *Store) commit(batch []*groupcommit.Op[writeOp], more func() []*groupcom
 			now.UnixNano(), now.UnixNano()-int64(attemptMemory), s.sweepBatch); err != nil {
 			return all, fmt.Errorf("sweeping expired rows: %w", err)
 		}
+		if err := s.sweepBudgets(ctx, tx, now.UnixNano()); err != nil {
+			return all, err
+		}
 	}
 	return all, tx.Commit()
 }
@@ -122,15 +125,15 @@ func (s *Store) run(ctx context.Context, tx *sql.Tx, now int64, ops []*groupcomm
 			o.Err = o.In.fn(ctx, tx, now)
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
+		if _, err := s.exec(ctx, tx, savepoint); err != nil {
 			return err
 		}
 		if o.Err = o.In.fn(ctx, tx, now); o.Err != nil {
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
+			if _, err := s.exec(ctx, tx, rollbackTo); err != nil {
 				return fmt.Errorf("rolling back a failed op: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE op`); err != nil {
+		if _, err := s.exec(ctx, tx, release); err != nil {
 			return err
 		}
 	}
@@ -199,6 +202,21 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
+}
+
+// The statements of an op of several statements, prepared at Open.
+const (
+	savepoint  = `SAVEPOINT op`
+	rollbackTo = `ROLLBACK TO op`
+	release    = `RELEASE op`
+)
+
+// query runs query in tx, as a statement prepared at Open if it is one.
+func (s *Store) query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if st := s.wstmts.lookup(query); st != nil {
+		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
 }
 
 // queryRow runs query in tx, as a statement prepared at Open if it is one.

@@ -36,6 +36,9 @@ type Store struct {
 
 	mu        sync.Mutex
 	lastSweep time.Time
+	// budgetSweep is where the last sweep of budget uses stopped (its last
+	// key and intent id); only a batch's leader reads or writes it.
+	budgetSweep [2]string
 
 	group *groupcommit.Group[writeOp]
 }
@@ -163,7 +166,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdb.SetMaxOpenConns(readConns)
 	rdb.SetMaxIdleConns(readConns)
 	ws := &stmts{db: db}
-	for _, q := range []string{claimFresh, claimRead, claimWrite, completeWrite} {
+	for _, q := range append([]string{claimFresh, claimRead, claimWrite, completeWrite, savepoint, rollbackTo, release}, budgetQueries...) {
 		if err := ws.prepare(ctx, q); err != nil {
 			ws.close()
 			rdb.Close()
@@ -225,7 +228,7 @@ func initSchema(ctx context.Context, db *sql.DB, busyTimeout time.Duration) erro
 		return explainBusy(err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
+	if _, err := tx.ExecContext(ctx, schema+budgetSchema); err != nil {
 		return err
 	}
 	have := map[string]bool{}
@@ -271,6 +274,13 @@ func checkDuration(what string, d time.Duration) error {
 // recorded for another call (Mismatch). A row an older version wrote has no
 // digest, and matches any call.
 func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
+	return s.claim(ctx, intentID, call, lease, nil)
+}
+
+// claim is Claim; b, if not nil, counts the intent against its budgets in
+// the claim's op (budget.go): b.before runs first, and b.after once the
+// claim's outcome is known.
+func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration, b *budgetOp) (effector.Claim, error) {
 	if err := checkDuration("lease", lease); err != nil {
 		return effector.Claim{}, err
 	}
@@ -285,7 +295,10 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 	if err != nil {
 		return effector.Claim{}, err
 	}
-	it := claimItem{id: intentID, call: call, lease: lease, token: token}
+	if b != nil {
+		b.token = token
+	}
+	it := claimItem{id: intentID, call: call, lease: lease, token: token, budget: b}
 	err = s.write(ctx, false, it.run(s))
 	if err == nil && it.recorded {
 		it.claim, err = s.mismatch(ctx, intentID)
@@ -304,13 +317,36 @@ type claimItem struct {
 	lease time.Duration
 	token string
 
+	// budget, if not nil, counts the intent against its budgets in the
+	// claim's op (budget.go): before the claim's statements, and after them
+	// once their outcome is known.
+	budget *budgetOp
+
 	claim    effector.Claim
 	recorded bool // the id is known for another call: read it after the commit
 }
 
 // run returns the claim's op: it answers every case under the write lock.
-// It writes at most one statement, so a failure undoes only itself.
+// The claim writes at most one statement, so a failure undoes only itself;
+// see budgetOp for a claim that counts.
 func (it *claimItem) run(s *Store) func(ctx context.Context, tx *sql.Tx, now int64) error {
+	if it.budget == nil {
+		return it.claimIn(s)
+	}
+	claimIn := it.claimIn(s)
+	return func(ctx context.Context, tx *sql.Tx, now int64) error {
+		if err := it.budget.before(ctx, tx, now); err != nil {
+			return err
+		}
+		if err := claimIn(ctx, tx, now); err != nil {
+			return err
+		}
+		return it.budget.after(ctx, tx, now, it.claim.State == effector.Claimed)
+	}
+}
+
+// claimIn returns the claim's statements.
+func (it *claimItem) claimIn(s *Store) func(ctx context.Context, tx *sql.Tx, now int64) error {
 	return func(ctx context.Context, tx *sql.Tx, now int64) error {
 		// Most claims are of an id never seen: one statement takes those.
 		if err := expectOne(s.exec(ctx, tx, claimFresh, it.id, it.token, now+int64(it.lease), callBlob(it.call))); err == nil {

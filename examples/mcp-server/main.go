@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
@@ -37,6 +39,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	addr := fs.String("addr", "localhost:8080", "the `address` to listen on with -transport http")
 	state := fs.String("state", "", "a state `dir` for the SQLite dedup store and the effects log (default: in memory, no log)")
 	entityKey := fs.String("entity-key", "mcp-server", "the entity `key` of this server's intents")
+	caller := fs.String("caller", "local-user", "who the client acts for, over stdio: its idempotency keys are this caller's, across restarts")
+	scopes := fs.String("scopes", "", "the comma-separated `scopes` the caller holds over stdio, for tools whose manifests declare scopes")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -45,7 +49,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, closeFn, err := start(ctx, *manifests, *state, *entityKey, log)
+	who := toolreg.Principal{Subject: *caller}
+	for _, sc := range strings.Split(*scopes, ",") {
+		if sc = strings.TrimSpace(sc); sc != "" {
+			who.Scopes = append(who.Scopes, sc)
+		}
+	}
+	srv, closeFn, err := start(ctx, *manifests, *state, *entityKey, log, mcpserver.WithCaller(who))
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-server: %v\n", err)
 		return 1
@@ -70,7 +80,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return 0
 }
 
-func start(ctx context.Context, manifests, state, entityKey string, log *slog.Logger) (*mcpserver.Server, func(), error) {
+func start(ctx context.Context, manifests, state, entityKey string, log *slog.Logger, opts ...mcpserver.Option) (*mcpserver.Server, func(), error) {
 	specs, err := loader.Load(manifests)
 	if err != nil {
 		return nil, nil, err
@@ -112,8 +122,8 @@ func start(ctx context.Context, manifests, state, entityKey string, log *slog.Lo
 		closeFn()
 		return nil, nil, err
 	}
-	srv, err := mcpserver.New(bound, eff, mcpserver.WithImplementation("toolreg-mcp-server", "v0"),
-		mcpserver.WithEntityKey(entityKey), mcpserver.WithLogger(log))
+	srv, err := mcpserver.New(bound, eff, append([]mcpserver.Option{mcpserver.WithImplementation("toolreg-mcp-server", "v0"),
+		mcpserver.WithEntityKey(entityKey), mcpserver.WithLogger(log)}, opts...)...)
 	if err != nil {
 		closeFn()
 		return nil, nil, err

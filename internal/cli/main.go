@@ -43,6 +43,7 @@ var commands = []*command{
 	searchCommand,
 	migrateCommand,
 	intentsCommand,
+	budgetsCommand,
 	approvalsCommand,
 	pinCommand,
 }

@@ -45,6 +45,11 @@ lists the tools those keep, in load order.
 With -provider it prints the matches instead as a JSON array of tools in that
 provider's form, as search_tools answers a model.
 
+With -scopes it searches as a caller holding those comma-separated scopes
+(-scopes '' for one holding none), as search_tools does for the principal
+of its call: a tool whose manifest needs a scope the caller lacks is not
+found. A tool that needs scopes shows them after its kind.
+
 The exit status is 0 when a tool matches, 1 when none does or a manifest is
 invalid (vet's findings are printed on stderr), and 2 on a usage error.
 Paths default to ./manifests.
@@ -54,6 +59,16 @@ Paths default to ./manifests.
 		readOnly := fs.Bool("read-only", false, "only tools without side effects")
 		tags := fs.String("tag", "", "only tools with every one of these comma-separated `tags`")
 		form := fs.String("provider", "", "print the matches as JSON in this provider `form` ("+strings.Join(provider.Forms(), ", ")+")")
+		var scopes *toolreg.Principal
+		fs.Func("scopes", "search as a caller holding only these comma-separated `scopes`", func(v string) error {
+			scopes = &toolreg.Principal{}
+			for _, sc := range strings.Split(v, ",") {
+				if sc = strings.TrimSpace(sc); sc != "" {
+					scopes.Scopes = append(scopes.Scopes, sc)
+				}
+			}
+			return nil
+		})
 		return func(e *env, args []string) int {
 			filtered := *readOnly || strings.TrimSpace(*tags) != ""
 			if len(args) == 0 || (strings.TrimSpace(args[0]) == "" && !filtered) {
@@ -86,7 +101,7 @@ Paths default to ./manifests.
 					return exitFindings
 				}
 			}
-			q := registry.Query{Text: query, ReadOnly: *readOnly, Limit: *limit}
+			q := registry.Query{Text: query, ReadOnly: *readOnly, Limit: *limit, Principal: scopes}
 			for _, t := range strings.Split(*tags, ",") {
 				if t = strings.TrimSpace(t); t != "" {
 					q.Tags = append(q.Tags, t)
@@ -105,6 +120,9 @@ Paths default to ./manifests.
 				if m.Tool.SideEffect() {
 					kind = "side effect"
 				}
+				if sc := m.Tool.Spec().Scopes; len(sc) > 0 {
+					kind += "; scopes " + strings.Join(sc, " ")
+				}
 				desc := strings.Join(strings.Fields(m.Tool.Description()), " ")
 				fmt.Fprintf(e.stdout, "%s: %s (%s): %s\n", m.Tool.Spec().Pos, m.Tool.Name(), kind, desc)
 			}
@@ -115,8 +133,11 @@ Paths default to ./manifests.
 
 // filtersText says which filters a search had, for its "no tool matches".
 func filtersText(q registry.Query) string {
-	if !q.ReadOnly && len(q.Tags) == 0 {
+	if !q.ReadOnly && len(q.Tags) == 0 && q.Principal == nil {
 		return ""
+	}
+	if !q.ReadOnly && len(q.Tags) == 0 {
+		return " among the tools a caller with scopes " + scopesText(q.Principal) + " may call"
 	}
 	s := " among the"
 	if q.ReadOnly {
@@ -125,6 +146,9 @@ func filtersText(q registry.Query) string {
 	s += " tools"
 	if len(q.Tags) > 0 {
 		s += " tagged " + strings.Join(q.Tags, " and ")
+	}
+	if q.Principal != nil {
+		s += " a caller with scopes " + scopesText(q.Principal) + " may call"
 	}
 	return s
 }
@@ -150,4 +174,12 @@ func printRendered(e *env, form string, ms []registry.Match) int {
 		return exitFindings
 	}
 	return status
+}
+
+// scopesText lists a -scopes principal's scopes, or says it holds none.
+func scopesText(p *toolreg.Principal) string {
+	if len(p.Scopes) == 0 {
+		return "(none)"
+	}
+	return strings.Join(p.Scopes, ", ")
 }

@@ -20,6 +20,8 @@ const (
 	ErrorArgumentsTooLarge = "arguments_too_large" // the arguments exceed the size limit (*toolreg.ArgumentsTooLargeError)
 	ErrorSideEffectRefused = "side_effect_refused" // a side-effecting tool asked to run inline (*toolreg.SideEffectToolError)
 	ErrorNotBound          = "not_bound"           // the table holds no function for the tool (toolreg.ErrNotBound)
+	ErrorScopeRefused      = "scope_refused"       // the caller's principal lacks a scope of the tool (*toolreg.ScopeError)
+	ErrorBudgetRefused     = "budget_refused"      // a budget of the tool is used up (*toolreg.BudgetError)
 	ErrorRejected          = "rejected"            // effector: a REJECTED result; its error_message says why
 	ErrorExpired           = "expired"             // effector: the intent expired before it ran
 	ErrorMalformedIntent   = "malformed_intent"    // effector: no usable intent id; dead-lettered
@@ -43,7 +45,7 @@ const (
 
 // ErrorTypes is every error.type value, in the order above.
 var ErrorTypes = []string{
-	ErrorArgumentRefused, ErrorArgumentsTooLarge, ErrorSideEffectRefused, ErrorNotBound, ErrorRejected,
+	ErrorArgumentRefused, ErrorArgumentsTooLarge, ErrorSideEffectRefused, ErrorNotBound, ErrorScopeRefused, ErrorBudgetRefused, ErrorRejected,
 	ErrorExpired, ErrorMalformedIntent, ErrorSignature, ErrorIntentID, ErrorNonDeterministic,
 	ErrorTool, ErrorToolPanic, ErrorTimeout, ErrorCanceled, ErrorResultRefused, ErrorDetached, ErrorUnrecorded,
 	ErrorStore, ErrorOther,
@@ -60,10 +62,16 @@ func ErrorTypeOf(err error) string {
 		sideErr  *toolreg.SideEffectToolError
 		panicErr *toolreg.ToolPanicError
 		resErr   *toolreg.ToolResultError
+		scopeErr *toolreg.ScopeError
+		budgErr  *toolreg.BudgetError
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &scopeErr):
+		return ErrorScopeRefused
+	case errors.As(err, &budgErr):
+		return ErrorBudgetRefused
 	case errors.As(err, &argErr):
 		return ErrorArgumentRefused
 	case errors.As(err, &sizeErr):

@@ -177,6 +177,8 @@ func modelsToFix(err error) bool {
 	return errors.As(err, new(*toolreg.ToolArgumentError)) ||
 		errors.As(err, new(*toolreg.ToolNotFoundError)) ||
 		errors.As(err, new(*toolreg.ReadOnlyToolError)) ||
+		errors.As(err, new(*toolreg.ScopeError)) ||
+		errors.As(err, new(*toolreg.BudgetError)) ||
 		errors.As(err, new(*toolreg.ToolWithdrawnError))
 }
 
@@ -215,6 +217,8 @@ func refusalText(c Call, err error) string {
 	var repeated *RepeatedEffectError
 	var unsupported *UnsupportedCallError
 	var notOffered *toolreg.ToolNotOfferedError
+	var scope *toolreg.ScopeError
+	var budget *toolreg.BudgetError
 	var withdrawn *toolreg.ToolWithdrawnError
 	switch {
 	case errors.As(err, &withdrawn):
@@ -223,6 +227,10 @@ func refusalText(c Call, err error) string {
 		return argErr.ModelMessage()
 	case errors.As(err, &notOffered):
 		return notOffered.ModelMessage()
+	case errors.As(err, &scope):
+		return scope.ModelMessage()
+	case errors.As(err, &budget):
+		return budget.ModelMessage()
 	case errors.As(err, &notFound):
 		var b strings.Builder
 		fmt.Fprintf(&b, "The call was not run: there is no tool named %q.", notFound.Name)
