@@ -21,9 +21,11 @@ import (
 //	effwriter PATH
 //
 // Eight workers claim and complete intents (results that expire at once, so
-// purge has work) in a loop on the SQLite file PATH, with a short busy
-// timeout, as an effector at full speed does: its batches follow each other
-// with the file's write lock free only for an instant between two. It
+// purge has work) in a loop on the SQLite file PATH, as an effector at full
+// speed does: its batches follow each other with the file's write lock free
+// only for an instant between two. Its busy timeout is short: 2s, a fifth of
+// the default, yet past what a loaded CI machine can deschedule a lock holder
+// for (at 0.5s the test failed at load 16-20 on 2 cores). It
 // creates the file "writing" after its first write, and stops once the file
 // "stop" exists. It prints how many it wrote and exits 1 on the first error:
 // a lock held too long by the inspecting process fails it.
@@ -33,7 +35,7 @@ func effWriter() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, os.Args[1], sqlitestore.WithBusyTimeout(500*time.Millisecond), sqlitestore.WithSweepInterval(0))
+	s, err := sqlitestore.Open(ctx, os.Args[1], sqlitestore.WithBusyTimeout(2*time.Second), sqlitestore.WithSweepInterval(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "effwriter:", err)
 		os.Exit(1)
