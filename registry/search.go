@@ -94,10 +94,9 @@ type Match struct {
 // of hypernyms, and the words of their definitions, each counting less than
 // the last and all far less than the word itself: "rain" finds "weather"
 // weakly; a word of a definition counts as evidence, not as matching the
-// query's word). A tool's score is then
-// scaled by the share of the query's words it matched, so that a tool
-// answering the whole request outranks one matching a single word; matches
-// below a tenth of the best are dropped. Nothing is downloaded and no model
+// query's word). A tool's score is then scaled by the share of the query's
+// words it matched, so that a tool answering the whole request outranks one
+// matching a single word; matches below a tenth of the best are dropped. Nothing is downloaded and no model
 // runs: the WordNet table is embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
@@ -390,8 +389,8 @@ var maskPool = sync.Pool{New: func() any { return new([]uint64) }}
 // queryTerms returns the terms a query looks up, each once with its
 // weight: the query's own terms (queryTermsOf), then for each of its words
 // the registry's words one typo away when the registry lacks it and it is no
-// common English word, then the
-// registry's words WordNet relates to either (lexicon.Related).
+// common English word (lexicon.Known), then the registry's words WordNet
+// relates to either (lexicon.Related).
 func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	if len(text) > maxQueryBytes {
 		text = text[:maxQueryBytes] // a torn last rune is dropped by appendTerms
@@ -419,8 +418,8 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 		for r, rel := range lexicon.Related(stem) {
 			// A word of a definition is evidence for a tool, not an answer
 			// to the query's word: it does not count as matching it (close,
-			// "make shut, move so that an opening is obstructed", does not
-			// answer "close" in a tool that opens).
+			// "move so that an opening or passage is obstructed", is not
+			// answered by a tool that opens).
 			if rel == lexicon.Gloss {
 				bit = 0
 			}
@@ -430,15 +429,15 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	}
 	words := queryWords(text)
 	words = words[:min(len(words), maxQueryTerms)]
-	bits := map[string]uint64{} // each query word's stem -> its bit
+	seen := map[string]bool{}
 	n := 0
 	for _, w := range words {
 		stem := lexicon.Stem(w)
-		if _, ok := bits[stem]; ok {
+		if seen[stem] {
 			continue
 		}
+		seen[stem] = true
 		bit = 1 << (n % 64)
-		bits[stem] = bit
 		n++
 		add(stem, 1)
 		if _, ok := x.ids[stem]; !ok && len(w) >= minTypoLen && !lexicon.Known(stem) {

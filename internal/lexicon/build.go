@@ -48,10 +48,12 @@ var DefaultBuildOptions = BuildOptions{Senses: 2, MaxRelated: 32, Hypernyms2: tr
 // (Debian's wordnet-base installs them in /usr/share/wordnet): for each
 // single-word lemma (with TaggedOnly, each one seen in WordNet's tagged
 // corpus), the single-word lemmas of its first senses' synsets (synonyms),
-// of their direct hypernyms (and theirs, with Hypernyms2), and its
-// derivationally related forms and pertainyms, all stemmed as the index
-// stems words; and the irregular forms of the *.exc files (ran: run). The result is the bytes
-// of table.bin; see the format in wordnet.go.
+// of their direct hypernyms (and theirs, with Hypernyms2), its
+// derivationally related forms and pertainyms, and the first words of those
+// senses' definitions (GlossWords), of the senses SenseShare keeps by
+// cntlist.rev's counts, all stemmed as the index stems words; and the
+// irregular forms of the *.exc files (ran: run). The result is the bytes of
+// wordnet.bin; see the format in lexicon.go.
 func Build(dir string, opt BuildOptions) ([]byte, error) {
 	type rel struct {
 		word string
@@ -68,7 +70,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 	}
 	related := map[string][]rel{} // key stem -> related stems
 	add := func(key, word string, kind Relation, rank int) {
-		if !singleWord(key) || !singleWord(word) {
+		if !singleWord(word) {
 			return
 		}
 		k, w := Stem(key), Stem(word)
