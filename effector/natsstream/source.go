@@ -119,8 +119,12 @@ type Source struct {
 	cons jetstream.Consumer
 	buf  []jetstream.Msg // fetched, not yet handed out
 
-	mu   sync.Mutex
-	held map[jetstream.Msg]struct{} // fetched, not yet acknowledged
+	mu sync.Mutex
+	// held holds the deliveries fetched and not yet acknowledged, by stream
+	// sequence: a later delivery of the same intent replaces an earlier
+	// one, whose in-progress signals would otherwise keep it from ever
+	// being delivered again.
+	held map[uint64]jetstream.Msg
 
 	stop chan struct{}
 	done chan struct{}
@@ -138,7 +142,7 @@ var (
 func (q *Queue) NewSource(ctx context.Context, opts ...Option) (*Source, error) {
 	s := &Source{q: q, consumer: DefaultConsumer, ackWait: DefaultAckWait, lease: DefaultLease,
 		batch: DefaultBatch, fetchWait: DefaultFetchWait, maxDeliver: DefaultMaxDeliver, log: slog.Default(),
-		held: map[jetstream.Msg]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+		held: map[uint64]jetstream.Msg{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -201,7 +205,7 @@ func (s *Source) signalProgress() {
 		}
 		s.mu.Lock()
 		ms = ms[:0]
-		for m := range s.held {
+		for _, m := range s.held {
 			ms = append(ms, m)
 		}
 		s.mu.Unlock()
@@ -296,12 +300,15 @@ func (s *Source) take(ctx context.Context, mb jetstream.MessageBatch) (int, erro
 	for m := range mb.Messages() {
 		n++
 		md, err := m.Metadata()
-		if err == nil && int(md.NumDelivered) > s.maxDeliver {
+		if err != nil {
+			return n, fmt.Errorf("natsstream: a fetched message has no metadata: %w", err)
+		}
+		if int(md.NumDelivered) > s.maxDeliver {
 			s.deadLetterMax(ctx, m, md)
 			continue
 		}
 		s.mu.Lock()
-		s.held[m] = struct{}{}
+		s.held[md.Sequence.Stream] = m
 		s.mu.Unlock()
 		s.buf = append(s.buf, m)
 	}
@@ -355,9 +362,13 @@ func (s *Source) ack(ctx context.Context, m jetstream.Msg, pos string) error {
 	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 		return fmt.Errorf("natsstream: acknowledging %s: %w", pos, err)
 	}
-	s.mu.Lock()
-	delete(s.held, m)
-	s.mu.Unlock()
+	if md, err := m.Metadata(); err == nil {
+		s.mu.Lock()
+		if s.held[md.Sequence.Stream] == m {
+			delete(s.held, md.Sequence.Stream)
+		}
+		s.mu.Unlock()
+	}
 	return nil
 }
 
@@ -375,7 +386,7 @@ func (s *Source) Close(ctx context.Context) error {
 	<-s.done
 	s.mu.Lock()
 	held := make([]jetstream.Msg, 0, len(s.held))
-	for m := range s.held {
+	for _, m := range s.held {
 		held = append(held, m)
 	}
 	clear(s.held)
