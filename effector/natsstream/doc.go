@@ -39,10 +39,11 @@
 // Queue.Results and Queue.DeadLetters read a stream whole through a consumer
 // they delete when done.
 //
-// Every JetStream call is tried with a short timeout of its own, again
-// while its context lasts (WithRequestTimeout): until a cluster has elected
-// its leaders, the servers do not answer, and after a restart they may
-// answer "no responders" for a while.
+// Every JetStream call is tried with a short timeout of its own
+// (WithRequestTimeout), again while its context lasts, for up to 30
+// seconds: until a cluster has elected its leaders, the servers do not
+// answer, and after a restart they may answer "no responders" for a while.
+// Past that, the error goes to the caller (Serve logs it and tries again).
 //
 // The servers must fsync every write before they acknowledge it
 // (sync_interval: always): Jepsen's 2025 analysis of NATS 2.12.1 found

@@ -113,8 +113,9 @@ func WithRequestTimeout(d time.Duration) QueueOption {
 // queue: name, holding intents on the subjects "toolreg.<name>.intents.<id>";
 // name_results, holding results on "toolreg.<name>.results.<id>"; and
 // name_dead, holding dead letters on "toolreg.<name>.dead". <id> is
-// Token(intent id). name is 1 to 32 letters, digits, '-' or '_'. Open retries
-// while the cluster has no leader to answer, until ctx ends.
+// Token(intent id). name is 1 to 32 letters, digits, '-' or '_'. Open sends
+// its calls again while the cluster has no leader to answer them, for up to
+// 30 seconds.
 func Open(ctx context.Context, js jetstream.JetStream, name string, opts ...QueueOption) (*Queue, error) {
 	q := &Queue{js: js, name: name, replicas: DefaultReplicas, dupWindow: DefaultDuplicateWindow,
 		resultTTL: DefaultResultTTL, reqTimeout: DefaultRequestTimeout,
@@ -234,21 +235,31 @@ func plain(s string) bool {
 	return true
 }
 
+// retryFor bounds how long try sends a call again while it fails in
+// passing: past it, the error goes to the caller (Serve logs it and retries
+// with its backoff; a producer sees it), rather than a stuck cluster
+// holding a call silently. It outlasts a leader election on a loaded
+// machine.
+const retryFor = 30 * time.Second
+
 // try runs call, each attempt with its own timeout (WithRequestTimeout),
-// until it succeeds, fails for good, or ctx ends. An attempt that got no
-// answer, found no responders, or found the cluster without a leader is
-// tried again after a short wait.
+// until it succeeds, fails for good, ctx ends or retryFor passes. An
+// attempt that got no answer, found no responders, or found the cluster
+// without a leader is tried again after a short wait.
 func (q *Queue) try(ctx context.Context, call func(context.Context) error) error {
 	wait := 50 * time.Millisecond
+	giveUp := time.Now().Add(retryFor)
 	for {
 		actx, cancel := context.WithTimeout(ctx, q.reqTimeout)
 		err := call(actx)
 		cancel()
-		if err == nil || ctx.Err() != nil || !transient(err) {
-			if err != nil && ctx.Err() != nil && transient(err) {
-				return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
-			}
+		switch {
+		case err == nil || !transient(err):
 			return err
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+		case time.Now().After(giveUp):
+			return fmt.Errorf("no answer for %v: %w", retryFor, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -277,42 +277,55 @@ func (s *Source) fetch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n, err := s.take(ctx, mb); n > 0 || err != nil {
-		return err
-	}
-	fctx, cancel := context.WithTimeout(ctx, s.fetchWait)
-	defer cancel()
-	mb, err = s.cons.Fetch(1, jetstream.FetchContext(fctx))
-	if err != nil {
-		return err
-	}
-	_, err = s.take(ctx, mb)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		err = nil // the wait ended with nothing to fetch
-	}
-	return err
-}
-
-// take holds the messages of a fetch for handing out, or moves those
-// delivered more than WithMaxDeliver times to the dead letters.
-func (s *Source) take(ctx context.Context, mb jetstream.MessageBatch) (int, error) {
 	n := 0
 	for m := range mb.Messages() {
 		n++
-		md, err := m.Metadata()
-		if err != nil {
-			return n, fmt.Errorf("natsstream: a fetched message has no metadata: %w", err)
+		if err := s.hold(ctx, m); err != nil {
+			return err
 		}
-		if int(md.NumDelivered) > s.maxDeliver {
-			s.deadLetterMax(ctx, m, md)
-			continue
-		}
-		s.mu.Lock()
-		s.held[md.Sequence.Stream] = m
-		s.mu.Unlock()
-		s.buf = append(s.buf, m)
 	}
-	return n, mb.Error()
+	if err := mb.Error(); n > 0 || err != nil {
+		return err
+	}
+	// The client waits for the server to end the request (FetchMaxWait),
+	// so no intent is sent to a request the client gave up.
+	mb, err = s.cons.Fetch(1, jetstream.FetchMaxWait(s.fetchWait))
+	if err != nil {
+		return err
+	}
+	select {
+	case m, ok := <-mb.Messages():
+		if !ok {
+			return mb.Error()
+		}
+		return s.hold(ctx, m)
+	case <-ctx.Done():
+		// Give back what comes before the request ends.
+		go func() {
+			for m := range mb.Messages() {
+				_ = m.Nak()
+			}
+		}()
+		return ctx.Err()
+	}
+}
+
+// hold keeps a fetched message for handing out, or moves one delivered
+// more than WithMaxDeliver times to the dead letters.
+func (s *Source) hold(ctx context.Context, m jetstream.Msg) error {
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("natsstream: a fetched message has no metadata: %w", err)
+	}
+	if int(md.NumDelivered) > s.maxDeliver {
+		s.deadLetterMax(ctx, m, md)
+		return nil
+	}
+	s.mu.Lock()
+	s.held[md.Sequence.Stream] = m
+	s.mu.Unlock()
+	s.buf = append(s.buf, m)
+	return nil
 }
 
 // deadLetterMax moves an intent delivered past WithMaxDeliver to the dead
