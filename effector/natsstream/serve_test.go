@@ -531,3 +531,57 @@ func TestStreamLeaderShutDownMidRun(t *testing.T) {
 
 // quiet is the tests' Serve logger.
 var quiet = slog.New(slog.DiscardHandler)
+
+func TestWholeClusterRestartedMidRun(t *testing.T) {
+	c := natstest.Start(t) // its own cluster: it is stopped
+	q, js := openQueue(t, c)
+	ins := intents("restart", 120)
+	add(t, q, ins...)
+	store := effector.NewMemoryStore()
+	var all []*effectortest.Calls
+	var servers []*serving
+	for range 2 {
+		qe, err := natsstream.Open(context.Background(), jetStream(t, c.Connect(t)), q.Name(), natsstream.WithRequestTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{func(context.Context) error {
+			time.Sleep(5 * time.Millisecond)
+			return nil
+		}})
+		all = append(all, calls)
+		servers = append(servers, serve(newSource(t, qe, natsstream.WithBatch(8)), qe.Sink(), e, effector.WithWorkers(4)))
+	}
+	ran := func() int {
+		n := 0
+		for _, c := range all {
+			n += c.Total()
+		}
+		return n
+	}
+	waitFor(t, "a third of the intents run", func() bool { return ran() >= len(ins)/3 })
+	c.Restart(t)
+	t.Logf("restarted the cluster after %d runs", ran())
+	waitFor(t, "every intent answered", func() bool { return len(resultsByID(t, q)) == len(ins) })
+	for _, s := range servers {
+		var ua *effector.UnansweredError
+		if err := s.stop(); err != nil && !errors.As(err, &ua) {
+			t.Errorf("Serve: %v", err)
+		}
+	}
+	rs := resultsByID(t, q)
+	for _, in := range ins {
+		n := 0
+		for _, c := range all {
+			n += c.Of(in.ID)
+		}
+		r, ok := rs[in.ID]
+		switch {
+		case !ok:
+			t.Errorf("intent %s lost: no result", in.ID)
+		case n != 1:
+			t.Errorf("intent %s ran %d times (result %v %q), want once: no effector died", in.ID, n, r.Status, r.ErrorMessage)
+		}
+	}
+	waitFor(t, "the intents stream empty", func() bool { return streamMsgs(t, js, q.Name()) == 0 })
+}
