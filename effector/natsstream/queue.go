@@ -408,7 +408,10 @@ func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
 
 // Result returns the result published for intent id, and false if there is
 // none (yet, or any more: results are kept for WithResultTTL). It reads the
-// one message of the intent's subject and makes no consumer.
+// one message of the intent's subject and makes no consumer. The read may
+// go to any of the stream's servers (a direct get), so a result published a
+// moment ago may not be seen yet: poll, or read the results in order with
+// Results.
 func (q *Queue) Result(ctx context.Context, id string) (intent.Result, bool, error) {
 	var raw *jetstream.RawStreamMsg
 	err := q.try(ctx, func(ctx context.Context) error {
