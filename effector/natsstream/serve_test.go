@@ -3,6 +3,7 @@ package natsstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -584,4 +585,99 @@ func TestWholeClusterRestartedMidRun(t *testing.T) {
 		}
 	}
 	waitFor(t, "the intents stream empty", func() bool { return streamMsgs(t, js, q.Name()) == 0 })
+}
+
+func TestReceiveBatchHandsOverWhatAFetchReturned(t *testing.T) {
+	t.Parallel()
+	q, js := openQueue(t, cluster)
+	ins := intents("batch", 10)
+	add(t, q, ins...)
+	src := newSource(t, q, natsstream.WithBatch(4))
+	ctx := context.Background()
+	var got []effector.Delivery
+	var sizes []int
+	for len(got) < len(ins) {
+		before := len(got)
+		var err error
+		got, err = src.ReceiveBatch(ctx, 3, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(got)-before)
+	}
+	// Fetches of 4 handed over at most 3 at a time: 3, 1, 3, 1, 2.
+	if want := []int{3, 1, 3, 1, 2}; fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Fatalf("batch sizes %v, want %v", sizes, want)
+	}
+	seen := map[string]bool{}
+	for _, d := range got {
+		if d.Intent == nil || seen[d.Intent.ID] || d.Deliveries != 1 {
+			t.Fatalf("delivery %+v", d)
+		}
+		seen[d.Intent.ID] = true
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := streamMsgs(t, js, q.Name()); n != 0 {
+		t.Fatalf("%d intents left after acking every delivery", n)
+	}
+}
+
+func TestTheDeliveryCountFeedsMaxAttempts(t *testing.T) {
+	t.Parallel()
+	q, _ := openQueue(t, cluster)
+	in := effectortest.Intent("attempts", 1, 0)
+	add(t, q, in)
+	ctx := context.Background()
+	first := newSource(t, q)
+	if d, err := first.Receive(ctx); err != nil || d.Deliveries != 1 {
+		t.Fatalf("first delivery: %+v, %v", d, err)
+	}
+	if err := first.Close(ctx); err != nil { // left unanswered: delivered again
+		t.Fatal(err)
+	}
+	e, calls := effectortest.Effector(t, effector.NewMemoryStore(), effector.WithMaxAttempts(1), effector.WithDeadLetter(q.DeadLetter))
+	s := serve(newSource(t, q), q.Sink(), e)
+	waitFor(t, "the result", func() bool { _, ok, _ := q.Result(ctx, in.ID); return ok })
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	r, _, _ := q.Result(ctx, in.ID)
+	if r.Status != intent.StatusError || calls.Of(in.ID) != 0 {
+		t.Fatalf("the second delivery, past WithMaxAttempts(1): result %v %q, %d runs; want ERROR and no run", r.Status, r.ErrorMessage, calls.Of(in.ID))
+	}
+	dls, err := q.DeadLetters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 1 || dls[0].IntentID != in.ID || !strings.Contains(dls[0].Reason, "given up after 2 attempts") {
+		t.Fatalf("dead letters: %+v", dls)
+	}
+}
+
+func TestServeOnAQueueWithDedupPerSubject(t *testing.T) {
+	t.Parallel()
+	q, js := openQueue(t, cluster, natsstream.WithDedupPerSubject())
+	ins := intents("per-subject", 5)
+	add(t, q, ins...)
+	e, calls := effectortest.Effector(t, effector.NewMemoryStore())
+	s := serve(newSource(t, q), q.Sink(), e)
+	waitFor(t, "every result", func() bool { return len(resultsByID(t, q)) == len(ins) })
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if info := consumerInfo(t, js, q.Name()); info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Fatalf("consumer: %d awaiting ack, %d pending", info.NumAckPending, info.NumPending)
+	}
+	// Answered intents stay, and keep refusing their ids.
+	if n := streamMsgs(t, js, q.Name()); n != uint64(len(ins)) {
+		t.Fatalf("the stream holds %d intents, want %d", n, len(ins))
+	}
+	if got := add(t, q, ins...); got != 0 {
+		t.Fatalf("answered intents published again: %d stored, want 0", got)
+	}
+	if calls.Total() != len(ins) {
+		t.Fatalf("%d runs, want %d", calls.Total(), len(ins))
+	}
 }
