@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -336,4 +337,22 @@ func TestReadingResultsLeavesNoConsumer(t *testing.T) {
 			t.Errorf("stream %s has %d consumers left after reading it", st, n)
 		}
 	}
+}
+
+// FuzzToken holds Token to what subjects and message ids need: a short
+// token with none of the bytes a subject or a header would take apart, and
+// one id per token.
+func FuzzToken(f *testing.F) {
+	for _, s := range []string{"", "a", " a", "a ", "a.b", "~", strings.Repeat("z", 64), strings.Repeat("z", 65), "\x00", "é"} {
+		f.Add(s, s+" ")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ta, tb := natsstream.Token(a), natsstream.Token(b)
+		if a != b && ta == tb {
+			t.Fatalf("Token(%q) = Token(%q) = %q", a, b, ta)
+		}
+		if len(ta) == 0 || len(ta) > 65 || strings.ContainsAny(ta, " \t\r\n.*>\x00") || !utf8.ValidString(ta) {
+			t.Fatalf("Token(%q) = %q: not a short, safe token", a, ta)
+		}
+	})
 }
