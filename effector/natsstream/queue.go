@@ -566,10 +566,13 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(jetstream.
 		_ = q.js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
 	}()
 	for {
-		fctx, cancel := context.WithTimeout(ctx, q.reqTimeout)
-		mb, err := cons.Fetch(256, jetstream.FetchContext(fctx))
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
+		}
+		// Everything up to last is there to take: take it without waiting
+		// for more.
+		mb, err := cons.FetchNoWait(256)
 		if err != nil {
-			cancel()
 			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
 		}
 		n := 0
@@ -578,7 +581,6 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(jetstream.
 			n++
 			md, err := m.Metadata()
 			if err != nil {
-				cancel()
 				return fmt.Errorf("natsstream: reading %q: %w", stream, err)
 			}
 			seq = md.Sequence.Stream
@@ -586,22 +588,14 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(jetstream.
 				continue
 			}
 			if err := each(m, seq); err != nil {
-				cancel()
 				return err
 			}
 		}
-		cancel()
-		if seq >= last {
-			return nil
-		}
-		if err := mb.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		if err := mb.Error(); err != nil {
 			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
 		}
-		if n == 0 {
-			if ctx.Err() != nil {
-				return fmt.Errorf("natsstream: reading %q: %w", stream, ctx.Err())
-			}
-			return nil // the rest expired meanwhile
+		if seq >= last || n == 0 {
+			return nil // read up to last, or the rest expired meanwhile
 		}
 	}
 }

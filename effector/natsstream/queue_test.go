@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/intent"
@@ -310,12 +311,17 @@ func TestDedupPastTheWindowNeedsDedupPerSubject(t *testing.T) {
 func TestReadingResultsLeavesNoConsumer(t *testing.T) {
 	t.Parallel()
 	q, js := openQueue(t, cluster)
-	ins := intents("read", 300)
+	ins := intents("read", 300) // more than one fetch of a read
 	sink := q.Sink()
+	var g errgroup.Group
+	g.SetLimit(16)
 	for _, in := range ins {
-		if err := sink.Publish(context.Background(), intent.Result{IntentID: in.ID, Status: intent.StatusOK}); err != nil {
-			t.Fatal(err)
-		}
+		g.Go(func() error {
+			return sink.Publish(context.Background(), intent.Result{IntentID: in.ID, Status: intent.StatusOK})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	for range 5 {
 		rs, err := q.Results(context.Background())
