@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/intent"
@@ -313,15 +313,22 @@ func TestReadingResultsLeavesNoConsumer(t *testing.T) {
 	q, js := openQueue(t, cluster)
 	ins := intents("read", 300) // more than one fetch of a read
 	sink := q.Sink()
-	var g errgroup.Group
-	g.SetLimit(16)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ins))
+	slots := make(chan struct{}, 16)
 	for _, in := range ins {
-		g.Go(func() error {
-			return sink.Publish(context.Background(), intent.Result{IntentID: in.ID, Status: intent.StatusOK})
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			errs <- sink.Publish(context.Background(), intent.Result{IntentID: in.ID, Status: intent.StatusOK})
 		})
 	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	for range 5 {
 		rs, err := q.Results(context.Background())
