@@ -235,11 +235,13 @@ func TestAToolLongerThanAckWaitIsNotDeliveredAgain(t *testing.T) {
 	q, _ := openQueue(t, cluster)
 	in := effectortest.Intent("long-tool", 1, 0)
 	add(t, q, in)
-	const ackWait = natsstream.MinAckWait
+	// Signals go every third of AckWait: a loaded machine may hold one back
+	// for a while, and still one of them reaches the server in time.
+	const ackWait = 2 * time.Second
 	started := make(chan struct{}, 1)
 	e, calls := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{func(context.Context) error {
 		started <- struct{}{}
-		time.Sleep(4 * ackWait)
+		time.Sleep(5 * ackWait / 2)
 		return nil
 	}})
 	a := &countingSource{Source: newSource(t, q, natsstream.WithAckWait(ackWait))}
