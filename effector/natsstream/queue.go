@@ -442,9 +442,9 @@ func (q *Queue) Result(ctx context.Context, id string) (intent.Result, bool, err
 // consumers behind.
 func (q *Queue) Results(ctx context.Context) ([]intent.Result, error) {
 	var out []intent.Result
-	err := q.readAll(ctx, q.results, func(m jetstream.Msg, seq uint64) error {
+	err := q.readAll(ctx, q.results, func(data []byte, seq uint64) error {
 		var r intent.Result
-		if err := r.UnmarshalJSON(m.Data()); err != nil {
+		if err := r.UnmarshalJSON(data); err != nil {
 			return fmt.Errorf("natsstream: %s/%d: %w", q.results, seq, err)
 		}
 		out = append(out, r)
@@ -514,9 +514,9 @@ func (q *Queue) EntryDeadLetter(ctx context.Context, d effector.Delivery) error 
 // leaving no consumer behind (as Results).
 func (q *Queue) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 	var out []DeadLetter
-	err := q.readAll(ctx, q.deadLetters, func(m jetstream.Msg, seq uint64) error {
+	err := q.readAll(ctx, q.deadLetters, func(data []byte, seq uint64) error {
 		var dl DeadLetter
-		if err := json.Unmarshal(m.Data(), &dl); err != nil {
+		if err := json.Unmarshal(data, &dl); err != nil {
 			return fmt.Errorf("natsstream: %s/%d: %w", q.deadLetters, seq, err)
 		}
 		out = append(out, dl)
@@ -529,51 +529,91 @@ func (q *Queue) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 // reader lost (a crash between making and deleting it).
 const readerIdle = 5 * time.Second
 
+// rawMsg is a message a read took: its data and stream sequence.
+type rawMsg struct {
+	data []byte
+	seq  uint64
+}
+
 // readAll calls each for every message of stream up to its last sequence
-// at the call, through an unacknowledged consumer it deletes at the end.
-func (q *Queue) readAll(ctx context.Context, stream string, each func(jetstream.Msg, uint64) error) error {
-	var last uint64
-	var cons jetstream.Consumer
-	err := q.try(ctx, func(ctx context.Context) error {
-		st, err := q.js.Stream(ctx, stream)
-		if err != nil {
-			return err
-		}
-		info, err := st.Info(ctx)
-		if err != nil {
-			return err
-		}
-		last = info.State.LastSeq
-		if info.State.Msgs == 0 {
+// at the call. A read goes through an unacknowledged consumer of its own,
+// deleted at the end; one that fails in passing (a server stopped under
+// it: the consumer may have been placed on it) is made again and the read
+// starts over, while ctx lasts, for up to retryFor.
+func (q *Queue) readAll(ctx context.Context, stream string, each func(data []byte, seq uint64) error) error {
+	wait := 50 * time.Millisecond
+	giveUp := time.Now().Add(retryFor)
+	for {
+		msgs, err := q.readOnce(ctx, stream)
+		switch {
+		case err == nil:
+			for _, m := range msgs {
+				if err := each(m.data, m.seq); err != nil {
+					return err
+				}
+			}
 			return nil
+		case !transient(err):
+			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
+		case ctx.Err() != nil:
+			return fmt.Errorf("natsstream: reading %q: %w (last attempt: %v)", stream, ctx.Err(), err)
+		case time.Now().After(giveUp):
+			return fmt.Errorf("natsstream: reading %q: no answer for %v: %w", stream, retryFor, err)
 		}
-		cons, err = st.CreateConsumer(ctx, jetstream.ConsumerConfig{
-			AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-			InactiveThreshold: readerIdle, MemoryStorage: true, Replicas: 1,
-		})
-		return err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natsstream: reading %q: %w (last attempt: %v)", stream, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// readOnce reads stream up to its last sequence at the call.
+func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
+	actx, cancel := context.WithTimeout(ctx, q.reqTimeout)
+	defer cancel()
+	st, err := q.js.Stream(actx, stream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(actx)
+	if err != nil {
+		return nil, err
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	cons, err := st.CreateConsumer(actx, jetstream.ConsumerConfig{
+		AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		InactiveThreshold: readerIdle, MemoryStorage: true, Replicas: 1,
 	})
 	if err != nil {
-		return fmt.Errorf("natsstream: reading %q: %w", stream, err)
-	}
-	if cons == nil {
-		return nil
+		return nil, err
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.reqTimeout)
-		defer cancel()
-		// A consumer not deleted goes after readerIdle.
-		_ = q.js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
+		// Deleted, and tried again in passing; one that is not goes
+		// after readerIdle.
+		name := cons.CachedInfo().Name
+		_ = q.try(context.WithoutCancel(ctx), func(ctx context.Context) error {
+			err := q.js.DeleteConsumer(ctx, stream, name)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return nil
+			}
+			return err
+		})
 	}()
+	var out []rawMsg
 	for {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
+			return nil, err
 		}
 		// Everything up to last is there to take: take it without waiting
 		// for more.
 		mb, err := cons.FetchNoWait(256)
 		if err != nil {
-			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
+			return nil, err
 		}
 		n := 0
 		var seq uint64
@@ -581,21 +621,18 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(jetstream.
 			n++
 			md, err := m.Metadata()
 			if err != nil {
-				return fmt.Errorf("natsstream: reading %q: %w", stream, err)
+				return nil, err
 			}
 			seq = md.Sequence.Stream
-			if seq > last {
-				continue
-			}
-			if err := each(m, seq); err != nil {
-				return err
+			if seq <= last {
+				out = append(out, rawMsg{data: m.Data(), seq: seq})
 			}
 		}
 		if err := mb.Error(); err != nil {
-			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
+			return nil, err
 		}
 		if seq >= last || n == 0 {
-			return nil // read up to last, or the rest expired meanwhile
+			return out, nil // read up to last, or the rest expired meanwhile
 		}
 	}
 }
