@@ -466,18 +466,56 @@ type DeadLetter struct {
 	// when known.
 	Pos string `json:"pos,omitempty"`
 	// Entry holds the entry's bytes: an intent's JSON form, as Add wrote it.
+	// An entry too large to fit in one message with the rest of its dead
+	// letter is cut: Entry holds its first bytes, EntrySize its length.
 	Entry []byte `json:"entry"`
+	// EntrySize is the length of the whole entry, when Entry holds only its
+	// first bytes; 0 when Entry is whole.
+	EntrySize int `json:"entry_size,omitempty"`
 }
 
 // deadLetter publishes dl to the dead-letter stream, with msgID as its
 // Nats-Msg-Id.
 func (q *Queue) deadLetter(ctx context.Context, msgID string, dl DeadLetter) error {
-	b, err := json.Marshal(dl)
+	b, err := fitDeadLetter(dl, int(q.js.Conn().MaxPayload())-deadLetterHeaderRoom)
 	if err != nil {
 		return err
 	}
 	_, err = q.publish(ctx, q.deadLetters, q.subject("dead", ""), msgID, b)
 	return err
+}
+
+// deadLetterHeaderRoom is what a dead letter leaves of the server's
+// max_payload for its headers (the Nats-Msg-Id and the server's).
+const deadLetterHeaderRoom = 1024
+
+// fitDeadLetter encodes dl in at most limit bytes (none when limit is not
+// positive: the connection knows no limit yet). An entry may be as large as
+// the server takes, and its dead letter holds it in base64 beside the
+// reason: one that does not fit keeps the first bytes of its entry that do,
+// with EntrySize saying how long it was, and a reason too long to fit with
+// no entry is cut. Refused, it would be retried for ever and its entry never
+// dead-lettered.
+func fitDeadLetter(dl DeadLetter, limit int) ([]byte, error) {
+	for {
+		b, err := json.Marshal(dl)
+		if err != nil || limit <= 0 || len(b) <= limit {
+			return b, err
+		}
+		over := len(b) - limit
+		switch {
+		case len(dl.Entry) > 0:
+			if dl.EntrySize == 0 {
+				dl.EntrySize = len(dl.Entry)
+			}
+			// base64 takes 4 bytes for 3: drop a little more than over.
+			dl.Entry = dl.Entry[:max(0, len(dl.Entry)-(over*3/4+4))]
+		case len(dl.Reason) > over+len(" [cut]"):
+			dl.Reason = strings.ToValidUTF8(dl.Reason[:len(dl.Reason)-over-len(" [cut]")-8], "") + " [cut]"
+		default:
+			return nil, fmt.Errorf("a dead letter of %d bytes does not fit in the server's %d-byte messages", len(b), limit)
+		}
+	}
 }
 
 // DeadLetter is an effector.DeadLetterFunc keeping each intent the
