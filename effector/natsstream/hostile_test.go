@@ -10,6 +10,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/natsstream"
+	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
@@ -92,5 +93,47 @@ func TestAnIntentAsLargeAsTheServerTakesReachesTheDeadLetters(t *testing.T) {
 	if len(dls) != 1 || dls[0].IntentID != in.ID || dls[0].Reason != "refused for the test" ||
 		dls[0].EntrySize != len(whole) || len(dls[0].Entry) == 0 || !bytes.HasPrefix(whole, dls[0].Entry) {
 		t.Fatalf("dead letters: %d; want one for %q with its reason, size %d and a prefix of its entry", len(dls), in.ID, len(whole))
+	}
+}
+
+// An intent the source fetched but never handed out (by ReceiveBatch, the
+// batch path) is not a failed
+// attempt: when it comes back (the source closed, or its process crashed
+// and AckWait passed), its delivery count must not push it past
+// WithMaxAttempts, or the effector gives it up with an ERROR result without
+// ever running it. A process crash-looping on one poison intent would so
+// take with it every intent that sat fetched beside it.
+func TestAnIntentFetchedButNeverHandedOutIsNotGivenUp(t *testing.T) {
+	t.Parallel()
+	q, _ := openQueue(t, cluster)
+	ins := intents("fetched", 2)
+	add(t, q, ins...)
+	ctx := context.Background()
+	first := newSource(t, q)
+	got, err := first.ReceiveBatch(ctx, 1, nil)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ReceiveBatch(1): %d deliveries, %v", len(got), err)
+	}
+	handed := got[0]
+	if err := first.Close(ctx); err != nil { // its process stopped
+		t.Fatal(err)
+	}
+	other := ins[0]
+	if handed.Intent.ID == other.ID {
+		other = ins[1]
+	}
+	e, calls := effectortest.Effector(t, effector.NewMemoryStore(), effector.WithMaxAttempts(1), effector.WithDeadLetter(q.DeadLetter))
+	s := serve(newSource(t, q), q.Sink(), e)
+	waitFor(t, "both results", func() bool {
+		_, ok1, _ := q.Result(ctx, ins[0].ID)
+		_, ok2, _ := q.Result(ctx, ins[1].ID)
+		return ok1 && ok2
+	})
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	r, _, _ := q.Result(ctx, other.ID)
+	if r.Status != intent.StatusOK || calls.Of(other.ID) != 1 {
+		t.Fatalf("the intent never handed out before: result %v %q, %d runs; want OK and one run", r.Status, r.ErrorMessage, calls.Of(other.ID))
 	}
 }
