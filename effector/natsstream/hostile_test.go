@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/natsstream"
@@ -135,5 +140,110 @@ func TestAnIntentFetchedButNeverHandedOutIsNotGivenUp(t *testing.T) {
 	r, _, _ := q.Result(ctx, other.ID)
 	if r.Status != intent.StatusOK || calls.Of(other.ID) != 1 {
 		t.Fatalf("the intent never handed out before: result %v %q, %d runs; want OK and one run", r.Status, r.ErrorMessage, calls.Of(other.ID))
+	}
+}
+
+// delayProxy forwards TCP connections to a server, holding back for delay
+// the first client write that carries a pull request (a fetch) once armed:
+// a fetch whose answer is late, as on a loaded machine or a slow network.
+type delayProxy struct {
+	ln    net.Listener
+	delay time.Duration
+	armed atomic.Bool
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startDelayProxy(t *testing.T, target string, delay time.Duration) *delayProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &delayProxy{ln: ln, delay: delay}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			p.wg.Go(func() { p.pipe(s, c, true) })
+			p.wg.Go(func() { p.pipe(c, s, false) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *delayProxy) pipe(dst, src net.Conn, fromClient bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if fromClient && bytes.Contains(buf[:n], []byte("CONSUMER.MSG.NEXT")) && p.armed.CompareAndSwap(true, false) {
+			time.Sleep(p.delay)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+func (p *delayProxy) url() string { return "nats://" + p.ln.Addr().String() }
+
+// A read of the results whose fetch is answered late (past the client's
+// one second for a fetch that does not wait) must not end as if it had read
+// everything: Results returned no results and no error, and a caller
+// counting answers would take the intents for unanswered.
+func TestResultsReadThroughALateFetchMissesNone(t *testing.T) {
+	t.Parallel()
+	q, _ := openQueue(t, cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ins := intents("late", 5)
+	for _, in := range ins {
+		if err := q.Sink().Publish(ctx, intent.Result{IntentID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Status: intent.StatusOK, Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startDelayProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"), 2*time.Second)
+	nc, err := nats.Connect(p.url(), nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	slow, err := natsstream.Open(ctx, jetStream(t, nc), q.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.armed.Store(true)
+	rs, err := slow.Results(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(ins) {
+		t.Fatalf("Results read %d results and no error; the stream holds %d", len(rs), len(ins))
 	}
 }

@@ -591,7 +591,7 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(data []byt
 				}
 			}
 			return nil
-		case !transient(err):
+		case !transient(err) && !errors.Is(err, errReadLost):
 			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
 		case ctx.Err() != nil:
 			return fmt.Errorf("natsstream: reading %q: %w (last attempt: %v)", stream, ctx.Err(), err)
@@ -607,7 +607,17 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(data []byt
 	}
 }
 
-// readOnce reads stream up to its last sequence at the call.
+// errReadLost is a read whose consumer delivered messages the read never
+// got: a fetch the client gave up before the server's answer came (a fetch
+// that does not wait is given up after a second), whose messages went to
+// no one. The read starts over.
+var errReadLost = errors.New("a fetch's messages were lost (its answer came after the client gave it up)")
+
+// readOnce reads stream up to its last sequence at the call. The reader's
+// consumer numbers its deliveries one by one: a delivery missing from
+// those received, or a fetch ending with nothing while the consumer has
+// delivered more, means a fetch answered too late lost messages, and the
+// read fails with errReadLost rather than end short.
 func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 	actx, cancel := context.WithTimeout(ctx, q.reqTimeout)
 	defer cancel()
@@ -643,6 +653,7 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 		})
 	}()
 	var out []rawMsg
+	var delivered uint64 // the consumer's sequence of the last delivery received
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -661,6 +672,10 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 			if err != nil {
 				return nil, err
 			}
+			if md.Sequence.Consumer != delivered+1 {
+				return nil, errReadLost
+			}
+			delivered = md.Sequence.Consumer
 			seq = md.Sequence.Stream
 			if seq <= last {
 				out = append(out, rawMsg{data: m.Data(), seq: seq})
@@ -669,8 +684,21 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 		if err := mb.Error(); err != nil {
 			return nil, err
 		}
-		if seq >= last || n == 0 {
-			return out, nil // read up to last, or the rest expired meanwhile
+		if seq >= last {
+			return out, nil
+		}
+		if n == 0 {
+			// Nothing more: the rest expired meanwhile, or the fetch was
+			// answered after the client gave it up, to no one.
+			ci, err := cons.Info(actx)
+			switch {
+			case err != nil:
+				return nil, err
+			case ci.Delivered.Consumer > delivered:
+				return nil, errReadLost
+			case ci.NumPending == 0:
+				return out, nil
+			}
 		}
 	}
 }
