@@ -150,6 +150,7 @@ type delayProxy struct {
 	ln    net.Listener
 	delay time.Duration
 	armed atomic.Bool
+	done  chan struct{} // closed at the test's end: no more holding back
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns []net.Conn
@@ -161,7 +162,7 @@ func startDelayProxy(t *testing.T, target string, delay time.Duration) *delayPro
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &delayProxy{ln: ln, delay: delay}
+	p := &delayProxy{ln: ln, delay: delay, done: make(chan struct{})}
 	p.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -181,6 +182,7 @@ func startDelayProxy(t *testing.T, target string, delay time.Duration) *delayPro
 		}
 	})
 	t.Cleanup(func() {
+		close(p.done)
 		ln.Close()
 		p.mu.Lock()
 		for _, c := range p.conns {
@@ -197,7 +199,10 @@ func (p *delayProxy) pipe(dst, src net.Conn, fromClient bool) {
 	for {
 		n, err := src.Read(buf)
 		if fromClient && bytes.Contains(buf[:n], []byte("CONSUMER.MSG.NEXT")) && p.armed.CompareAndSwap(true, false) {
-			time.Sleep(p.delay)
+			select {
+			case <-time.After(p.delay):
+			case <-p.done:
+			}
 		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -245,5 +250,44 @@ func TestResultsReadThroughALateFetchMissesNone(t *testing.T) {
 	}
 	if len(rs) != len(ins) {
 		t.Fatalf("Results read %d results and no error; the stream holds %d", len(rs), len(ins))
+	}
+}
+
+// A read of the results from a cluster that stops answering mid-read
+// returns when its context ends (and at most one request timeout later):
+// it deleted its consumer with retries for 30 seconds past the caller's
+// deadline, though the server drops that consumer by itself once idle.
+func TestResultsFromAClusterGoneMidReadEndWithTheContext(t *testing.T) {
+	t.Parallel()
+	q, _ := openQueue(t, cluster)
+	ctx := context.Background()
+	in := effectortest.Intent("gone", 1, 0)
+	if err := q.Sink().Publish(ctx, intent.Result{IntentID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Status: intent.StatusOK}); err != nil {
+		t.Fatal(err)
+	}
+	p := startDelayProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"), time.Hour)
+	nc, err := nats.Connect(p.url(), nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const reqTimeout = time.Second
+	slow, err := natsstream.Open(ctx, jetStream(t, nc), q.Name(), natsstream.WithRequestTimeout(reqTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.armed.Store(true) // from the first fetch on, the connection carries nothing to the server
+	const deadline = 3 * time.Second
+	rctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	_, err = slow.Results(rctx)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("Results read a cluster that does not answer, with no error")
+	}
+	// Generous for a loaded machine; the bug took deadline + 30s.
+	if bound := deadline + reqTimeout + 10*time.Second; took > bound {
+		t.Fatalf("Results took %v with a %v context and a %v request timeout (want under %v): %v", took.Round(time.Second), deadline, reqTimeout, bound, err)
 	}
 }

@@ -641,10 +641,14 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 		return nil, err
 	}
 	defer func() {
-		// Deleted, and tried again in passing; one that is not goes
-		// after readerIdle.
+		// Deleted, and tried again in passing for one request timeout
+		// past the caller's context (at most: a cluster that does not
+		// answer must not hold the caller); one that is not goes after
+		// readerIdle.
 		name := cons.CachedInfo().Name
-		_ = q.try(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.reqTimeout)
+		defer cancel()
+		_ = q.try(dctx, func(ctx context.Context) error {
 			err := q.js.DeleteConsumer(ctx, stream, name)
 			if errors.Is(err, jetstream.ErrConsumerNotFound) {
 				return nil
