@@ -291,3 +291,38 @@ func TestResultsFromAClusterGoneMidReadEndWithTheContext(t *testing.T) {
 		t.Fatalf("Results took %v with a %v context and a %v request timeout (want under %v): %v", took.Round(time.Second), deadline, reqTimeout, bound, err)
 	}
 }
+
+// Effectors share one durable consumer, whose AckWait the server applies to
+// all of them, while each source signals progress every third of its own.
+// A source opened with a shorter AckWait than the running ones' must be
+// refused: it changed the consumer, and the intents the others held (and
+// signalled every third of their longer AckWait) came back to it while
+// they ran.
+func TestASourceDisagreeingWithTheSharedConsumerIsRefused(t *testing.T) {
+	t.Parallel()
+	q, _ := openQueue(t, cluster)
+	add(t, q, intents("shared", 1)...)
+	ctx := context.Background()
+	a := newSource(t, q, natsstream.WithAckWait(30*time.Second))
+	held, err := a.ReceiveBatch(ctx, 1, nil)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("A: %d deliveries, %v", len(held), err)
+	}
+	b, err := q.NewSource(ctx, natsstream.WithAckWait(natsstream.MinAckWait), natsstream.WithLogger(quiet))
+	if err == nil {
+		defer b.Close(ctx)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		got, err := b.ReceiveBatch(rctx, 1, nil)
+		if err == nil && len(got) == 1 {
+			t.Fatalf("B, opened with AckWait %v on A's consumer (AckWait 30s), got the intent A holds again (delivery %d)", natsstream.MinAckWait, got[0].Deliveries)
+		}
+		t.Fatal("B was opened with another AckWait than the shared consumer's, with no error")
+	}
+	if !strings.Contains(err.Error(), "AckWait") {
+		t.Fatalf("the refusal does not say what differs: %v", err)
+	}
+	if err := held[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

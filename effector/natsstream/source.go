@@ -136,10 +136,13 @@ var (
 	_ effector.BatchSource = (*Source)(nil)
 )
 
-// NewSource makes (or updates) the durable consumer of the queue's intents
-// and returns a source fetching from it. The consumer acknowledges
-// explicitly, waits AckWait, and delivers an intent at most WithMaxDeliver
-// + 3 times (the last three for the move to the dead letters).
+// NewSource makes the durable consumer of the queue's intents, or takes the
+// existing one, and returns a source fetching from it. The consumer
+// acknowledges explicitly, waits AckWait, and delivers an intent at most
+// WithMaxDeliver + 3 times (the last three for the move to the dead
+// letters). It refuses to change an existing consumer: the effectors
+// sharing it must agree on WithAckWait and WithMaxDeliver (to change them,
+// stop them all and delete the consumer).
 func (q *Queue) NewSource(ctx context.Context, opts ...Option) (*Source, error) {
 	s := &Source{q: q, consumer: DefaultConsumer, ackWait: DefaultAckWait, lease: DefaultLease,
 		batch: DefaultBatch, fetchWait: DefaultFetchWait, maxDeliver: DefaultMaxDeliver, log: slog.Default(),
@@ -179,16 +182,54 @@ func (q *Queue) NewSource(ctx context.Context, opts ...Option) (*Source, error) 
 		MaxDeliver: s.maxDeliver + deadLetterTries, DeliverPolicy: jetstream.DeliverAllPolicy,
 		FilterSubject: q.subject("intents", "*"),
 	}
+	// Made, or taken as it is: never changed. The server applies the
+	// consumer's AckWait to every effector sharing it, while each signals
+	// progress every third of its own; one that changed it would have the
+	// intents the others hold delivered again while they run.
 	err := q.try(ctx, func(ctx context.Context) error {
 		var err error
-		s.cons, err = q.js.CreateOrUpdateConsumer(ctx, q.intents, cfg)
+		s.cons, err = q.js.CreateConsumer(ctx, q.intents, cfg)
 		return err
 	})
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		return nil, fmt.Errorf("natsstream: NewSource: consumer %q of %q exists with another configuration (%s): effectors sharing a consumer must agree on it, since the server applies its AckWait to all of them; pass the same WithAckWait and WithMaxDeliver, or stop every effector of the consumer and delete it (nats consumer rm %s %s) to change them",
+			s.consumer, q.intents, s.differences(ctx, cfg), q.intents, s.consumer)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("natsstream: NewSource: making consumer %q of %q: %w", s.consumer, q.intents, err)
 	}
 	go s.signalProgress()
 	return s, nil
+}
+
+// differences says how the existing consumer's configuration differs from
+// cfg, in the options that set it.
+func (s *Source) differences(ctx context.Context, cfg jetstream.ConsumerConfig) string {
+	var old *jetstream.ConsumerInfo
+	err := s.q.try(ctx, func(ctx context.Context) error {
+		c, err := s.q.js.Consumer(ctx, s.q.intents, s.consumer)
+		if err == nil {
+			old = c.CachedInfo()
+		}
+		return err
+	})
+	if err != nil {
+		return "it could not be read: " + err.Error()
+	}
+	var ds []string
+	if o := old.Config.AckWait; o != cfg.AckWait {
+		ds = append(ds, fmt.Sprintf("its AckWait is %v, this source's %v", o, cfg.AckWait))
+	}
+	if o := old.Config.MaxDeliver; o != cfg.MaxDeliver {
+		ds = append(ds, fmt.Sprintf("it delivers at most %d times, this source %d (WithMaxDeliver(%d) + %d)", o, cfg.MaxDeliver, s.maxDeliver, deadLetterTries))
+	}
+	if o := old.Config.FilterSubject; o != cfg.FilterSubject {
+		ds = append(ds, fmt.Sprintf("it takes subject %q, this source %q", o, cfg.FilterSubject))
+	}
+	if len(ds) == 0 {
+		return "in settings NewSource does not make"
+	}
+	return strings.Join(ds, "; ")
 }
 
 // signalProgress tells the server, every third of AckWait, that each held
