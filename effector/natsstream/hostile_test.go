@@ -326,3 +326,23 @@ func TestASourceDisagreeingWithTheSharedConsumerIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A result or an intent larger than the server takes is refused with an
+// error saying so and what to do: Serve logs a result's error at every
+// retry, and "maximum payload exceeded" alone names no setting.
+func TestAMessageLargerThanTheServerTakesGetsAClearError(t *testing.T) {
+	t.Parallel()
+	q, js := openQueue(t, cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	big := strings.Repeat("x", int(js.Conn().MaxPayload()))
+	in := effectortest.Intent("big", 1, 0)
+	err := q.Sink().Publish(ctx, intent.Result{IntentID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Status: intent.StatusOK, Payload: []byte(`"` + big + `"`)})
+	if err == nil || !strings.Contains(err.Error(), "max_payload") || !strings.Contains(err.Error(), in.ID) {
+		t.Fatalf("publishing a result larger than max_payload: %v; want an error naming the intent and max_payload", err)
+	}
+	in.ArgsJSON = []byte(`{"key":"` + big + `"}`)
+	if _, err := q.Add(ctx, in); err == nil || !strings.Contains(err.Error(), "max_payload") || !strings.Contains(err.Error(), in.ID) {
+		t.Fatalf("adding an intent larger than max_payload: %v; want an error naming the intent and max_payload", err)
+	}
+}

@@ -315,6 +315,9 @@ func (q *Queue) publish(ctx context.Context, stream, subject, msgID string, data
 		dup = ack.Duplicate
 		return nil
 	})
+	if errors.Is(err, nats.ErrMaxPayload) {
+		err = fmt.Errorf("%w: it is %d bytes, more than the servers' max_payload (%d bytes): raise max_payload in the servers' configuration (at most 64 MB), or make it smaller", err, len(data), q.js.Conn().MaxPayload())
+	}
 	return dup, err
 }
 
@@ -394,6 +397,10 @@ var _ effector.Sink = (*Sink)(nil)
 // always). The first result of an intent stays: a republished one (a
 // redelivered intent answered again from the dedup store, a publish retried
 // after a lost answer) is dropped by the server, and Publish returns nil.
+// A result larger than the servers' max_payload (1 MiB unless configured)
+// is refused, and Serve tries it again until the setting is raised, holding
+// its intent meanwhile: size max_payload for the largest result a tool
+// returns.
 func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
 	b, err := res.MarshalJSON()
 	if err != nil {
