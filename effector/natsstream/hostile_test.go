@@ -346,3 +346,44 @@ func TestAMessageLargerThanTheServerTakesGetsAClearError(t *testing.T) {
 		t.Fatalf("adding an intent larger than max_payload: %v; want an error naming the intent and max_payload", err)
 	}
 }
+
+// Open on a queue that exists must not change its streams: a producer or a
+// test opening a production queue with WithReplicas(1) made its streams R1,
+// so losing one server could lose intents, and a shorter duplicate window
+// or result TTL changed every effector's dedup. Open refuses, saying what
+// differs.
+func TestOpeningAQueueOtherwiseDoesNotChangeIt(t *testing.T) {
+	t.Parallel()
+	q, js := openQueue(t, cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		opt  natsstream.QueueOption
+		want string
+	}{
+		{natsstream.WithReplicas(1), "replicas"},
+		{natsstream.WithDuplicateWindow(time.Second), "duplicate window"},
+		{natsstream.WithResultTTL(time.Hour), "keeps results"},
+	} {
+		_, err := natsstream.Open(ctx, js, q.Name(), tt.opt)
+		for _, name := range []string{q.Name(), q.Name() + "_results", q.Name() + "_dead"} {
+			st, serr := js.Stream(ctx, name)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			cfg := st.CachedInfo().Config
+			if cfg.Replicas != natsstream.DefaultReplicas || cfg.Duplicates != natsstream.DefaultDuplicateWindow {
+				t.Fatalf("Open with another %s changed stream %q: %d replicas, window %v (Open's error: %v)", tt.want, name, cfg.Replicas, cfg.Duplicates, err)
+			}
+			if name == q.Name()+"_results" && cfg.MaxAge != natsstream.DefaultResultTTL {
+				t.Fatalf("Open with another %s changed stream %q: results kept %v (Open's error: %v)", tt.want, name, cfg.MaxAge, err)
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Fatalf("Open with another %s: %v; want an error saying what differs", tt.want, err)
+		}
+	}
+	if _, err := natsstream.Open(ctx, js, q.Name()); err != nil {
+		t.Fatalf("Open with the queue's own settings: %v", err)
+	}
+}

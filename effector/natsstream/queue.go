@@ -109,11 +109,15 @@ func WithRequestTimeout(d time.Duration) QueueOption {
 	return func(q *Queue) { q.reqTimeout = d }
 }
 
-// Open makes (or updates) the queue's three streams on js and returns the
-// queue: name, holding intents on the subjects "toolreg.<name>.intents.<id>";
+// Open makes the queue's three streams on js, or takes the existing ones,
+// and returns the queue: name, holding intents on the subjects "toolreg.<name>.intents.<id>";
 // name_results, holding results on "toolreg.<name>.results.<id>"; and
 // name_dead, holding dead letters on "toolreg.<name>.dead". <id> is
-// Token(intent id). name is 1 to 32 letters, digits, '-' or '_'. Open sends
+// Token(intent id). name is 1 to 32 letters, digits, '-' or '_'. Open
+// refuses to change existing streams: every Open of a queue passes the same
+// options (WithReplicas, WithDuplicateWindow, WithDedupPerSubject,
+// WithIntentTTL, WithResultTTL), and the streams are changed by hand (nats
+// stream edit) or replaced by a new queue. Open sends
 // its calls again while the cluster has no leader to answer them, for up to
 // 30 seconds.
 func Open(ctx context.Context, js jetstream.JetStream, name string, opts ...QueueOption) (*Queue, error) {
@@ -177,15 +181,62 @@ func Open(ctx context.Context, js jetstream.JetStream, name string, opts ...Queu
 		Replicas: q.replicas, Duplicates: q.dupWindow,
 	}}
 	for _, cfg := range streams {
+		// Made, or taken as it is: never changed. An Open with other
+		// options (a producer's WithReplicas(1)) would otherwise change
+		// the streams every effector of the queue relies on.
 		err := q.try(ctx, func(ctx context.Context) error {
-			_, err := js.CreateOrUpdateStream(ctx, cfg)
+			_, err := js.CreateStream(ctx, cfg)
 			return err
 		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("natsstream: Open %q: stream %q exists with another configuration (%s): every Open of a queue must pass the same options; to change them, edit the stream (nats stream edit %s), or use a new queue",
+				name, cfg.Name, q.differences(ctx, cfg), cfg.Name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("natsstream: Open %q: making stream %q: %w", name, cfg.Name, err)
 		}
 	}
 	return q, nil
+}
+
+// differences says how the existing stream's configuration differs from
+// cfg, in the options that set it.
+func (q *Queue) differences(ctx context.Context, cfg jetstream.StreamConfig) string {
+	var old jetstream.StreamConfig
+	err := q.try(ctx, func(ctx context.Context) error {
+		st, err := q.js.Stream(ctx, cfg.Name)
+		if err == nil {
+			old = st.CachedInfo().Config
+		}
+		return err
+	})
+	if err != nil {
+		return "it could not be read: " + err.Error()
+	}
+	var ds []string
+	if old.Replicas != cfg.Replicas {
+		ds = append(ds, fmt.Sprintf("its replicas are %d, this Open's %d (WithReplicas)", old.Replicas, cfg.Replicas))
+	}
+	if old.Duplicates != cfg.Duplicates {
+		ds = append(ds, fmt.Sprintf("its duplicate window is %v, this Open's %v (WithDuplicateWindow)", old.Duplicates, cfg.Duplicates))
+	}
+	if old.MaxAge != cfg.MaxAge {
+		what, opt := "intents", "WithIntentTTL"
+		if cfg.Name == q.results {
+			what, opt = "results", "WithResultTTL"
+		}
+		ds = append(ds, fmt.Sprintf("it keeps %s %v, this Open %v (%s; 0 is for ever)", what, old.MaxAge, cfg.MaxAge, opt))
+	}
+	if old.Retention != cfg.Retention || old.MaxMsgsPerSubject != cfg.MaxMsgsPerSubject {
+		ds = append(ds, fmt.Sprintf("its retention is %v with %d messages a subject, this Open's %v with %d (WithDedupPerSubject)", old.Retention, old.MaxMsgsPerSubject, cfg.Retention, cfg.MaxMsgsPerSubject))
+	}
+	if fmt.Sprint(old.Subjects) != fmt.Sprint(cfg.Subjects) {
+		ds = append(ds, fmt.Sprintf("it takes subjects %q, this Open %q", old.Subjects, cfg.Subjects))
+	}
+	if len(ds) == 0 {
+		return "in settings Open does not make"
+	}
+	return strings.Join(ds, "; ")
 }
 
 // Name returns the queue's name, which is also its intents stream's.
