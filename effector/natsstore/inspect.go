@@ -1,0 +1,163 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/beam-agents/toolreg/effector"
+)
+
+var _ effector.Inspector = (*Store)(nil)
+
+// inspectPage is how many records Records fetches at a time.
+const inspectPage = 500
+
+// Records implements effector.Inspector: the last message of every
+// record's key, read through an ephemeral consumer that Records deletes
+// when it ends (the server also drops it after 5 idle seconds, if Records
+// could not), in the stream's order. A released record is no record.
+func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) error {
+	var cons jetstream.Consumer
+	err := s.retry(ctx, func(actx context.Context) (err error) {
+		cons, err = s.stream.CreateConsumer(actx, jetstream.ConsumerConfig{
+			DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+			AckPolicy:         jetstream.AckNonePolicy,
+			FilterSubject:     s.subject + "i.>",
+			InactiveThreshold: 5 * time.Second,
+			MemoryStorage:     true,
+			Replicas:          1,
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("natsstore: listing records: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.attemptWait)
+		defer cancel()
+		s.stream.DeleteConsumer(dctx, cons.CachedInfo().Name)
+	}()
+	pending := cons.CachedInfo().NumPending
+	for pending > 0 {
+		batch, err := cons.Fetch(inspectPage, jetstream.FetchMaxWait(s.attemptWait))
+		if err != nil {
+			return fmt.Errorf("natsstore: listing records: %w", err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			meta, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("natsstore: listing records: %w", err)
+			}
+			pending = meta.NumPending
+			r, err := decode(m.Data())
+			if err != nil || r.tag == tagReleased {
+				continue
+			}
+			r.revision = meta.Sequence.Stream
+			rec, ok, err := s.inspect(ctx, strings.TrimPrefix(m.Subject(), s.subject), r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if err := fn(rec); err != nil {
+				return err
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("natsstore: listing records: %w", err)
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// Record implements effector.Inspector.
+func (s *Store) Record(ctx context.Context, id string) (effector.Record, bool, error) {
+	k := key(id)
+	r, err := s.read(ctx, k)
+	if err != nil {
+		return effector.Record{}, false, fmt.Errorf("natsstore: reading record %q: %w", trimID(id), err)
+	}
+	if !r.hasRecord || r.tag == tagReleased {
+		return effector.Record{}, false, nil
+	}
+	return s.inspect(ctx, k, r)
+}
+
+// inspect turns the record r at key k into what an operator sees.
+func (s *Store) inspect(ctx context.Context, k string, r record) (effector.Record, bool, error) {
+	rec := effector.Record{ID: r.id, Tool: r.call.Tool, Attempts: r.attempts, Deadline: r.deadline}
+	now := s.now()
+	switch {
+	case r.tag == tagClaim && now.Before(r.deadline):
+		rec.State = effector.RecordInFlight
+	case r.tag == tagClaim:
+		rec.State = effector.RecordUnknown
+	case !now.Before(r.deadline):
+		rec.State = effector.RecordExpired
+	default:
+		rec.State = effector.RecordDone
+		res, err := s.result(ctx, k, r)
+		if err != nil {
+			return effector.Record{}, false, fmt.Errorf("natsstore: reading the result of %q: %w", trimID(r.id), err)
+		}
+		rec.Result = res
+	}
+	return rec, true, nil
+}
+
+// Resolve implements effector.Inspector: an update at the revision of the
+// lapsed claim, so a claim or completion that comes first wins.
+func (s *Store) Resolve(ctx context.Context, id string, result []byte, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("natsstore: ttl %v resolving %q: want a positive duration", ttl, trimID(id))
+	}
+	k := key(id)
+	r, err := s.read(ctx, k)
+	if err != nil {
+		return fmt.Errorf("natsstore: resolving %q: %w", trimID(id), err)
+	}
+	now := s.now()
+	switch {
+	case !r.hasRecord || r.tag == tagReleased:
+		return fmt.Errorf("%w: intent %q has no record", effector.ErrNotResolvable, trimID(id))
+	case r.tag == tagDone:
+		return fmt.Errorf("%w: intent %q is done", effector.ErrNotResolvable, trimID(id))
+	case now.Before(r.deadline):
+		return fmt.Errorf("%w: intent %q is still leased", effector.ErrNotResolvable, trimID(id))
+	}
+	token, err := newToken()
+	if err != nil {
+		return err
+	}
+	d := record{tag: tagDone, call: r.call, token: token, attempts: r.attempts, deadline: now.Add(ttl), id: r.id}
+	if err := s.putResult(ctx, k, &d, result, ttl); err != nil {
+		return fmt.Errorf("natsstore: resolving %q: %w", trimID(id), err)
+	}
+	err = s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.write(ctx, k, d.append(nil), r.revision, ttl)
+		return err
+	})
+	if casFailed(err) {
+		return fmt.Errorf("%w: intent %q changed while it was being resolved", effector.ErrNotResolvable, trimID(id))
+	}
+	if err != nil {
+		return fmt.Errorf("natsstore: resolving %q: %w", trimID(id), err)
+	}
+	return nil
+}
+
+// Purge implements effector.Inspector: the server removes every record
+// and part when its TTL ends, so there is nothing to delete.
+func (s *Store) Purge(context.Context, time.Duration) (int64, error) { return 0, nil }
