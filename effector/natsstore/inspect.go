@@ -22,9 +22,17 @@ const inspectPage = 500
 // when it ends (the server also drops it after 5 idle seconds, if Records
 // could not), in the stream's order. A released record is no record.
 func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) error {
+	// The consumer is named, so a create sent again after a lost answer
+	// finds the one it made, and the deletion below deletes it.
+	name, err := newToken()
+	if err != nil {
+		return err
+	}
+	name = "toolreg-records-" + name
 	var cons jetstream.Consumer
-	err := s.retry(ctx, func(actx context.Context) (err error) {
+	err = s.retry(ctx, func(actx context.Context) (err error) {
 		cons, err = s.stream.CreateConsumer(actx, jetstream.ConsumerConfig{
+			Name:              name,
 			DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 			AckPolicy:         jetstream.AckNonePolicy,
 			FilterSubject:     s.subject + "i.>",
@@ -38,19 +46,43 @@ func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) err
 		return fmt.Errorf("natsstore: listing records: %w", err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.attemptWait)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*s.attemptWait)
 		defer cancel()
-		s.stream.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		s.retry(dctx, func(actx context.Context) error {
+			err := s.stream.DeleteConsumer(actx, name)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return nil
+			}
+			return err
+		})
 	}()
 	pending := cons.CachedInfo().NumPending
 	for pending > 0 {
-		batch, err := cons.Fetch(inspectPage, jetstream.FetchMaxWait(s.attemptWait))
+		// A fetch is sent again if it finds no responders (the consumer is
+		// not yet known where it was placed); each message of a batch is
+		// delivered once, so those of a failed attempt are kept.
+		var msgs []jetstream.Msg
+		err := s.retry(ctx, func(context.Context) error {
+			// Asking for no more than are pending returns as soon as they came.
+			batch, err := cons.Fetch(int(min(pending, inspectPage)), jetstream.FetchMaxWait(s.attemptWait))
+			if err != nil {
+				return err
+			}
+			for m := range batch.Messages() {
+				msgs = append(msgs, m)
+			}
+			if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+				return err
+			}
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("natsstore: listing records: %w", err)
 		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
 			meta, err := m.Metadata()
 			if err != nil {
 				return fmt.Errorf("natsstore: listing records: %w", err)
@@ -71,12 +103,6 @@ func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) err
 			if err := fn(rec); err != nil {
 				return err
 			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("natsstore: listing records: %w", err)
-		}
-		if got == 0 {
-			break
 		}
 	}
 	return nil

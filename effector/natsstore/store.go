@@ -125,6 +125,10 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 	return s, nil
 }
 
+// Bucket returns the name of the store's bucket; its stream is "KV_" and
+// the name.
+func (s *Store) Bucket() string { return s.bucket }
+
 // streamConfig is the stream of a KV bucket as nats.go makes one, with
 // per-message TTLs and no direct gets.
 func streamConfig(bucket string, replicas int) jetstream.StreamConfig {

@@ -2,6 +2,7 @@ package natsstore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -26,13 +27,10 @@ var buckets atomic.Int32
 // open opens a store on a new bucket of c, on a connection of its own.
 func open(t testing.TB, c *natstest.Cluster, opts ...natsstore.Option) *natsstore.Store {
 	t.Helper()
-	js, err := jetstream.New(c.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jsOf(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := "t" + time.Now().Format("150405") + "-" + string(rune('a'+buckets.Add(1)%26)) + itoa(int(buckets.Load()))
+	name := fmt.Sprintf("test-%d", buckets.Add(1))
 	s, err := natsstore.Open(ctx, js, name, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -40,14 +38,14 @@ func open(t testing.TB, c *natstest.Cluster, opts ...natsstore.Option) *natsstor
 	return s
 }
 
-func itoa(n int) string {
-	b := []byte{}
-	for {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		if n /= 10; n == 0 {
-			return string(b)
-		}
+// jsOf returns a JetStream on a connection of its own to c.
+func jsOf(t testing.TB, c *natstest.Cluster) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return js
 }
 
 // The whole conformance suite, batch forms included, on the real
