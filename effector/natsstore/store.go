@@ -43,7 +43,13 @@ type config struct {
 	attemptMemory time.Duration
 	attemptWait   time.Duration
 	parallel      int
+	existing      bool
 }
+
+// WithExisting makes Open bind to the bucket as it is, and fail if there
+// is none: for a tool that reads the store (toolreg intents), where a
+// mistyped bucket must not create an empty one, nor change its settings.
+func WithExisting() Option { return func(c *config) { c.existing = true } }
 
 // WithReplicas sets the replicas of a bucket Open creates. Default: 3, so
 // the bucket survives the loss of one node and keeps every write
@@ -100,6 +106,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 	name := "KV_" + bucket
 	err := s.retry(ctx, func(ctx context.Context) error {
 		st, err := js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) && c.existing {
+			return fmt.Errorf("there is no bucket %q (no stream %q): name the bucket the effectors use", bucket, name)
+		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			st, err = js.CreateStream(ctx, streamConfig(bucket, c.replicas))
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -110,7 +119,7 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 			return err
 		}
 		cfg := st.CachedInfo().Config
-		if cfg.AllowDirect || !cfg.AllowMsgTTL {
+		if !c.existing && (cfg.AllowDirect || !cfg.AllowMsgTTL) {
 			cfg.AllowDirect, cfg.AllowMsgTTL = false, true
 			if st, err = js.UpdateStream(ctx, cfg); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,7 +107,14 @@ func tryStart(dir string) (*Cluster, error) {
 //
 // Tests sharing the cluster must not stop its nodes; a fault test starts its
 // own (Start).
+//
+// A fuzzing worker process (go test -fuzz runs the target in several)
+// starts no cluster: it runs only the fuzz target, and a cluster in each
+// would starve them all.
 func Main(m *testing.M, c **Cluster) int {
+	if slices.ContainsFunc(os.Args, func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "natstest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "natstest:", err)
