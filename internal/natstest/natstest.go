@@ -141,6 +141,15 @@ func (c *Cluster) URLs() []string {
 	return urls
 }
 
+// Hosts returns each node's client address, host:port, in node order.
+func (c *Cluster) Hosts() []string {
+	hosts := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		hosts[i] = "127.0.0.1:" + strconv.Itoa(n.clientPort)
+	}
+	return hosts
+}
+
 // URL returns the nodes' client URLs joined with commas, the form nats.Connect
 // takes for a cluster.
 func (c *Cluster) URL() string { return strings.Join(c.URLs(), ",") }
