@@ -61,6 +61,12 @@
 // batch forms send their items' requests at once, WithBatchParallel of
 // them in flight on the connection.
 //
+// Budgets (effector.BudgetStore): the budgets of one tool and entity share
+// one key, and an admission is an update of it at the revision read, so an
+// intent is counted against all its budgets or none and racing admissions
+// never pass a limit. That key lives as long as its longest-lived use.
+// Windows are measured with the admitting hosts' clocks.
+//
 // It refuses: a lease or TTL that is not positive, an intent id longer than
 // MaxIDBytes, a bucket name JetStream would refuse, and a key holding a
 // value this store did not write.

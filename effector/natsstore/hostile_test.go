@@ -238,3 +238,34 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("a completion with a negative ttl: %v, want an error of its own", err)
 	}
 }
+
+// A budget group's key lives as long as its longest-lived use: an
+// admission under a short window, after one under a long window of the
+// same group, must not let the key, and the long window's use with it,
+// expire at the short window's end.
+func TestAShortWindowDoesNotEraseALongOnesUses(t *testing.T) {
+	t.Parallel()
+	s := open(t, cluster)
+	ctx := ctxT(t)
+	long := effector.BudgetUse{Key: "g long", Group: "g", Limit: 1, Window: time.Hour}
+	short := effector.BudgetUse{Key: "g short", Group: "g", Limit: 5, Window: time.Second}
+	admit := func(id string, u effector.BudgetUse) effector.Admission {
+		t.Helper()
+		c, a, err := s.ClaimAdmit(ctx, id, call, time.Hour, []effector.BudgetUse{u})
+		if err != nil || c.State != effector.Claimed {
+			t.Fatalf("ClaimAdmit(%s) = %v, %v", id, c.State, err)
+		}
+		return a
+	}
+	if a := admit("long-1", long); a.Refused != -1 {
+		t.Fatalf("the first use of the long window was refused")
+	}
+	if a := admit("short-1", short); a.Refused != -1 {
+		t.Fatalf("the first use of the short window was refused")
+	}
+	// Past the short window and the server's whole-second TTL after it.
+	time.Sleep(2500 * time.Millisecond)
+	if a := admit("long-2", long); a.Refused != 0 {
+		t.Fatalf("the long window's second use was admitted after the short window ended: its first use was lost")
+	}
+}

@@ -18,24 +18,52 @@ var _ effector.Inspector = (*Store)(nil)
 const inspectPage = 500
 
 // Records implements effector.Inspector: the last message of every
-// record's key, read through an ephemeral consumer that Records deletes
-// when it ends (the server also drops it after 5 idle seconds, if Records
-// could not), in the stream's order. A released record is no record.
+// record's key, in the stream's order (see scan). A released record is no
+// record.
 func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) error {
+	var fnErr error
+	err := s.scan(ctx, "i.>", func(k string, data []byte, seq uint64) error {
+		r, err := decode(data)
+		if err != nil || r.tag == tagReleased {
+			return nil
+		}
+		r.revision = seq
+		rec, ok, err := s.inspect(ctx, k, r)
+		if err != nil || !ok {
+			return err
+		}
+		fnErr = fn(rec)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("natsstore: listing records: %w", err)
+	}
+	return nil
+}
+
+// scan calls fn with the key, value and revision of the last message of
+// every key matching filter, read through an ephemeral consumer that scan
+// deletes when it ends (the server also drops it after 5 idle seconds, if
+// scan could not: a consumer left behind counts against the server's
+// limit until then). It stops at fn's first error and returns it.
+func (s *Store) scan(ctx context.Context, filter string, fn func(k string, data []byte, seq uint64) error) error {
 	// The consumer is named, so a create sent again after a lost answer
 	// finds the one it made, and the deletion below deletes it.
 	name, err := newToken()
 	if err != nil {
 		return err
 	}
-	name = "toolreg-records-" + name
+	name = "toolreg-scan-" + name
 	var cons jetstream.Consumer
 	err = s.retry(ctx, func(actx context.Context) (err error) {
 		cons, err = s.stream.CreateConsumer(actx, jetstream.ConsumerConfig{
 			Name:              name,
 			DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 			AckPolicy:         jetstream.AckNonePolicy,
-			FilterSubject:     s.subject + "i.>",
+			FilterSubject:     s.subject + filter,
 			InactiveThreshold: 5 * time.Second,
 			MemoryStorage:     true,
 			Replicas:          1,
@@ -43,7 +71,7 @@ func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) err
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("natsstore: listing records: %w", err)
+		return err
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*s.attemptWait)
@@ -77,7 +105,7 @@ func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) err
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("natsstore: listing records: %w", err)
+			return err
 		}
 		if len(msgs) == 0 {
 			break
@@ -85,22 +113,10 @@ func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) err
 		for _, m := range msgs {
 			meta, err := m.Metadata()
 			if err != nil {
-				return fmt.Errorf("natsstore: listing records: %w", err)
-			}
-			pending = meta.NumPending
-			r, err := decode(m.Data())
-			if err != nil || r.tag == tagReleased {
-				continue
-			}
-			r.revision = meta.Sequence.Stream
-			rec, ok, err := s.inspect(ctx, strings.TrimPrefix(m.Subject(), s.subject), r)
-			if err != nil {
 				return err
 			}
-			if !ok {
-				continue
-			}
-			if err := fn(rec); err != nil {
+			pending = meta.NumPending
+			if err := fn(strings.TrimPrefix(m.Subject(), s.subject), m.Data(), meta.Sequence.Stream); err != nil {
 				return err
 			}
 		}

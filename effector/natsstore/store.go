@@ -241,13 +241,13 @@ func casFailed(err error) bool {
 func (s *Store) read(ctx context.Context, k string) (record, error) {
 	var r record
 	err := s.retry(ctx, func(ctx context.Context) error {
-		m, err := s.stream.GetLastMsgForSubject(ctx, s.subject+k)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			r = record{}
-			return nil
-		}
+		m, err := s.getLast(ctx, k)
 		if err != nil {
 			return err
+		}
+		r = record{}
+		if m == nil {
+			return nil
 		}
 		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
 			r = record{revision: m.Sequence}
@@ -260,6 +260,15 @@ func (s *Store) read(ctx context.Context, k string) (record, error) {
 		return nil
 	})
 	return r, err
+}
+
+// getLast returns the last message at key k, nil if there is none.
+func (s *Store) getLast(ctx context.Context, k string) (*jetstream.RawStreamMsg, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, s.subject+k)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return m, err
 }
 
 // write publishes value at key k if the key's last revision is rev (0: it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +22,26 @@ import (
 // test that stops nodes starts its own.
 var cluster *natstest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(natstest.Main(m, &cluster)) }
+// raceEnv makes this test binary a process of TestBudgetsHoldAcrossProcesses:
+// it opens the store the variable names (a store URL) and races on its
+// budgets.
+const raceEnv = "TOOLREG_NATS_BUDGET_RACE"
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(raceEnv); url != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s, closeConn, err := natsstore.OpenURL(ctx, url)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		code := storetest.BudgetRaceProcess(s)
+		closeConn()
+		os.Exit(code)
+	}
+	os.Exit(natstest.Main(m, &cluster))
+}
 
 var buckets atomic.Int32
 
@@ -53,4 +74,26 @@ func jsOf(t testing.TB, c *natstest.Cluster) jetstream.JetStream {
 func TestConformance(t *testing.T) {
 	s := open(t, cluster)
 	storetest.Run(t, func(t *testing.T) effector.DedupStore { return s })
+}
+
+// The budget suite on the real cluster, on one bucket: each subtest's
+// budget keys are its own.
+func TestBudgetConformance(t *testing.T) {
+	t.Parallel()
+	s := open(t, cluster)
+	storetest.RunBudgets(t, func(t *testing.T) effector.BudgetStore { return s })
+}
+
+// Four processes of sixteen workers each, each on its own connection to
+// the cluster, race round after round on a budget: each round they admit
+// exactly its limit.
+func TestBudgetsHoldAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	s := open(t, cluster)
+	url := fmt.Sprintf("nats://%s/%s", strings.Join(cluster.Hosts(), ","), s.Bucket())
+	storetest.RunBudgetRaceProcesses(t, 4, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), raceEnv+"="+url)
+		return cmd
+	})
 }
