@@ -54,6 +54,12 @@
 // record names their count, length and SHA-256: a completion that loses its
 // claim leaves parts that expire unread.
 //
+// Round trips: a claim first tries the create, and reads the key only if
+// that finds a record; a completion or release by the Store that took the
+// claim writes at the revision it remembers from the claim, and reads only
+// if that write is refused. So a new intent costs two writes, as bare
+// JetStream would (BenchmarkClaimComplete compares them).
+//
 // Requests: each request has its own timeout (WithAttemptTimeout) and is
 // sent again while it gets no answer: until a stream's leader is elected,
 // JetStream does not answer at all. A claim or completion whose write

@@ -269,3 +269,41 @@ func TestAShortWindowDoesNotEraseALongOnesUses(t *testing.T) {
 		t.Fatalf("the long window's second use was admitted after the short window ended: its first use was lost")
 	}
 }
+
+// The revision fences a completion when the clocks do not: a host whose
+// clock runs an hour ahead sees a claim lapsed that its owner holds, and
+// takes it over. The owner, its lease live by its own clock, completes at
+// the revision it claimed at: refused, and the record is the next owner's.
+// So is a release.
+func TestTheRevisionFencesWhenClocksDisagree(t *testing.T) {
+	t.Parallel()
+	a := open(t, cluster)
+	b, err := natsstore.Open(ctxT(t), jsOf(t, cluster), a.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsstore.SetClock(b, func() time.Time { return time.Now().Add(time.Hour) })
+	ctx := ctxT(t)
+	for _, op := range []string{"complete", "release"} {
+		id := "skewed-" + op
+		stale := storetest.MustClaim(t, a, id, time.Minute)
+		c, err := b.Claim(ctx, id, call, time.Minute)
+		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
+			t.Fatalf("%s: the claim by the host ahead = %+v, %v; want it to take the claim over", op, c, err)
+		}
+		if op == "complete" {
+			err = a.Complete(ctx, id, stale, []byte("stale"), time.Hour)
+		} else {
+			err = a.Release(ctx, id, stale)
+		}
+		if !errors.Is(err, effector.ErrNotOwner) {
+			t.Fatalf("%s by the owner whose claim was taken over: %v, want ErrNotOwner", op, err)
+		}
+		if err := b.Complete(ctx, id, c.Token, []byte("current"), 2*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.WantState(t, a, id, effector.Done); string(got.Result) != "current" {
+			t.Fatalf("%s: result %q, want the next owner's", op, got.Result)
+		}
+	}
+}

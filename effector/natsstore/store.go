@@ -31,6 +31,53 @@ type Store struct {
 	maxPayload    int
 	parallel      int
 	now           func() time.Time
+
+	// held remembers, by token, the revision and record of each claim this
+	// Store took and has not yet completed or released, so Complete and
+	// Release write at that revision without reading it first. A write at
+	// a remembered revision is fenced like any other: if the record moved
+	// on, it fails, and the slow path reads what is there.
+	mu      sync.Mutex
+	held    map[string]heldClaim
+	pruneAt int
+}
+
+type heldClaim struct {
+	rev uint64
+	rec record
+}
+
+// hold remembers the claim rec written at rev, forgetting lapsed ones when
+// the map has doubled since it last did.
+func (s *Store) hold(rev uint64, rec record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = map[string]heldClaim{}
+	}
+	s.held[rec.token] = heldClaim{rev, rec}
+	if len(s.held) >= s.pruneAt {
+		now := s.now()
+		for t, h := range s.held {
+			if !now.Before(h.rec.deadline) {
+				delete(s.held, t)
+			}
+		}
+		s.pruneAt = max(1024, 2*len(s.held))
+	}
+}
+
+// take forgets and returns the claim token holds on intentID, if this
+// Store took it.
+func (s *Store) take(intentID, token string) (heldClaim, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[token]
+	if !ok || h.rec.id != intentID {
+		return heldClaim{}, false
+	}
+	delete(s.held, token)
+	return h, true
 }
 
 var _ effector.DedupStore = (*Store)(nil)
@@ -316,6 +363,24 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		return effector.Claim{}, err
 	}
 	k := key(intentID)
+	if err := ctx.Err(); err != nil {
+		return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), context.Cause(ctx))
+	}
+	// Most intents are new: try the create first, and read only if the key
+	// has a record.
+	nr := record{tag: tagClaim, call: call, token: token, attempts: 1, deadline: s.now().Add(lease), id: intentID}
+	var rev uint64
+	err = s.retry(ctx, func(ctx context.Context) (err error) {
+		rev, err = s.write(ctx, k, nr.append(nil), 0, lease+s.attemptMemory)
+		return err
+	})
+	if err == nil {
+		s.hold(rev, nr)
+		return effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}, nil
+	}
+	if !casFailed(err) {
+		return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), err)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), context.Cause(ctx))
@@ -332,15 +397,19 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 					return effector.Claim{}, fmt.Errorf("natsstore: reading the result of intent %q: %w", trimID(intentID), err)
 				}
 			}
+			if c.State == effector.Claimed {
+				s.hold(r.revision, r) // this claim's own write, whose answer was lost
+			}
 			return c, nil
 		}
 		nr := record{tag: tagClaim, call: call, token: token, attempts: c.Attempts, deadline: now.Add(lease), id: intentID}
-		err = s.retry(ctx, func(ctx context.Context) error {
-			_, err := s.write(ctx, k, nr.append(nil), r.revision, lease+s.attemptMemory)
+		err = s.retry(ctx, func(ctx context.Context) (err error) {
+			rev, err = s.write(ctx, k, nr.append(nil), r.revision, lease+s.attemptMemory)
 			return err
 		})
 		switch {
 		case err == nil:
+			s.hold(rev, nr)
 			return c, nil
 		case casFailed(err):
 			continue // another write came first, perhaps our own unanswered one: read again
@@ -397,6 +466,20 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 		return fmt.Errorf("natsstore: result ttl %v for intent %q: want a positive duration", ttl, trimID(intentID))
 	}
 	k := key(intentID)
+	if h, ok := s.take(intentID, token); ok {
+		now := s.now()
+		if !now.Before(h.rec.deadline) {
+			return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), effector.ErrNotOwner)
+		}
+		err := s.completeAt(ctx, k, h.rec, h.rev, now, result, ttl)
+		if err == nil || !casFailed(err) {
+			if err != nil {
+				return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), err)
+			}
+			return nil
+		}
+		// The record moved on since the claim: read what is there.
+	}
 	r, err := s.read(ctx, k)
 	if err != nil {
 		return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), err)
@@ -412,29 +495,46 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	if !r.hasRecord || r.tag != tagClaim || r.token != token || !now.Before(r.deadline) {
 		return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), effector.ErrNotOwner)
 	}
-	d := record{tag: tagDone, call: r.call, token: token, attempts: r.attempts, deadline: now.Add(ttl), id: intentID}
-	if err := s.putResult(ctx, k, &d, result, ttl); err != nil {
-		return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), err)
-	}
-	err = s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.write(ctx, k, d.append(nil), r.revision, ttl)
-		if casFailed(err) {
-			// Taken over, or our own unanswered write landed: read to tell.
-			cur, rerr := s.read(ctx, k)
-			if rerr != nil {
-				return rerr
-			}
-			if cur.tag == tagDone && cur.token == token {
-				return nil
-			}
-			return effector.ErrNotOwner
+	err = s.completeAt(ctx, k, r, r.revision, now, result, ttl)
+	if casFailed(err) {
+		// Taken over, or our own unanswered write landed: read to tell.
+		cur, rerr := s.read(ctx, k)
+		switch {
+		case rerr != nil:
+			err = rerr
+		case cur.tag == tagDone && cur.token == token:
+			err = nil
+		default:
+			err = effector.ErrNotOwner
 		}
-		return err
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), err)
 	}
 	return nil
+}
+
+// completeAt replaces the claim r, at revision rev, with its done record
+// holding result for ttl from now; casFailed(err) says the record is no
+// longer at rev.
+func (s *Store) completeAt(ctx context.Context, k string, r record, rev uint64, now time.Time, result []byte, ttl time.Duration) error {
+	d := record{tag: tagDone, call: r.call, token: r.token, attempts: r.attempts, deadline: now.Add(ttl), id: r.id}
+	if err := s.putResult(ctx, k, &d, result, ttl); err != nil {
+		return err
+	}
+	return s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.write(ctx, k, d.append(nil), rev, ttl)
+		if casFailed(err) {
+			// A write that landed unanswered and was sent again finds its
+			// own record: success.
+			cur, rerr := s.read(ctx, k)
+			if rerr == nil && cur.tag == tagDone && cur.token == r.token && cur.revision > rev {
+				return nil
+			}
+			return err
+		}
+		return err
+	})
 }
 
 // Release implements effector.DedupStore: an update at the revision of
@@ -442,15 +542,23 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 // attempts that may have run, less this one.
 func (s *Store) Release(ctx context.Context, intentID, token string) error {
 	k := key(intentID)
-	r, err := s.read(ctx, k)
-	if err != nil {
-		return fmt.Errorf("natsstore: releasing intent %q: %w", trimID(intentID), err)
+	var r record
+	if h, ok := s.take(intentID, token); ok {
+		// Released at the claim's own revision if nothing moved it on;
+		// if something did, the write below is refused and says who.
+		r = h.rec
+		r.revision, r.hasRecord = h.rev, true
+	} else {
+		var err error
+		if r, err = s.read(ctx, k); err != nil {
+			return fmt.Errorf("natsstore: releasing intent %q: %w", trimID(intentID), err)
+		}
 	}
 	if !r.hasRecord || r.tag != tagClaim || r.token != token {
 		return fmt.Errorf("natsstore: releasing intent %q: %w", trimID(intentID), effector.ErrNotOwner)
 	}
 	rel := record{tag: tagReleased, call: r.call, token: token, attempts: r.attempts - 1, id: intentID}
-	err = s.retry(ctx, func(ctx context.Context) error {
+	err := s.retry(ctx, func(ctx context.Context) error {
 		_, err := s.write(ctx, k, rel.append(nil), r.revision, s.attemptMemory)
 		if casFailed(err) {
 			cur, rerr := s.read(ctx, k)
