@@ -116,7 +116,7 @@ func WithAttemptMemory(d time.Duration) Option { return func(c *config) { c.atte
 func WithAttemptTimeout(d time.Duration) Option { return func(c *config) { c.attemptWait = d } }
 
 // WithBatchParallel sets how many requests a batch call keeps in flight at
-// once on the connection. Default: 64.
+// once on the connection. Default: 128, so a batch of 100 goes at once.
 func WithBatchParallel(n int) Option { return func(c *config) { c.parallel = n } }
 
 // Open returns a store on bucket, creating the bucket (R3 by default) if it
@@ -129,7 +129,7 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 	if err := checkBucket(bucket); err != nil {
 		return nil, err
 	}
-	c := config{replicas: 3, attemptMemory: 24 * time.Hour, attemptWait: 5 * time.Second, parallel: 64}
+	c := config{replicas: 3, attemptMemory: 24 * time.Hour, attemptWait: 5 * time.Second, parallel: 128}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -140,7 +140,7 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 		c.attemptWait = 5 * time.Second
 	}
 	if c.parallel < 1 {
-		c.parallel = 64
+		c.parallel = 128
 	}
 	s := &Store{
 		js: js, bucket: bucket, subject: "$KV." + bucket + ".",
