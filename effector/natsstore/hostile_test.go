@@ -307,3 +307,40 @@ func TestTheRevisionFencesWhenClocksDisagree(t *testing.T) {
 		}
 	}
 }
+
+// A bucket made by other tools (nats kv add, nats.go's CreateKeyValue) is
+// turned into what the store needs; one whose TTL would remove records
+// early is refused with an error saying why.
+func TestOpenOnBucketsMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	js := jsOf(t, cluster)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "made-elsewhere", Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := natsstore.Open(ctx, js, "made-elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := storetest.MustClaim(t, s, "x", time.Minute)
+	if err := s.Complete(ctx, "x", tok, []byte("r"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_made-elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.AllowDirect || !cfg.AllowMsgTTL {
+		t.Fatalf("the bucket's stream after Open: AllowDirect %v, AllowMsgTTL %v; want false, true", cfg.AllowDirect, cfg.AllowMsgTTL)
+	}
+
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "with-ttl", Replicas: 3, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natsstore.Open(ctx, js, "with-ttl"); err == nil || !strings.Contains(err.Error(), "use a bucket made without a TTL") {
+		t.Fatalf("Open of a bucket with a TTL: %v, want a refusal", err)
+	}
+	if _, err := natsstore.Open(ctx, js, "never-made", natsstore.WithExisting()); err == nil || !strings.Contains(err.Error(), `there is no bucket "never-made"`) {
+		t.Fatalf("Open WithExisting of a missing bucket: %v", err)
+	}
+}

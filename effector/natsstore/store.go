@@ -166,6 +166,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 			return err
 		}
 		cfg := st.CachedInfo().Config
+		if cfg.MaxAge > 0 {
+			return fmt.Errorf("its stream %q removes every message after %v (the bucket's TTL), whatever the record's own time-to-live: a claim or a result would vanish early and a tool run again; use a bucket made without a TTL", name, cfg.MaxAge)
+		}
 		if !c.existing && (cfg.AllowDirect || !cfg.AllowMsgTTL) {
 			cfg.AllowDirect, cfg.AllowMsgTTL = false, true
 			if st, err = js.UpdateStream(ctx, cfg); err != nil {

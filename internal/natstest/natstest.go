@@ -187,6 +187,26 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	return -1
 }
 
+// ConsumerLeader returns the index of the node leading the consumer of
+// stream, waiting for an election if there is none yet.
+func (c *Cluster) ConsumerLeader(t testing.TB, stream, consumer string) int {
+	t.Helper()
+	deadline := time.Now().Add(readyWithin)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for i, n := range c.nodes {
+			if n.srv != nil && n.srv.JetStreamIsConsumerLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream, consumer) {
+				c.mu.Unlock()
+				return i
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("natstest: consumer %q of stream %q has no leader after %v", consumer, stream, readyWithin)
+	return -1
+}
+
 // StopNode shuts node i down and waits until it has stopped. The other two
 // keep a quorum: R3 streams stay writable once they elect a new leader.
 func (c *Cluster) StopNode(i int) {
