@@ -67,6 +67,10 @@ func (b *budgetState) live(now int64) {
 // claim, before it runs.
 func (s *Store) ClaimAdmit(ctx context.Context, intentID string, call effector.Call, lease time.Duration, uses []effector.BudgetUse) (effector.Claim, effector.Admission, error) {
 	adm := effector.Admission{Refused: -1}
+	// Which uses still count is judged at the call's start, and a new use
+	// counts from after the claim: each errs towards refusing, by the
+	// time the call takes, never towards passing a limit.
+	start := s.now().UnixMilli()
 	c, err := s.Claim(ctx, intentID, call, lease)
 	if err != nil || c.State != effector.Claimed || len(uses) == 0 {
 		return c, adm, err
@@ -89,8 +93,8 @@ func (s *Store) ClaimAdmit(ctx context.Context, intentID string, call effector.C
 		if err != nil {
 			return effector.Claim{}, adm, fmt.Errorf("natsstore: counting intent %q against its budgets: %w", trimID(intentID), err)
 		}
-		now := s.now()
-		ms := now.UnixMilli()
+		ms := start
+		from := max(start, s.now().UnixMilli())
 		counted := make([]bool, len(uses))
 		for i, u := range uses {
 			b := g.Budgets[u.Key]
@@ -122,7 +126,7 @@ func (s *Store) ClaimAdmit(ctx context.Context, intentID string, call effector.C
 				g.Budgets[u.Key] = b
 			}
 			b.Limit = u.Limit
-			b.Uses = append(b.Uses, budgetUse{ID: id, Until: ms + u.Window.Milliseconds()})
+			b.Uses = append(b.Uses, budgetUse{ID: id, Until: from + u.Window.Milliseconds()})
 			write = true
 		}
 		if !write {

@@ -37,10 +37,11 @@
 // or a lapsed claim is forgotten and its next owner is not told Reclaimed;
 // the result outlives every redelivery (a stream's MaxAge, a producer's
 // retries), or a late one runs the tool again. The bucket's stream has no
-// MaxAge and keeps one message per key (Open makes it so), so nothing but
-// the records' own TTLs removes them.
+// MaxAge (Open creates it so, and refuses a bucket made with a TTL), so
+// nothing but the records' own TTLs removes them.
 //
-// Reads go to the stream's leader (Open turns direct gets off): a read
+// Reads go to the stream's leader (Open turns direct gets off, unless
+// WithExisting asks it to change nothing): a read
 // from a replica could miss a write it acknowledged, and a worker would see
 // its own completed intent in flight. Writes are acknowledged once two of
 // three replicas hold them; run the servers with sync_interval: always
@@ -74,6 +75,6 @@
 // Windows are measured with the admitting hosts' clocks.
 //
 // It refuses: a lease or TTL that is not positive, an intent id longer than
-// MaxIDBytes, a bucket name JetStream would refuse, and a key holding a
-// value this store did not write.
+// MaxIDBytes, a bucket name JetStream would refuse, a bucket made with a
+// TTL, and a key holding a value this store did not write.
 package natsstore
