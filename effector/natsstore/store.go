@@ -590,7 +590,9 @@ const headroom = 8 << 10
 // their count, length and digest), each kept a little longer than the
 // record so that no part ends before it.
 func (s *Store) putResult(ctx context.Context, k string, d *record, result []byte, ttl time.Duration) error {
-	limit := s.maxPayload - headroom - len(d.id)
+	// A server with a max_payload this small refuses records with long ids
+	// anyway; parts stay at least 1 KiB.
+	limit := max(1<<10, s.maxPayload-headroom-len(d.id))
 	if len(result) <= limit {
 		d.result = result
 		return nil
