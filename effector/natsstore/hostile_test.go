@@ -278,11 +278,11 @@ func TestAShortWindowDoesNotEraseALongOnesUses(t *testing.T) {
 func TestTheRevisionFencesWhenClocksDisagree(t *testing.T) {
 	t.Parallel()
 	a := open(t, cluster)
-	b, err := natsstore.Open(ctxT(t), jsOf(t, cluster), a.Bucket())
+	ahead := func() time.Time { return time.Now().Add(time.Hour) }
+	b, err := natsstore.Open(ctxT(t), jsOf(t, cluster), a.Bucket(), natsstore.WithClock(ahead))
 	if err != nil {
 		t.Fatal(err)
 	}
-	natsstore.SetClock(b, func() time.Time { return time.Now().Add(time.Hour) })
 	ctx := ctxT(t)
 	for _, op := range []string{"complete", "release"} {
 		id := "skewed-" + op

@@ -91,7 +91,12 @@ type config struct {
 	attemptWait   time.Duration
 	parallel      int
 	existing      bool
+	now           func() time.Time
 }
+
+// WithClock sets the clock the store measures leases, time-to-lives and
+// budget windows with. Default: time.Now. Tests pass a clock they move.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithExisting makes Open bind to the bucket as it is, and fail if there
 // is none: for a tool that reads the store (toolreg intents), where a
@@ -146,6 +151,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 		js: js, bucket: bucket, subject: "$KV." + bucket + ".",
 		attemptMemory: c.attemptMemory, attemptWait: c.attemptWait, parallel: c.parallel,
 		maxPayload: int(js.Conn().MaxPayload()), now: time.Now,
+	}
+	if c.now != nil {
+		s.now = c.now
 	}
 	if s.maxPayload <= 0 {
 		s.maxPayload = 1 << 20
