@@ -64,9 +64,15 @@
 // Requests: each request has its own timeout (WithAttemptTimeout) and is
 // sent again while it gets no answer: until a stream's leader is elected,
 // JetStream does not answer at all. A claim or completion whose write
-// landed unanswered is recognized by its token when it is retried. The
-// batch forms send their items' requests at once, WithBatchParallel of
-// them in flight on the connection.
+// landed unanswered is recognized by its token when it is retried.
+//
+// Batches: ClaimBatch sends every item's create, and CompleteBatch every
+// item's update at its claim's revision, as asynchronous publishes, all
+// before it awaits any answer; what they do not settle (a key with a
+// record, a result in parts, a write refused or unanswered) goes on as
+// the single call, WithBatchParallel items at once. An id twice in a batch
+// is claimed or completed once, by its first occurrence, as the
+// effector.DedupStore contract says. A batch has no limit of its own.
 //
 // Budgets (effector.BudgetStore): the budgets of one tool and entity share
 // one key, and an admission is an update of it at the revision read, so an

@@ -335,11 +335,16 @@ func (s *Store) getLast(ctx context.Context, k string) (*jetstream.RawStreamMsg,
 // came first.
 func (s *Store) write(ctx context.Context, k string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
 	m := &nats.Msg{Subject: s.subject + k, Data: value, Header: nats.Header{}}
-	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(seconds(ttl)))
+	ack, err := s.js.PublishMsg(ctx, m, writeOpts(rev, ttl)...)
 	if err != nil {
 		return 0, err
 	}
 	return ack.Sequence, nil
+}
+
+// writeOpts are the options of a write at rev kept for ttl.
+func writeOpts(rev uint64, ttl time.Duration) []jetstream.PublishOpt {
+	return []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(seconds(ttl))}
 }
 
 // seconds rounds d up to whole seconds, at least one: message TTLs are
@@ -363,34 +368,53 @@ func newToken() (string, error) {
 // that gets no answer is sent again (see WithAttemptTimeout): a claim that
 // landed unanswered is recognized by its token.
 func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
-	if lease <= 0 {
-		return effector.Claim{}, fmt.Errorf("natsstore: lease %v for intent %q: want a positive duration", lease, trimID(intentID))
-	}
-	if len(intentID) > MaxIDBytes {
-		return effector.Claim{}, fmt.Errorf("natsstore: intent id of %d bytes is longer than the %d this store keeps", len(intentID), MaxIDBytes)
+	if err := checkClaim(intentID, lease); err != nil {
+		return effector.Claim{}, err
 	}
 	token, err := newToken()
 	if err != nil {
 		return effector.Claim{}, err
 	}
+	return s.claim(ctx, intentID, call, lease, token, true)
+}
+
+// checkClaim refuses a claim the store cannot take.
+func checkClaim(intentID string, lease time.Duration) error {
+	if lease <= 0 {
+		return fmt.Errorf("natsstore: lease %v for intent %q: want a positive duration", lease, trimID(intentID))
+	}
+	if len(intentID) > MaxIDBytes {
+		return fmt.Errorf("natsstore: intent id of %d bytes is longer than the %d this store keeps", len(intentID), MaxIDBytes)
+	}
+	return nil
+}
+
+// claim is Claim with token, trying the create first if createFirst. A
+// claim whose create was sent and found a record goes on with createFirst
+// false; one whose create got no answer, with true: sent again, the
+// create finds its own record if the first landed, and the read after it
+// recognizes the token.
+func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration, token string, createFirst bool) (effector.Claim, error) {
 	k := key(intentID)
 	if err := ctx.Err(); err != nil {
 		return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), context.Cause(ctx))
 	}
-	// Most intents are new: try the create first, and read only if the key
-	// has a record.
-	nr := record{tag: tagClaim, call: call, token: token, attempts: 1, deadline: s.now().Add(lease), id: intentID}
 	var rev uint64
-	err = s.retry(ctx, func(ctx context.Context) (err error) {
-		rev, err = s.write(ctx, k, nr.append(nil), 0, lease+s.attemptMemory)
-		return err
-	})
-	if err == nil {
-		s.hold(rev, nr)
-		return effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}, nil
-	}
-	if !casFailed(err) {
-		return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), err)
+	if createFirst {
+		// Most intents are new: try the create first, and read only if the
+		// key has a record.
+		nr := s.newClaim(intentID, call, lease, token)
+		err := s.retry(ctx, func(ctx context.Context) (err error) {
+			rev, err = s.write(ctx, k, nr.append(nil), 0, lease+s.attemptMemory)
+			return err
+		})
+		if err == nil {
+			s.hold(rev, nr)
+			return effector.Claim{State: effector.Claimed, Token: token, Attempts: 1}, nil
+		}
+		if !casFailed(err) {
+			return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), err)
+		}
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -427,6 +451,12 @@ func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, 
 		}
 		return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), err)
 	}
+}
+
+// newClaim is the record of a first claim of intentID, its lease counted
+// from now.
+func (s *Store) newClaim(intentID string, call effector.Call, lease time.Duration, token string) record {
+	return record{tag: tagClaim, call: call, token: token, attempts: 1, deadline: s.now().Add(lease), id: intentID}
 }
 
 // decideClaim says what a claim of call with token finds in r at now: the

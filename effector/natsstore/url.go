@@ -208,7 +208,9 @@ func OpenURL(ctx context.Context, raw string, opts ...Option) (s *Store, close f
 	if err != nil {
 		return nil, nil, fmt.Errorf("natsstore: connecting to %s: %w", u.Servers(), err)
 	}
-	js, err := jetstream.New(nc)
+	// A batch's creates are asynchronous publishes: the timeout frees one
+	// never answered (sent while a stream had no leader).
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(time.Minute))
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("natsstore: %s: %w", u.Servers(), err)
