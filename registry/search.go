@@ -88,14 +88,15 @@ type Match struct {
 // by side count as a phrase, above the same words apart. Words are stemmed
 // (Snowball English) and stop words dropped. A query word the registry lacks
 // also matches the registry's words one edit away (one typo, in a word of
-// five letters or more). Each query word is expanded with the words WordNet
+// five letters or more that is no common English word: "contract" is not a
+// typo of "contact"). Each query word is expanded with the words WordNet
 // relates to it (synonyms and derived forms of its first senses, two levels
-// of hypernyms, each counting less than the last and all far less than the
-// word itself: "rain" finds "weather"
-// weakly). A tool's score is then
-// scaled by the share of the query's words it matched, so that a tool
-// answering the whole request outranks one matching a single word; matches
-// below a tenth of the best are dropped. Nothing is downloaded and no model
+// of hypernyms, and the words of their definitions, each counting less than
+// the last and all far less than the word itself: "rain" finds "weather"
+// weakly; a word of a definition counts as evidence, not as matching the
+// query's word). A tool's score is then scaled by the share of the query's
+// words it matched, so that a tool answering the whole request outranks one
+// matching a single word; matches below a tenth of the best are dropped. Nothing is downloaded and no model
 // runs: the WordNet table is embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
@@ -193,6 +194,7 @@ var relationWeight = [...]float64{ // read-only
 	lexicon.Derived:   0.25,
 	lexicon.Hypernym:  0.15,
 	lexicon.Hypernym2: 0.075,
+	lexicon.Gloss:     0.1,
 }
 
 const (
@@ -386,8 +388,9 @@ var maskPool = sync.Pool{New: func() any { return new([]uint64) }}
 
 // queryTerms returns the terms a query looks up, each once with its
 // weight: the query's own terms (queryTermsOf), then for each of its words
-// the registry's words one typo away when the registry lacks it, then the
-// registry's words WordNet relates to either (lexicon.Related).
+// the registry's words one typo away when the registry lacks it and it is no
+// common English word (lexicon.Known), then the registry's words WordNet
+// relates to either (lexicon.Related).
 func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	if len(text) > maxQueryBytes {
 		text = text[:maxQueryBytes] // a torn last rune is dropped by appendTerms
@@ -411,8 +414,17 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 		add(t, 1)
 	}
 	expand := func(stem string, w float64) {
+		b := bit
 		for r, rel := range lexicon.Related(stem) {
+			// A word of a definition is evidence for a tool, not an answer
+			// to the query's word: it does not count as matching it (close,
+			// "move so that an opening or passage is obstructed", is not
+			// answered by a tool that opens).
+			if rel == lexicon.Gloss {
+				bit = 0
+			}
 			add(r, w*relationWeight[rel])
+			bit = b
 		}
 	}
 	words := queryWords(text)
@@ -428,7 +440,7 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 		bit = 1 << (n % 64)
 		n++
 		add(stem, 1)
-		if _, ok := x.ids[stem]; !ok && len(w) >= minTypoLen {
+		if _, ok := x.ids[stem]; !ok && len(w) >= minTypoLen && !lexicon.Known(stem) {
 			for l := len(w) - 1; l <= len(w)+1; l++ {
 				for _, v := range x.scan.byLen[l] {
 					if oneEdit(w, v) {

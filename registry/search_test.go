@@ -398,6 +398,51 @@ func TestSearchToleratesOneTypoInALongWord(t *testing.T) {
 	}
 }
 
+// A common English word is what the person meant, not a typo: "contract"
+// does not find a tool about contacts, one edit away. A misspelling, or a
+// word too rare for WordNet's tagged corpus (calender, a machine), is still
+// forgiven.
+func TestSearchTakesNoCommonWordForATypo(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "update_contact", Description: "Update fields on a CRM contact."},
+		&toolreg.Spec{Name: "create_event", Description: "Create a calendar event."})
+	for q, want := range map[string][]string{
+		"contract":            nil,
+		"the signed contract": nil,
+		"conatct":             {"update_contact"},
+		"contacs":             {"update_contact"},
+		"calender":            {"create_event"},
+	} {
+		if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, want) {
+			t.Errorf("Search(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// The words of the definition of a query word's first sense find a tool
+// that has none of the word's synonyms or hypernyms: forecast, "a prediction
+// about how something (as the weather) will develop", finds a weather tool;
+// far below a tool that has the word itself.
+func TestSearchReachesAToolThroughAWordsDefinition(t *testing.T) {
+	t.Parallel()
+	conditions := &toolreg.Spec{Name: "get_conditions", Description: "Current weather for a city."}
+	alone := registryOf(t, conditions, &toolreg.Spec{Name: "book_hotel", Description: "Book a hotel room."})
+	if got := names(alone.Search(registry.Query{Text: "forecast"})); !slices.Equal(got, []string{"get_conditions"}) {
+		t.Fatalf("Search(forecast) = %v, want [get_conditions]", got)
+	}
+	both := registryOf(t, conditions, &toolreg.Spec{Name: "get_outlook", Description: "The forecast for a city."})
+	ms := both.Search(registry.Query{Text: "forecast"})
+	if len(ms) == 0 || ms[0].Tool.Name() != "get_outlook" {
+		t.Fatalf("Search(forecast) = %v, want get_outlook first", names(ms))
+	}
+	for _, m := range ms[1:] {
+		if m.Score >= ms[0].Score/2 {
+			t.Errorf("%s, by a word of the definition, scores %v; get_outlook, by the word, %v: want it well below", m.Tool.Name(), m.Score, ms[0].Score)
+		}
+	}
+}
+
 // WordNet relates the words people write to the ones tools are described
 // with, but the person's own words count more: a tool that has them
 // outranks one that has only a related word.

@@ -28,19 +28,32 @@ type BuildOptions struct {
 	// (tagsense_cnt > 0): common words, those people write; the others
 	// (species, places, rare terms) make the table large and match little.
 	TaggedOnly bool
+	// SenseShare, when positive, drops a sense (of Senses) whose count in
+	// WordNet's tagged corpus (cntlist.rev) is below this share of the
+	// word's most frequent sense, over all its parts of speech: "file" the
+	// verb (50 tags) keeps its noun sense of records (17) and drops its rare
+	// ones.
+	SenseShare float64
+	// GlossWords lists up to this many words of the definition of each kept
+	// sense (its gloss, examples dropped) as Gloss: "forecast" (a prediction
+	// about how something, as the weather, will develop) reaches
+	// "prediction" and "weather".
+	GlossWords int
 }
 
 // DefaultBuildOptions are the options the committed table was built with.
-var DefaultBuildOptions = BuildOptions{Senses: 2, MaxRelated: 32, Hypernyms2: true, TaggedOnly: true}
+var DefaultBuildOptions = BuildOptions{Senses: 2, MaxRelated: 32, Hypernyms2: true, TaggedOnly: true, SenseShare: 0.1, GlossWords: 4}
 
 // Build derives the table from the WordNet 3.0 database files in dir
 // (Debian's wordnet-base installs them in /usr/share/wordnet): for each
 // single-word lemma (with TaggedOnly, each one seen in WordNet's tagged
 // corpus), the single-word lemmas of its first senses' synsets (synonyms),
-// of their direct hypernyms (and theirs, with Hypernyms2), and its
-// derivationally related forms and pertainyms, all stemmed as the index
-// stems words; and the irregular forms of the *.exc files (ran: run). The result is the bytes
-// of table.bin; see the format in wordnet.go.
+// of their direct hypernyms (and theirs, with Hypernyms2), its
+// derivationally related forms and pertainyms, and the first words of those
+// senses' definitions (GlossWords), of the senses SenseShare keeps by
+// cntlist.rev's counts, all stemmed as the index stems words; and the
+// irregular forms of the *.exc files (ran: run). The result is the bytes of
+// wordnet.bin; see the format in lexicon.go.
 func Build(dir string, opt BuildOptions) ([]byte, error) {
 	type rel struct {
 		word string
@@ -48,6 +61,10 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 		rank int // the order found: sense, then position
 	}
 	synsets, err := readData(dir)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := readCounts(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +90,9 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 			}
 			n := min(len(e.offsets), opt.Senses)
 			for sense, off := range e.offsets[:n] {
+				if opt.SenseShare > 0 && float64(counts[senseKey{e.lemma, pos, sense + 1}]) < opt.SenseShare*float64(counts[senseKey{e.lemma, "", 0}]) {
+					continue
+				}
 				s := synsets[pos][off]
 				if s == nil {
 					return nil, fmt.Errorf("lexicon: index.%s: %s: no synset %d in data.%s", pos, e.lemma, off, pos)
@@ -80,6 +100,9 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 				self := slices.Index(s.words, e.lemma) + 1 // 1-based word number
 				for _, w := range s.words {
 					add(e.lemma, w, Synonym, sense)
+				}
+				for _, w := range glossWords(s.gloss, opt.GlossWords) {
+					add(e.lemma, w, Gloss, sense)
 				}
 				for _, p := range s.pointers {
 					switch {
@@ -248,6 +271,67 @@ type pointer struct {
 type synset struct {
 	words    []string
 	pointers []pointer
+	gloss    string
+}
+
+// glossWords returns the first n words of a gloss's definition (before its
+// first ';' or quoted example) that are no stop words, lower-cased.
+func glossWords(gloss string, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	if i := strings.IndexAny(gloss, ";\""); i >= 0 {
+		gloss = gloss[:i]
+	}
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(gloss), func(r rune) bool { return (r < 'a' || r > 'z') && r != '-' }) {
+		if len(out) == n {
+			break
+		}
+		if !StopWord(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// senseKey names a sense of a lemma: its part of speech (the name of its
+// index file) and number, most frequent first from 1. The zero pos and
+// number stand for the lemma's most frequent sense over every part of
+// speech.
+type senseKey struct {
+	lemma string
+	pos   string
+	sense int
+}
+
+// cntPOS maps a sense key's ss_type digit to the name of its index file.
+var cntPOS = map[byte]string{'1': "noun", '2': "verb", '3': "adj", '4': "adv", '5': "adj"}
+
+// readCounts reads cntlist.rev: sense_key sense_number tag_cnt, where a
+// sense key starts lemma%ss_type; it returns each sense's count, and under
+// the zero key of each lemma its largest.
+func readCounts(dir string) (map[senseKey]int, error) {
+	out := map[senseKey]int{}
+	err := eachLine(filepath.Join(dir, "cntlist.rev"), func(n int, f []string) error {
+		if len(f) != 3 {
+			return fmt.Errorf("want sense_key sense_number tag_cnt")
+		}
+		lemma, rest, ok := strings.Cut(f[0], "%")
+		if !ok || rest == "" || cntPOS[rest[0]] == "" {
+			return fmt.Errorf("bad sense key %q", f[0])
+		}
+		sense, err1 := strconv.Atoi(f[1])
+		cnt, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("bad sense number or count in %q", f)
+		}
+		out[senseKey{lemma, cntPOS[rest[0]], sense}] = cnt
+		top := senseKey{lemma: lemma}
+		out[top] = max(out[top], cnt)
+		return nil
+	})
+	return out, err
 }
 
 var posNames = map[string]string{"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
@@ -261,7 +345,9 @@ func readData(dir string) (map[string]map[int]*synset, error) {
 		m := map[int]*synset{}
 		all[p] = m
 		err := eachLine(filepath.Join(dir, "data."+p), func(n int, f []string) error {
+			var gloss string
 			if i := slices.Index(f, "|"); i >= 0 {
+				gloss = strings.Join(f[i+1:], " ")
 				f = f[:i]
 			}
 			if len(f) < 4 {
@@ -275,7 +361,7 @@ func readData(dir string) (map[string]map[int]*synset, error) {
 			if err != nil || len(f) < 5+2*int(wcnt) {
 				return fmt.Errorf("bad w_cnt %q", f[3])
 			}
-			s := &synset{}
+			s := &synset{gloss: gloss}
 			for i := range int(wcnt) {
 				w := strings.ToLower(f[4+2*i])
 				if j := strings.IndexByte(w, '('); j >= 0 {

@@ -1,7 +1,8 @@
 // Package lexicon is the English lexical data of tool search: the stemmer
 // (Snowball English), the stop words, and a table of related words derived
 // from WordNet 3.0 (synonyms, hypernyms, derivationally related and irregular
-// forms), with which registry.Search expands a query.
+// forms, and the words of definitions, of each word's senses common in
+// WordNet's tagged corpus), with which registry.Search expands a query.
 //
 // The table, wordnet.bin, is generated from Debian's wordnet-base by
 // scripts/lexicon-table.sh (Build) and committed, so that nothing is

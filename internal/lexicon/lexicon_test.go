@@ -52,6 +52,14 @@ func TestRelated(t *testing.T) {
 		{"remind", "remind", Synonym}, // the stem itself is never listed
 		{"schedule", "agenda", Synonym},
 		{"dollar", "buck", Synonym},
+		// The definition of a first sense: forecast (n.1), "a prediction
+		// about how something (as the weather) will develop"; calendar (n.1),
+		// "a list or register of events (appointments/social engagements
+		// etc.)".
+		{"forecast", "weather", Gloss},
+		{"forecast", "develop", Gloss},
+		{"calendar", "event", Gloss},
+		{"calendar", "appoint", Gloss},
 	} {
 		got, ok := related(Stem(tc.word))[tc.related]
 		if tc.word == tc.related {
@@ -74,6 +82,69 @@ func TestRelated(t *testing.T) {
 	}
 	if !slices.IsSorted(rels) {
 		t.Errorf("Related(rain) relations %v, want strongest first", rels)
+	}
+}
+
+// A sense tagged less than a tenth as often as the word's most frequent one
+// gives it no related words. File: the verb's first sense (file a report, 50
+// tags) and second (smooth with a file, 10), and the noun's first (a set of
+// records, 17), are kept; the noun's second (a line of people, 1 tag) is
+// not, so file is not related to its hypernym, line, nor to line's,
+// formation.
+func TestRareSensesAreDropped(t *testing.T) {
+	t.Parallel()
+	counts, err := readCounts("/usr/share/wordnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counts[senseKey{"file", "noun", 2}]; got != 1 {
+		t.Fatalf("cntlist.rev: file's second noun sense has %d tags, want 1", got)
+	}
+	if got := counts[senseKey{lemma: "file"}]; got != 50 {
+		t.Fatalf("cntlist.rev: file's most frequent sense has %d tags, want 50", got)
+	}
+	rel := related("file")
+	for _, w := range []string{"regist", "record", "smooth"} {
+		if _, ok := rel[w]; !ok {
+			t.Errorf("Related(file) lacks %q, of a frequent sense: %v", w, rel)
+		}
+	}
+	for _, w := range []string{"line", "format"} {
+		if _, ok := rel[w]; ok {
+			t.Errorf("Related(file) has %q, of its rare sense: %v", w, rel)
+		}
+	}
+}
+
+func TestKnown(t *testing.T) {
+	t.Parallel()
+	for w, want := range map[string]bool{
+		"contract": true, "contact": true, "receive": true, "weather": true, "calendar": true,
+		// Misspellings, and WordNet words too rare to have been tagged:
+		// search may take them for a typo.
+		"recieve": false, "wether": false, "calender": false, "zorblax": false,
+	} {
+		if got := Known(Stem(w)); got != want {
+			t.Errorf("Known(Stem(%q)) = %v, want %v", w, got, want)
+		}
+	}
+}
+
+func TestGlossWords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		gloss string
+		n     int
+		want  string
+	}{
+		{`a prediction about how something (as the weather) will develop; "the manager's forecast was too optimistic"`, 4, "prediction something weather develop"},
+		{`a prediction about how something (as the weather) will develop`, 2, "prediction something"},
+		{`the atmospheric conditions; "they were hoping for good weather"`, 8, "atmospheric conditions"},
+		{`anything; "x"`, 0, ""},
+	} {
+		if got := strings.Join(glossWords(tc.gloss, tc.n), " "); got != tc.want {
+			t.Errorf("glossWords(%q, %d) = %q, want %q", tc.gloss, tc.n, got, tc.want)
+		}
 	}
 }
 

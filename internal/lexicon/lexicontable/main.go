@@ -14,8 +14,14 @@ import (
 func main() {
 	dir := flag.String("wordnet", "/usr/share/wordnet", "the `directory` of WordNet 3.0's database files (index.noun, data.noun, ...)")
 	out := flag.String("o", "internal/lexicon/wordnet.bin", "the `file` to write")
+	opt := lexicon.DefaultBuildOptions
+	flag.IntVar(&opt.Senses, "senses", opt.Senses, "how many of a word's senses give it related words")
+	flag.IntVar(&opt.MaxRelated, "max", opt.MaxRelated, "the most related words kept per word")
+	flag.BoolVar(&opt.Hypernyms2, "hypernyms2", opt.Hypernyms2, "list the hypernyms of the hypernyms")
+	flag.Float64Var(&opt.SenseShare, "share", opt.SenseShare, "drop a sense tagged less than this share of the word's most frequent")
+	flag.IntVar(&opt.GlossWords, "gloss", opt.GlossWords, "list this many words of each sense's definition")
 	flag.Parse()
-	b, err := lexicon.Build(*dir, lexicon.DefaultBuildOptions)
+	b, err := lexicon.Build(*dir, opt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lexicontable:", err)
 		os.Exit(1)
