@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
@@ -22,8 +23,9 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./effector/natsstream/
 //
-// BenchmarkServe is Serve with 16 workers over the queue (the memory
-// store: the dedup store's own writes are not in it). BenchmarkFloor is
+// BenchmarkServe is Serve with 16 and 64 workers over the queue with the
+// memory store (the dedup store's own writes are not in it), and with 16
+// over the queue and natsstore, the whole NATS path. BenchmarkFloor is
 // what a hand-written consumer must do at least for the same intents, in
 // the same run: publish them (async), fetch them in batches of 100 and ack
 // them; with kv=true also one KV create and one KV update at the create's
@@ -93,16 +95,29 @@ func (c *countingSink) Publish(ctx context.Context, res intent.Result) error {
 }
 
 func BenchmarkServe(b *testing.B) {
+	memory := func(testing.TB, jetstream.JetStream) effector.DedupStore { return effector.NewMemoryStore() }
 	for _, workers := range []int{16, 64} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchServe(b, workers) })
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchServe(b, workers, memory) })
 	}
+	// The whole NATS path: the queue and the dedup store in a bucket on the
+	// same cluster (natsstore: a claim and a completion, two R3 writes, per
+	// intent).
+	b.Run("workers=16/store=natsstore", func(b *testing.B) {
+		benchServe(b, 16, func(b testing.TB, js jetstream.JetStream) effector.DedupStore {
+			s, err := natsstore.Open(context.Background(), js, "benchstore"+strconv.FormatInt(benchSeq.Add(1), 10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		})
+	})
 }
 
-func benchServe(b *testing.B, workers int) {
+func benchServe(b *testing.B, workers int, newStore func(testing.TB, jetstream.JetStream) effector.DedupStore) {
 	{
 		q, js := benchQueue(b)
 		ins := benchIntents(b.N)
-		e, _ := effectortest.Effector(b, effector.NewMemoryStore())
+		e, _ := effectortest.Effector(b, newStore(b, js))
 		src, err := q.NewSource(context.Background(), natsstream.WithBatch(100), natsstream.WithLogger(quiet))
 		if err != nil {
 			b.Fatal(err)
