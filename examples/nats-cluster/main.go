@@ -211,7 +211,25 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	}
 	wg.Wait()
 	procs = nil
-	return ran.summary(out, ins, results)
+	if err := ran.summary(out, ins, results); err != nil {
+		return err
+	}
+	// The answers came from the bucket: each intent's record there is done.
+	recorded := 0
+	for _, in := range ins {
+		rec, ok, err := store.Record(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		if ok && rec.State == effector.RecordDone {
+			recorded++
+		}
+	}
+	fmt.Fprintf(out, "dedup bucket %q: %d of %d intents have their result recorded\n", store.Bucket(), recorded, len(ins))
+	if recorded != len(ins) {
+		return fmt.Errorf("%d intents have no result recorded in bucket %q", len(ins)-recorded, store.Bucket())
+	}
+	return nil
 }
 
 // refund returns the i-th intent: refund order-i.
