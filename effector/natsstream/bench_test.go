@@ -155,6 +155,19 @@ func benchFloor(b *testing.B, withKV bool) {
 	ctx := context.Background()
 	ins := benchIntents(b.N)
 	bucket := q.Name() + "kv"
+	// The KV writes go through a JetStream context of their own. Async
+	// publishes in flight are bounded per context, and the producer's Add
+	// keeps up to 1024 intents (benchQueue's limit) in flight on the
+	// queue's: a KV write sharing that context waited for room, and under
+	// load gave up after nats.go's 200ms stall wait ("stalled with too
+	// many outstanding async published messages"), failing the run. A
+	// batch has at most floorBatch creates and floorBatch updates in
+	// flight and awaits all of them before the next fetch, so this
+	// context's limit never makes it wait.
+	kvjs, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(2*floorBatch))
+	if err != nil {
+		b.Fatal(err)
+	}
 	if withKV {
 		if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
 			b.Fatal(err)
@@ -175,7 +188,7 @@ func benchFloor(b *testing.B, withKV bool) {
 	done := 0
 	var creates, updates []jetstream.PubAckFuture
 	for done < b.N {
-		mb, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
+		mb, err := cons.Fetch(floorBatch, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -187,19 +200,15 @@ func benchFloor(b *testing.B, withKV bool) {
 			creates, updates = creates[:0], updates[:0]
 			for _, m := range msgs {
 				md, _ := m.Metadata()
-				creates = append(creates, kvPublish(b, js, bucket, md.Sequence.Stream, 0))
+				creates = append(creates, kvPublish(b, kvjs, bucket, md.Sequence.Stream, 0))
 			}
 			for i, f := range creates {
-				ack := <-f.Ok()
+				ack := await(b, f)
 				md, _ := msgs[i].Metadata()
-				updates = append(updates, kvPublish(b, js, bucket, md.Sequence.Stream, ack.Sequence))
+				updates = append(updates, kvPublish(b, kvjs, bucket, md.Sequence.Stream, ack.Sequence))
 			}
 			for _, f := range updates {
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					b.Fatal(err)
-				}
+				await(b, f)
 			}
 		}
 		for _, m := range msgs {
@@ -213,6 +222,21 @@ func benchFloor(b *testing.B, withKV bool) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "intents/s")
+}
+
+// floorBatch is how many intents the floor fetches at once.
+const floorBatch = 100
+
+// await returns f's acknowledgement, and fails b if the server refused the
+// publish.
+func await(b *testing.B, f jetstream.PubAckFuture) *jetstream.PubAck {
+	select {
+	case ack := <-f.Ok():
+		return ack
+	case err := <-f.Err():
+		b.Fatal(err)
+		return nil
+	}
 }
 
 // kvPublish writes key "k<seq>" of bucket, expecting the key's last
