@@ -15,6 +15,7 @@ import (
 
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
@@ -42,6 +43,10 @@ func openStore(ts *testscript.TestScript, spec string) (effector.DedupStore, fun
 		ts.Check(err)
 		rdb := redis.NewClient(opts)
 		return redisstore.New(rdb), func() { rdb.Close() }
+	case strings.HasPrefix(spec, "nats://"):
+		ns, closeConn, err := natsstore.OpenURL(ctx, spec)
+		ts.Check(err)
+		return ns, closeConn
 	case strings.HasPrefix(spec, "postgres"):
 		pool, err := pgxpool.New(ctx, spec)
 		ts.Check(err)

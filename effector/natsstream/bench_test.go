@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
@@ -22,8 +23,9 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./effector/natsstream/
 //
-// BenchmarkServe is Serve with 16 workers over the queue (the memory
-// store: the dedup store's own writes are not in it). BenchmarkFloor is
+// BenchmarkServe is Serve with 16 and 64 workers over the queue with the
+// memory store (the dedup store's own writes are not in it), and with 16
+// over the queue and natsstore, the whole NATS path. BenchmarkFloor is
 // what a hand-written consumer must do at least for the same intents, in
 // the same run: publish them (async), fetch them in batches of 100 and ack
 // them; with kv=true also one KV create and one KV update at the create's
@@ -93,16 +95,29 @@ func (c *countingSink) Publish(ctx context.Context, res intent.Result) error {
 }
 
 func BenchmarkServe(b *testing.B) {
+	memory := func(testing.TB, jetstream.JetStream) effector.DedupStore { return effector.NewMemoryStore() }
 	for _, workers := range []int{16, 64} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchServe(b, workers) })
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchServe(b, workers, memory) })
 	}
+	// The whole NATS path: the queue and the dedup store in a bucket on the
+	// same cluster (natsstore: a claim and a completion, two R3 writes, per
+	// intent).
+	b.Run("workers=16/store=natsstore", func(b *testing.B) {
+		benchServe(b, 16, func(b testing.TB, js jetstream.JetStream) effector.DedupStore {
+			s, err := natsstore.Open(context.Background(), js, "benchstore"+strconv.FormatInt(benchSeq.Add(1), 10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		})
+	})
 }
 
-func benchServe(b *testing.B, workers int) {
+func benchServe(b *testing.B, workers int, newStore func(testing.TB, jetstream.JetStream) effector.DedupStore) {
 	{
 		q, js := benchQueue(b)
 		ins := benchIntents(b.N)
-		e, _ := effectortest.Effector(b, effector.NewMemoryStore())
+		e, _ := effectortest.Effector(b, newStore(b, js))
 		src, err := q.NewSource(context.Background(), natsstream.WithBatch(100), natsstream.WithLogger(quiet))
 		if err != nil {
 			b.Fatal(err)
@@ -140,6 +155,19 @@ func benchFloor(b *testing.B, withKV bool) {
 	ctx := context.Background()
 	ins := benchIntents(b.N)
 	bucket := q.Name() + "kv"
+	// The KV writes go through a JetStream context of their own. Async
+	// publishes in flight are bounded per context, and the producer's Add
+	// keeps up to 1024 intents (benchQueue's limit) in flight on the
+	// queue's: a KV write sharing that context waited for room, and under
+	// load gave up after nats.go's 200ms stall wait ("stalled with too
+	// many outstanding async published messages"), failing the run. A
+	// batch has at most floorBatch creates and floorBatch updates in
+	// flight and awaits all of them before the next fetch, so this
+	// context's limit never makes it wait.
+	kvjs, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(2*floorBatch))
+	if err != nil {
+		b.Fatal(err)
+	}
 	if withKV {
 		if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
 			b.Fatal(err)
@@ -160,7 +188,7 @@ func benchFloor(b *testing.B, withKV bool) {
 	done := 0
 	var creates, updates []jetstream.PubAckFuture
 	for done < b.N {
-		mb, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
+		mb, err := cons.Fetch(floorBatch, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,19 +200,15 @@ func benchFloor(b *testing.B, withKV bool) {
 			creates, updates = creates[:0], updates[:0]
 			for _, m := range msgs {
 				md, _ := m.Metadata()
-				creates = append(creates, kvPublish(b, js, bucket, md.Sequence.Stream, 0))
+				creates = append(creates, kvPublish(b, kvjs, bucket, md.Sequence.Stream, 0))
 			}
 			for i, f := range creates {
-				ack := <-f.Ok()
+				ack := await(b, f)
 				md, _ := msgs[i].Metadata()
-				updates = append(updates, kvPublish(b, js, bucket, md.Sequence.Stream, ack.Sequence))
+				updates = append(updates, kvPublish(b, kvjs, bucket, md.Sequence.Stream, ack.Sequence))
 			}
 			for _, f := range updates {
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					b.Fatal(err)
-				}
+				await(b, f)
 			}
 		}
 		for _, m := range msgs {
@@ -198,6 +222,21 @@ func benchFloor(b *testing.B, withKV bool) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "intents/s")
+}
+
+// floorBatch is how many intents the floor fetches at once.
+const floorBatch = 100
+
+// await returns f's acknowledgement, and fails b if the server refused the
+// publish.
+func await(b *testing.B, f jetstream.PubAckFuture) *jetstream.PubAck {
+	select {
+	case ack := <-f.Ok():
+		return ack
+	case err := <-f.Err():
+		b.Fatal(err)
+		return nil
+	}
 }
 
 // kvPublish writes key "k<seq>" of bucket, expecting the key's last

@@ -24,8 +24,8 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/natsstream"
-	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/natstest"
 )
@@ -35,7 +35,10 @@ import (
 const roleEnv = "NATS_CLUSTER_EXAMPLE_EFFECTOR"
 
 const (
-	queueName  = "refunds"
+	queueName = "refunds"
+	// The dedup store's KV bucket, on the same cluster (its stream is
+	// KV_refunds-dedup, R3).
+	bucket     = "refunds-dedup"
 	numIntents = 60
 	effectors  = 3
 	// The effectors' claim lease, and AckWait within it (natsstream
@@ -43,6 +46,10 @@ const (
 	// effector held comes back within seconds.
 	lease   = 4 * time.Second
 	ackWait = 2 * time.Second
+	// Each request to the dedup bucket waits this long for an answer
+	// before it is sent again (none comes while the bucket's stream elects
+	// a leader), well within the effectors' 1s store timeout.
+	storeAttempt = 500 * time.Millisecond
 )
 
 func main() {
@@ -107,9 +114,17 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	}
 	fmt.Fprintf(out, "published %d intents; published them again: %d stored (the server drops a repeated Nats-Msg-Id)\n", added, again)
 
-	// The effectors: processes of their own, sharing the queue and one
-	// SQLite dedup store.
-	store := filepath.Join(dir, "dedup.db")
+	// The dedup store: one R3 KV bucket on the same cluster, created here
+	// once (an effector's Open binds to it as it is), so the effectors share
+	// nothing but the cluster.
+	store, err := natsstore.Open(ctx, js, bucket, natsstore.WithAttemptTimeout(storeAttempt))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "dedup store: KV bucket %q on the same cluster (R3, claims fenced on revisions)\n", store.Bucket())
+
+	// The effectors: processes of their own, sharing the queue and the
+	// bucket.
 	ran := &ledger{runs: map[string]map[string]int{}, lines: out, started: map[string]chan struct{}{}}
 	procs := map[string]*exec.Cmd{}
 	var stderr sync.Map // name -> *strings.Builder
@@ -117,7 +132,7 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	for i := range effectors {
 		name := "effector-" + strconv.Itoa(i+1)
 		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), roleEnv+"="+name, "NATS_URL="+c.URL(), "DEDUP_DB="+store)
+		cmd.Env = append(os.Environ(), roleEnv+"="+name, "NATS_URL="+c.URL())
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return err
@@ -151,6 +166,10 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	fmt.Fprintf(out, "--- stopping node n%d, the leader of the intents stream\n", leader)
 	c.StopNode(leader)
 	victim := "effector-2"
+	select { // a tool it started before the node stopped may be done by now
+	case <-ran.started[victim]:
+	default:
+	}
 	select {
 	case <-ran.started[victim]:
 	case <-time.After(time.Minute):
@@ -192,7 +211,25 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	}
 	wg.Wait()
 	procs = nil
-	return ran.summary(out, ins, results)
+	if err := ran.summary(out, ins, results); err != nil {
+		return err
+	}
+	// The answers came from the bucket: each intent's record there is done.
+	recorded := 0
+	for _, in := range ins {
+		rec, ok, err := store.Record(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		if ok && rec.State == effector.RecordDone {
+			recorded++
+		}
+	}
+	fmt.Fprintf(out, "dedup bucket %q: %d of %d intents have their result recorded\n", store.Bucket(), recorded, len(ins))
+	if recorded != len(ins) {
+		return fmt.Errorf("%d intents have no result recorded in bucket %q", len(ins)-recorded, store.Bucket())
+	}
+	return nil
 }
 
 // refund returns the i-th intent: refund order-i.
@@ -367,11 +404,10 @@ func effectorMain(name string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := sqlitestore.Open(ctx, os.Getenv("DEDUP_DB"))
+	store, err := natsstore.Open(ctx, js, bucket, natsstore.WithAttemptTimeout(storeAttempt))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
 
 	spec := &toolreg.Spec{
 		Name:        "refund",

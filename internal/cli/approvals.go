@@ -20,7 +20,7 @@ var approvalsCommand = &command{
 	args:  "list|show|approve|deny [flags] STORE [ID]",
 	short: "list the calls waiting for a person's approval, and decide them",
 	long: `Approvals reads and decides the approvals in the effector's dedup store at
-STORE (a SQLite file path, a redis:// URL or a postgres:// URL, as for
+STORE (a SQLite file path, a redis://, postgres:// or nats:// URL, as for
 toolreg intents): the calls to tools whose manifest says approval: required,
 staged by the pipeline and recorded by an effector.
 

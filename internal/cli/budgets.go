@@ -17,7 +17,7 @@ var budgetsCommand = &command{
 	short: "show the call budgets in use in the effector's store",
 	long: `Budgets lists the call budgets (a manifest's budgets: per_activation and
 per_entity) that count at least one intent now in the effector's store at
-STORE, a SQLite file path, a redis:// URL or a postgres:// URL, as
+STORE, a SQLite file path, a redis://, postgres:// or nats:// URL, as
 toolreg intents opens it, while effectors use it:
 
 	BUDGET                                            USED  LIMIT  FREES AT              UNTIL

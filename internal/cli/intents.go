@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
@@ -31,9 +32,11 @@ var intentsCommand = &command{
 	args:  "list|show|stats|resolve|purge [flags] STORE [ID]",
 	short: "inspect and repair the effector's dedup store",
 	long: `Intents reads and repairs the effector's dedup store at STORE, a SQLite
-file path, a redis:// URL (the store's default key prefix) or a
-postgres:// URL (its tables migrated: see toolreg migrate), while
-effectors use it: each step is one short transaction.
+file path, a redis:// URL (the store's default key prefix), a
+postgres:// URL (its tables migrated: see toolreg migrate) or a
+nats://[user:password@]host:port[,host:port...]/bucket URL (a JetStream
+bucket an effector opened), while effectors use it: each step is one
+short transaction.
 
   toolreg intents list [-state S] [-tool T] [-json] STORE
       every record, ordered by id, streamed as it is read: a table (its
@@ -56,7 +59,8 @@ effectors use it: each step is one short transaction.
       delete the results that expired at least D ago (every expired one by
       default), and claims lapsed past both D and the store's memory. A
       result is never purged before its time-to-live ends: a redelivery must
-      still find it. (Redis expires results itself: purge deletes nothing.)
+      still find it. (Redis and NATS expire results themselves: purge
+      deletes nothing.)
 
 On a terminal, list, stats and purge show a running count on stderr as they
 go; piped or redirected, stderr gets none.
@@ -157,7 +161,7 @@ type inspectStore interface {
 }
 
 // openInspector opens the store STORE names: a SQLite file path, a redis://
-// URL or a postgres:// URL. When a server does not answer, the error names
+// URL, a postgres:// URL or a nats:// URL (nats://host:port/bucket). When a server does not answer, the error names
 // it (never its password) and says what to check.
 func openInspector(ctx context.Context, spec string) (inspectStore, func(), error) {
 	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
@@ -188,12 +192,28 @@ func openInspector(ctx context.Context, spec string) (inspectStore, func(), erro
 		}
 		return s, func() { s.Close(); pool.Close() }, nil
 	}
-	if strings.Contains(spec, "://") {
-		return nil, nil, fmt.Errorf("store %q: want a SQLite file path, a redis:// URL or a postgres:// URL", spec)
+	if strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://") {
+		u, err := natsstore.ParseURL(spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		// A cluster still electing its leader answers within seconds; one
+		// that never does should not hang the command.
+		octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		s, closeConn, err := natsstore.OpenURL(octx, spec, natsstore.WithExisting())
+		if err != nil {
+			return nil, nil, fmt.Errorf("store nats %s: %w; check that nats-server runs there with JetStream, the URL is right and an effector opened the bucket", strings.Join(u.Hosts, ","), err)
+		}
+		return s, closeConn, nil
+	}
+	if scheme, _, ok := strings.Cut(spec, "://"); ok {
+		// Not the whole URL: it may hold a password.
+		return nil, nil, fmt.Errorf("store URL of scheme %q: want a SQLite file path, a redis://, postgres:// or nats:// URL", scheme)
 	}
 	if _, err := os.Stat(spec); err != nil {
 		// Open would create it, an empty store that hides the mistyped path.
-		return nil, nil, fmt.Errorf("store %q: %w; give the SQLite file an effector writes, or a redis:// or postgres:// URL", spec, err)
+		return nil, nil, fmt.Errorf("store %q: %w; give the SQLite file an effector writes, or a redis://, postgres:// or nats:// URL", spec, err)
 	}
 	s, err := sqlitestore.Open(ctx, spec, sqlitestore.WithSweepInterval(0))
 	if err != nil {

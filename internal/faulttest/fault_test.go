@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
@@ -40,12 +41,16 @@ var leaseArgs = []string{"-lease", "2s", "-timeout", "500ms"}
 
 // storeFor names the store of a scenario for effectord's -store flag: for
 // "postgres" a fresh database of its own on pg (a postgres:// URL; effectord
-// migrates it), else storeArg's.
+// migrates it), for "nats" a fresh bucket on the shared JetStream cluster (a
+// nats:// URL), else storeArg's.
 func storeFor(t *testing.T, kind, dir string, srv *redistest.Server, pg *pgtest.Server) string {
 	t.Helper()
-	if kind == "postgres" {
+	switch kind {
+	case "postgres":
 		_, url := pg.NewDatabase(t)
 		return url
+	case "nats":
+		return natsStore()
 	}
 	return storeArg(kind, dir, srv)
 }
@@ -77,7 +82,7 @@ func TestKillPoints(t *testing.T) {
 		unique   = 50
 		maxKills = 4
 	)
-	for _, kind := range []string{"sqlite", "redis", "postgres"} {
+	for _, kind := range []string{"sqlite", "redis", "postgres", "nats"} {
 		for i, point := range []string{afterClaim, inTool, afterToolBeforeComplete, afterComplete} {
 			scenario := fmt.Sprintf("kill %s (%s)", point, kind)
 			t.Run(fmt.Sprintf("a SIGKILL %s on %s loses no intent", point, kind), func(t *testing.T) {
@@ -194,7 +199,7 @@ func TestPausedOwner(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	pg := pgtest.Start(t)
-	for _, kind := range []string{"sqlite", "redis", "postgres"} {
+	for _, kind := range []string{"sqlite", "redis", "postgres", "nats"} {
 		t.Run("on "+kind+" the woken owner's late Complete is refused", func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -311,8 +316,15 @@ func storedResultAt(t *testing.T, where, prefix string, in *intent.Intent) inten
 		}
 		defer s.Close()
 		store = s
+	case "nats":
+		s, closeConn, err := natsstore.OpenURL(ctx, where, natsstore.WithExisting())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeConn()
+		store = s
 	default:
-		t.Fatalf("store %q: want sqlite:, redis: or postgres:", where)
+		t.Fatalf("store %q: want sqlite:, redis:, postgres: or nats:", where)
 	}
 	c, err := store.Claim(ctx, id, effector.CallOf(in), time.Minute)
 	if err != nil {
@@ -339,7 +351,7 @@ func TestContention(t *testing.T) {
 		unique  = 750
 		procs   = 4
 	)
-	for _, kind := range []string{"sqlite", "redis", "postgres"} {
+	for _, kind := range []string{"sqlite", "redis", "postgres", "nats"} {
 		t.Run(fmt.Sprintf("%d effectors on one %s execute each intent once", procs, kind), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()

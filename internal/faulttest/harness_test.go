@@ -14,15 +14,28 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/natstest"
 )
 
 // effectord is the path of the built effector service.
 var effectord string
+
+// natsCluster is the three-node JetStream cluster the "nats" scenarios
+// share, each on a bucket of its own (natsStore).
+var natsCluster *natstest.Cluster
+
+var natsBuckets atomic.Int32
+
+// natsStore names a new bucket on natsCluster for effectord's -store flag.
+func natsStore() string {
+	return fmt.Sprintf("nats://%s/fault-%d", strings.Join(natsCluster.Hosts(), ","), natsBuckets.Add(1))
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -41,6 +54,12 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "faulttest: building effectord: %v\n%s", err, out)
 		return 2
 	}
+	natsCluster, err = natstest.StartIn(filepath.Join(dir, "nats"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faulttest:", err)
+		return 2
+	}
+	defer natsCluster.Shutdown()
 	code := m.Run()
 	if err := writeSummary(); err != nil {
 		fmt.Fprintln(os.Stderr, "faulttest:", err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,7 +107,14 @@ func tryStart(dir string) (*Cluster, error) {
 //
 // Tests sharing the cluster must not stop its nodes; a fault test starts its
 // own (Start).
+//
+// A fuzzing worker process (go test -fuzz runs the target in several)
+// starts no cluster: it runs only the fuzz target, and a cluster in each
+// would starve them all.
 func Main(m *testing.M, c **Cluster) int {
+	if slices.ContainsFunc(os.Args, func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "natstest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "natstest:", err)
@@ -131,6 +139,15 @@ func (c *Cluster) URLs() []string {
 		urls[i] = n.url()
 	}
 	return urls
+}
+
+// Hosts returns each node's client address, host:port, in node order.
+func (c *Cluster) Hosts() []string {
+	hosts := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		hosts[i] = "127.0.0.1:" + strconv.Itoa(n.clientPort)
+	}
+	return hosts
 }
 
 // URL returns the nodes' client URLs joined with commas, the form nats.Connect
@@ -167,6 +184,26 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("natstest: stream %q has no leader after %v", stream, readyWithin)
+	return -1
+}
+
+// ConsumerLeader returns the index of the node leading the consumer of
+// stream, waiting for an election if there is none yet.
+func (c *Cluster) ConsumerLeader(t testing.TB, stream, consumer string) int {
+	t.Helper()
+	deadline := time.Now().Add(readyWithin)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for i, n := range c.nodes {
+			if n.srv != nil && n.srv.JetStreamIsConsumerLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream, consumer) {
+				c.mu.Unlock()
+				return i
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("natstest: consumer %q of stream %q has no leader after %v", consumer, stream, readyWithin)
 	return -1
 }
 

@@ -86,7 +86,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("an R3 stream takes publishes and deduplicates by message id", func(t *testing.T) {
+	t.Run("an R3 stream takes publishes and deduplicates by message id, and its R3 consumer fails over", func(t *testing.T) {
 		retry(t, "creating stream", func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
 			return err
@@ -105,6 +105,15 @@ func TestCluster(t *testing.T) {
 		if n := s.CachedInfo().State.Msgs; n != 1 {
 			t.Fatalf("%d messages after a duplicate publish, want 1", n)
 		}
+		if _, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "C", Replicas: 3, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+		lead := c.ConsumerLeader(t, "S", "C")
+		c.StopNode(lead)
+		if again := c.ConsumerLeader(t, "S", "C"); again == lead {
+			t.Fatalf("node %d still leads the consumer after it stopped", lead)
+		}
+		c.RestartNode(t, lead)
 	})
 
 	t.Run("the bucket stays writable with its leader down, and the restarted leader serves as a replica", func(t *testing.T) {

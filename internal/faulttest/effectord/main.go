@@ -22,6 +22,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
@@ -75,7 +76,7 @@ type flags struct {
 
 func main() {
 	var f flags
-	flag.StringVar(&f.store, "store", "", "the dedup store: sqlite:<path>, redis:<host:port> or a postgres:// URL")
+	flag.StringVar(&f.store, "store", "", "the dedup store: sqlite:<path>, redis:<host:port>, a postgres:// or a nats:// URL")
 	flag.StringVar(&f.in, "in", "", "intents JSONL file (a checkpoint is kept beside it)")
 	flag.StringVar(&f.out, "out", "", "results JSONL file, appended")
 	flag.StringVar(&f.downstream, "downstream", "", "the fake downstream's log file")
@@ -174,8 +175,17 @@ func run(f flags, log *slog.Logger) error {
 		}
 		defer s.Close()
 		store = s
+	case "nats", "tls":
+		// A bucket on a JetStream cluster, as a service opens it by URL;
+		// the store retries each request until a leader answers.
+		s, closeConn, err := natsstore.OpenURL(ctx, f.store)
+		if err != nil {
+			return err
+		}
+		defer closeConn()
+		store = s
 	default:
-		return fmt.Errorf("-store=%q: want sqlite:<path>, redis:<host:port> or a postgres:// URL", f.store)
+		return fmt.Errorf("-store=%q: want sqlite:<path>, redis:<host:port>, a postgres:// or a nats:// URL", f.store)
 	}
 	completes, err := openLog(f.completes)
 	if err != nil {
