@@ -109,11 +109,15 @@ func WithRequestTimeout(d time.Duration) QueueOption {
 	return func(q *Queue) { q.reqTimeout = d }
 }
 
-// Open makes (or updates) the queue's three streams on js and returns the
-// queue: name, holding intents on the subjects "toolreg.<name>.intents.<id>";
+// Open makes the queue's three streams on js, or takes the existing ones,
+// and returns the queue: name, holding intents on the subjects "toolreg.<name>.intents.<id>";
 // name_results, holding results on "toolreg.<name>.results.<id>"; and
 // name_dead, holding dead letters on "toolreg.<name>.dead". <id> is
-// Token(intent id). name is 1 to 32 letters, digits, '-' or '_'. Open sends
+// Token(intent id). name is 1 to 32 letters, digits, '-' or '_'. Open
+// refuses to change existing streams: every Open of a queue passes the same
+// options (WithReplicas, WithDuplicateWindow, WithDedupPerSubject,
+// WithIntentTTL, WithResultTTL), and the streams are changed by hand (nats
+// stream edit) or replaced by a new queue. Open sends
 // its calls again while the cluster has no leader to answer them, for up to
 // 30 seconds.
 func Open(ctx context.Context, js jetstream.JetStream, name string, opts ...QueueOption) (*Queue, error) {
@@ -177,15 +181,62 @@ func Open(ctx context.Context, js jetstream.JetStream, name string, opts ...Queu
 		Replicas: q.replicas, Duplicates: q.dupWindow,
 	}}
 	for _, cfg := range streams {
+		// Made, or taken as it is: never changed. An Open with other
+		// options (a producer's WithReplicas(1)) would otherwise change
+		// the streams every effector of the queue relies on.
 		err := q.try(ctx, func(ctx context.Context) error {
-			_, err := js.CreateOrUpdateStream(ctx, cfg)
+			_, err := js.CreateStream(ctx, cfg)
 			return err
 		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("natsstream: Open %q: stream %q exists with another configuration (%s): every Open of a queue must pass the same options; to change them, edit the stream (nats stream edit %s), or use a new queue",
+				name, cfg.Name, q.differences(ctx, cfg), cfg.Name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("natsstream: Open %q: making stream %q: %w", name, cfg.Name, err)
 		}
 	}
 	return q, nil
+}
+
+// differences says how the existing stream's configuration differs from
+// cfg, in the options that set it.
+func (q *Queue) differences(ctx context.Context, cfg jetstream.StreamConfig) string {
+	var old jetstream.StreamConfig
+	err := q.try(ctx, func(ctx context.Context) error {
+		st, err := q.js.Stream(ctx, cfg.Name)
+		if err == nil {
+			old = st.CachedInfo().Config
+		}
+		return err
+	})
+	if err != nil {
+		return "it could not be read: " + err.Error()
+	}
+	var ds []string
+	if old.Replicas != cfg.Replicas {
+		ds = append(ds, fmt.Sprintf("its replicas are %d, this Open's %d (WithReplicas)", old.Replicas, cfg.Replicas))
+	}
+	if old.Duplicates != cfg.Duplicates {
+		ds = append(ds, fmt.Sprintf("its duplicate window is %v, this Open's %v (WithDuplicateWindow)", old.Duplicates, cfg.Duplicates))
+	}
+	if old.MaxAge != cfg.MaxAge {
+		what, opt := "intents", "WithIntentTTL"
+		if cfg.Name == q.results {
+			what, opt = "results", "WithResultTTL"
+		}
+		ds = append(ds, fmt.Sprintf("it keeps %s %v, this Open %v (%s; 0 is for ever)", what, old.MaxAge, cfg.MaxAge, opt))
+	}
+	if old.Retention != cfg.Retention || old.MaxMsgsPerSubject != cfg.MaxMsgsPerSubject {
+		ds = append(ds, fmt.Sprintf("its retention is %v with %d messages a subject, this Open's %v with %d (WithDedupPerSubject)", old.Retention, old.MaxMsgsPerSubject, cfg.Retention, cfg.MaxMsgsPerSubject))
+	}
+	if fmt.Sprint(old.Subjects) != fmt.Sprint(cfg.Subjects) {
+		ds = append(ds, fmt.Sprintf("it takes subjects %q, this Open %q", old.Subjects, cfg.Subjects))
+	}
+	if len(ds) == 0 {
+		return "in settings Open does not make"
+	}
+	return strings.Join(ds, "; ")
 }
 
 // Name returns the queue's name, which is also its intents stream's.
@@ -315,6 +366,9 @@ func (q *Queue) publish(ctx context.Context, stream, subject, msgID string, data
 		dup = ack.Duplicate
 		return nil
 	})
+	if errors.Is(err, nats.ErrMaxPayload) {
+		err = fmt.Errorf("%w: it is %d bytes, more than the servers' max_payload (%d bytes): raise max_payload in the servers' configuration (at most 64 MB), or make it smaller", err, len(data), q.js.Conn().MaxPayload())
+	}
 	return dup, err
 }
 
@@ -394,6 +448,10 @@ var _ effector.Sink = (*Sink)(nil)
 // always). The first result of an intent stays: a republished one (a
 // redelivered intent answered again from the dedup store, a publish retried
 // after a lost answer) is dropped by the server, and Publish returns nil.
+// A result larger than the servers' max_payload (1 MiB unless configured)
+// is refused, and Serve tries it again until the setting is raised, holding
+// its intent meanwhile: size max_payload for the largest result a tool
+// returns.
 func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
 	b, err := res.MarshalJSON()
 	if err != nil {
@@ -466,18 +524,56 @@ type DeadLetter struct {
 	// when known.
 	Pos string `json:"pos,omitempty"`
 	// Entry holds the entry's bytes: an intent's JSON form, as Add wrote it.
+	// An entry too large to fit in one message with the rest of its dead
+	// letter is cut: Entry holds its first bytes, EntrySize its length.
 	Entry []byte `json:"entry"`
+	// EntrySize is the length of the whole entry, when Entry holds only its
+	// first bytes; 0 when Entry is whole.
+	EntrySize int `json:"entry_size,omitempty"`
 }
 
 // deadLetter publishes dl to the dead-letter stream, with msgID as its
 // Nats-Msg-Id.
 func (q *Queue) deadLetter(ctx context.Context, msgID string, dl DeadLetter) error {
-	b, err := json.Marshal(dl)
+	b, err := fitDeadLetter(dl, int(q.js.Conn().MaxPayload())-deadLetterHeaderRoom)
 	if err != nil {
 		return err
 	}
 	_, err = q.publish(ctx, q.deadLetters, q.subject("dead", ""), msgID, b)
 	return err
+}
+
+// deadLetterHeaderRoom is what a dead letter leaves of the server's
+// max_payload for its headers (the Nats-Msg-Id and the server's).
+const deadLetterHeaderRoom = 1024
+
+// fitDeadLetter encodes dl in at most limit bytes (none when limit is not
+// positive: the connection knows no limit yet). An entry may be as large as
+// the server takes, and its dead letter holds it in base64 beside the
+// reason: one that does not fit keeps the first bytes of its entry that do,
+// with EntrySize saying how long it was, and a reason too long to fit with
+// no entry is cut. Refused, it would be retried for ever and its entry never
+// dead-lettered.
+func fitDeadLetter(dl DeadLetter, limit int) ([]byte, error) {
+	for {
+		b, err := json.Marshal(dl)
+		if err != nil || limit <= 0 || len(b) <= limit {
+			return b, err
+		}
+		over := len(b) - limit
+		switch {
+		case len(dl.Entry) > 0:
+			if dl.EntrySize == 0 {
+				dl.EntrySize = len(dl.Entry)
+			}
+			// base64 takes 4 bytes for 3: drop a little more than over.
+			dl.Entry = dl.Entry[:max(0, len(dl.Entry)-(over*3/4+4))]
+		case len(dl.Reason) > over+len(" [cut]"):
+			dl.Reason = strings.ToValidUTF8(dl.Reason[:len(dl.Reason)-over-len(" [cut]")-8], "") + " [cut]"
+		default:
+			return nil, fmt.Errorf("a dead letter of %d bytes does not fit in the server's %d-byte messages", len(b), limit)
+		}
+	}
 }
 
 // DeadLetter is an effector.DeadLetterFunc keeping each intent the
@@ -553,7 +649,7 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(data []byt
 				}
 			}
 			return nil
-		case !transient(err):
+		case !transient(err) && !errors.Is(err, errReadLost):
 			return fmt.Errorf("natsstream: reading %q: %w", stream, err)
 		case ctx.Err() != nil:
 			return fmt.Errorf("natsstream: reading %q: %w (last attempt: %v)", stream, ctx.Err(), err)
@@ -569,7 +665,17 @@ func (q *Queue) readAll(ctx context.Context, stream string, each func(data []byt
 	}
 }
 
-// readOnce reads stream up to its last sequence at the call.
+// errReadLost is a read whose consumer delivered messages the read never
+// got: a fetch the client gave up before the server's answer came (a fetch
+// that does not wait is given up after a second), whose messages went to
+// no one. The read starts over.
+var errReadLost = errors.New("a fetch's messages were lost (its answer came after the client gave it up)")
+
+// readOnce reads stream up to its last sequence at the call. The reader's
+// consumer numbers its deliveries one by one: a delivery missing from
+// those received, or a fetch ending with nothing while the consumer has
+// delivered more, means a fetch answered too late lost messages, and the
+// read fails with errReadLost rather than end short.
 func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 	actx, cancel := context.WithTimeout(ctx, q.reqTimeout)
 	defer cancel()
@@ -593,10 +699,14 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 		return nil, err
 	}
 	defer func() {
-		// Deleted, and tried again in passing; one that is not goes
-		// after readerIdle.
+		// Deleted, and tried again in passing for one request timeout
+		// past the caller's context (at most: a cluster that does not
+		// answer must not hold the caller); one that is not goes after
+		// readerIdle.
 		name := cons.CachedInfo().Name
-		_ = q.try(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.reqTimeout)
+		defer cancel()
+		_ = q.try(dctx, func(ctx context.Context) error {
 			err := q.js.DeleteConsumer(ctx, stream, name)
 			if errors.Is(err, jetstream.ErrConsumerNotFound) {
 				return nil
@@ -605,6 +715,7 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 		})
 	}()
 	var out []rawMsg
+	var delivered uint64 // the consumer's sequence of the last delivery received
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -623,6 +734,10 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 			if err != nil {
 				return nil, err
 			}
+			if md.Sequence.Consumer != delivered+1 {
+				return nil, errReadLost
+			}
+			delivered = md.Sequence.Consumer
 			seq = md.Sequence.Stream
 			if seq <= last {
 				out = append(out, rawMsg{data: m.Data(), seq: seq})
@@ -631,8 +746,21 @@ func (q *Queue) readOnce(ctx context.Context, stream string) ([]rawMsg, error) {
 		if err := mb.Error(); err != nil {
 			return nil, err
 		}
-		if seq >= last || n == 0 {
-			return out, nil // read up to last, or the rest expired meanwhile
+		if seq >= last {
+			return out, nil
+		}
+		if n == 0 {
+			// Nothing more: the rest expired meanwhile, or the fetch was
+			// answered after the client gave it up, to no one.
+			ci, err := cons.Info(actx)
+			switch {
+			case err != nil:
+				return nil, err
+			case ci.Delivered.Consumer > delivered:
+				return nil, errReadLost
+			case ci.NumPending == 0:
+				return out, nil
+			}
 		}
 	}
 }

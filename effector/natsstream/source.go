@@ -66,8 +66,9 @@ func WithAckWait(d time.Duration) Option { return func(s *Source) { s.ackWait = 
 // effector's default.
 func WithLease(d time.Duration) Option { return func(s *Source) { s.lease = d } }
 
-// WithBatch sets how many intents one fetch takes at most. Default:
-// DefaultBatch.
+// WithBatch sets how many intents one fetch takes at most. ReceiveBatch's
+// fetches take no more than its max, so that no intent is fetched only to
+// be given back; Receive's take the batch. Default: DefaultBatch.
 func WithBatch(n int) Option { return func(s *Source) { s.batch = n } }
 
 // WithFetchWait sets the longest one fetch waits for an intent. Default:
@@ -135,10 +136,13 @@ var (
 	_ effector.BatchSource = (*Source)(nil)
 )
 
-// NewSource makes (or updates) the durable consumer of the queue's intents
-// and returns a source fetching from it. The consumer acknowledges
-// explicitly, waits AckWait, and delivers an intent at most WithMaxDeliver
-// + 3 times (the last three for the move to the dead letters).
+// NewSource makes the durable consumer of the queue's intents, or takes the
+// existing one, and returns a source fetching from it. The consumer
+// acknowledges explicitly, waits AckWait, and delivers an intent at most
+// WithMaxDeliver + 3 times (the last three for the move to the dead
+// letters). It refuses to change an existing consumer: the effectors
+// sharing it must agree on WithAckWait and WithMaxDeliver (to change them,
+// stop them all and delete the consumer).
 func (q *Queue) NewSource(ctx context.Context, opts ...Option) (*Source, error) {
 	s := &Source{q: q, consumer: DefaultConsumer, ackWait: DefaultAckWait, lease: DefaultLease,
 		batch: DefaultBatch, fetchWait: DefaultFetchWait, maxDeliver: DefaultMaxDeliver, log: slog.Default(),
@@ -178,16 +182,54 @@ func (q *Queue) NewSource(ctx context.Context, opts ...Option) (*Source, error) 
 		MaxDeliver: s.maxDeliver + deadLetterTries, DeliverPolicy: jetstream.DeliverAllPolicy,
 		FilterSubject: q.subject("intents", "*"),
 	}
+	// Made, or taken as it is: never changed. The server applies the
+	// consumer's AckWait to every effector sharing it, while each signals
+	// progress every third of its own; one that changed it would have the
+	// intents the others hold delivered again while they run.
 	err := q.try(ctx, func(ctx context.Context) error {
 		var err error
-		s.cons, err = q.js.CreateOrUpdateConsumer(ctx, q.intents, cfg)
+		s.cons, err = q.js.CreateConsumer(ctx, q.intents, cfg)
 		return err
 	})
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		return nil, fmt.Errorf("natsstream: NewSource: consumer %q of %q exists with another configuration (%s): effectors sharing a consumer must agree on it, since the server applies its AckWait to all of them; pass the same WithAckWait and WithMaxDeliver, or stop every effector of the consumer and delete it (nats consumer rm %s %s) to change them",
+			s.consumer, q.intents, s.differences(ctx, cfg), q.intents, s.consumer)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("natsstream: NewSource: making consumer %q of %q: %w", s.consumer, q.intents, err)
 	}
 	go s.signalProgress()
 	return s, nil
+}
+
+// differences says how the existing consumer's configuration differs from
+// cfg, in the options that set it.
+func (s *Source) differences(ctx context.Context, cfg jetstream.ConsumerConfig) string {
+	var old *jetstream.ConsumerInfo
+	err := s.q.try(ctx, func(ctx context.Context) error {
+		c, err := s.q.js.Consumer(ctx, s.q.intents, s.consumer)
+		if err == nil {
+			old = c.CachedInfo()
+		}
+		return err
+	})
+	if err != nil {
+		return "it could not be read: " + err.Error()
+	}
+	var ds []string
+	if o := old.Config.AckWait; o != cfg.AckWait {
+		ds = append(ds, fmt.Sprintf("its AckWait is %v, this source's %v", o, cfg.AckWait))
+	}
+	if o := old.Config.MaxDeliver; o != cfg.MaxDeliver {
+		ds = append(ds, fmt.Sprintf("it delivers at most %d times, this source %d (WithMaxDeliver(%d) + %d)", o, cfg.MaxDeliver, s.maxDeliver, deadLetterTries))
+	}
+	if o := old.Config.FilterSubject; o != cfg.FilterSubject {
+		ds = append(ds, fmt.Sprintf("it takes subject %q, this source %q", o, cfg.FilterSubject))
+	}
+	if len(ds) == 0 {
+		return "in settings NewSource does not make"
+	}
+	return strings.Join(ds, "; ")
 }
 
 // signalProgress tells the server, every third of AckWait, that each held
@@ -218,11 +260,16 @@ func (s *Source) signalProgress() {
 }
 
 // Receive returns the next intent: the next fetched one, fetching a batch
-// when none is left. It blocks until there is one or ctx ends; a stream has
+// when none is left. Those of the batch it has not handed out when the
+// source stops (Close, or a crash and AckWait) come back counted one
+// delivery more, as if an attempt had failed: ReceiveBatch, which fetches no
+// more than it is asked for, does not do that. (Fetching one at a time here
+// would cost a round trip to the server per intent: Serve ran 3 to 4 times
+// slower.) It blocks until there is one or ctx ends; a stream has
 // no end, so it never returns io.EOF. Failed fetches (a lost leader, a
 // restarting server) are logged and tried again.
 func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
-	if err := s.fill(ctx); err != nil {
+	if err := s.fill(ctx, s.batch); err != nil {
 		return effector.Delivery{}, err
 	}
 	m := s.buf[0]
@@ -233,7 +280,7 @@ func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 // ReceiveBatch appends to buf, at most max, the intents one fetch returned,
 // fetching when none is left.
 func (s *Source) ReceiveBatch(ctx context.Context, max int, buf []effector.Delivery) ([]effector.Delivery, error) {
-	if err := s.fill(ctx); err != nil {
+	if err := s.fill(ctx, max); err != nil {
 		return buf, err
 	}
 	n := min(max, len(s.buf))
@@ -244,14 +291,19 @@ func (s *Source) ReceiveBatch(ctx context.Context, max int, buf []effector.Deliv
 	return buf, nil
 }
 
-// fill fetches until buf holds a delivery or ctx ends.
-func (s *Source) fill(ctx context.Context) error {
+// fill fetches, at most want (and the batch) at a time, until buf holds a
+// delivery or ctx ends. It fetches no more than its caller takes: every
+// delivery counts toward WithMaxAttempts and WithMaxDeliver, so an intent
+// fetched and given back unhanded (at Close, or by AckWait after a crash)
+// would come back counted as a failed attempt, and be given up without
+// ever having run.
+func (s *Source) fill(ctx context.Context, want int) error {
 	wait := 50 * time.Millisecond
 	for len(s.buf) == 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := s.fetch(ctx)
+		err := s.fetch(ctx, max(1, min(want, s.batch)))
 		switch {
 		case err == nil:
 			wait = 50 * time.Millisecond
@@ -270,21 +322,21 @@ func (s *Source) fill(ctx context.Context) error {
 	return nil
 }
 
-// fetch takes what is ready, up to the batch, at once; when nothing is, it
-// waits up to the fetch wait for one intent.
-func (s *Source) fetch(ctx context.Context) error {
-	mb, err := s.cons.FetchNoWait(s.batch)
+// fetch takes what is ready, up to n, at once; when nothing is, it waits up
+// to the fetch wait for one intent.
+func (s *Source) fetch(ctx context.Context, n int) error {
+	mb, err := s.cons.FetchNoWait(n)
 	if err != nil {
 		return err
 	}
-	n := 0
+	got := 0
 	for m := range mb.Messages() {
-		n++
+		got++
 		if err := s.hold(ctx, m); err != nil {
 			return err
 		}
 	}
-	if err := mb.Error(); n > 0 || err != nil {
+	if err := mb.Error(); got > 0 || err != nil {
 		return err
 	}
 	// The client waits for the server to end the request (FetchMaxWait),
