@@ -384,7 +384,7 @@ func TestServeKeepsTheLeaseOfAnIntentWaitingBehindSlowTools(t *testing.T) {
 }
 
 // TestServeStartsNoToolsWhileTheStoreCannotComplete: while every
-// completion fails, the workers start no more tools than those already
+// completion fails, nothing is published, and the workers start no more tools than those already
 // started when the first failure came back (one more per worker, for a
 // worker past its check); once the store recovers, every intent runs once
 // and is answered.
@@ -419,10 +419,13 @@ func TestServeStartsNoToolsWhileTheStoreCannotComplete(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond)
-	ran := calls.Total()
+	ran, published := calls.Total(), sink.count()
 	down.Store(false)
 	if err := <-served; err != nil {
 		t.Fatalf("Serve: %v", err)
+	}
+	if published != 0 {
+		t.Errorf("%d results were published while no completion was durable", published)
 	}
 	if limit := int(atFirst.Load()) + 2*workers; ran > limit {
 		t.Errorf("%d tools ran while the store failed (%d when it first failed); want at most %d", ran, atFirst.Load(), limit)
