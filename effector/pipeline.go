@@ -111,6 +111,8 @@ type pipeline struct {
 	comp       *completer
 	fin        *finisher
 	finishing  chan struct{} // a slot per intent handed to the finisher
+	jobs       chan *item    // the workers'
+	ents       *entities     // WithEntityOrder's; nil without it
 
 	// waiting holds the claimed items no worker has started, whose leases
 	// keepLeases renews.
@@ -125,8 +127,11 @@ type claimBufs struct {
 	idx  []int
 }
 
-func newPipeline(s *server, e *Effector, work, stop context.Context, fin *finisher, finishing chan struct{}) *pipeline {
-	pl := &pipeline{s: s, e: e, work: work, stop: stop, fin: fin, finishing: finishing, waiting: map[*item]struct{}{}}
+func newPipeline(s *server, e *Effector, work, stop context.Context, fin *finisher, finishing chan struct{}, jobs chan *item) *pipeline {
+	pl := &pipeline{s: s, e: e, work: work, stop: stop, fin: fin, finishing: finishing, jobs: jobs, waiting: map[*item]struct{}{}}
+	if s.cfg.entityOrder {
+		pl.ents = newEntities()
+	}
 	pl.comp = newCompleter(pl)
 	return pl
 }
@@ -241,7 +246,7 @@ func (pl *pipeline) run(it *item) {
 	switch it.kind {
 	case kindEntry:
 		pl.s.answer(pl.work, pl.stop, it.d)
-		pl.left() // answer counted it if it was
+		pl.left(it) // answer counted it if it was
 	case kindAnswered:
 		pl.comp.addDone(it)
 	case kindClaimed:
@@ -287,7 +292,7 @@ func (pl *pipeline) runClaimed(it *item) {
 	e.tel.end(ctx, span, in, res, err)
 	if de := (*DetachedError)(nil); errors.As(err, &de) {
 		if it.owner.CompareAndSwap(ownerWorker, ownerAbandoned) {
-			pl.left() // its result is completed when the tool returns; redelivery answers it
+			pl.left(it) // its result is completed when the tool returns; redelivery answers it
 		}
 		return
 	}
@@ -326,7 +331,7 @@ func (pl *pipeline) process(it *item) {
 		return err
 	})
 	if !ok {
-		pl.left()
+		pl.left(it)
 		return
 	}
 	pl.comp.addDone(it)
@@ -334,7 +339,8 @@ func (pl *pipeline) process(it *item) {
 
 // left counts an item that leaves the pipeline without being handed
 // to the finisher.
-func (pl *pipeline) left() {
+func (pl *pipeline) left(it *item) {
+	pl.abandon(it)
 	if pl.s.processing.Add(-1) <= 0 {
 		pl.fin.poke() // no more results are coming to wait for
 	}
@@ -438,10 +444,11 @@ func (pl *pipeline) publish(it *item) {
 			fi.wait = func() error { return s.sink.Publish(pl.work, fi.res) }
 		}
 		if publish != nil && !s.retry(pl.work, pl.stop, it.d, "publishing the result of", publish) {
-			pl.left()
+			pl.left(it)
 			return
 		}
 	}
+	pl.release(it)
 	pl.finishing <- struct{}{}
 	pl.fin.add(fi, s.processing.Add(-1) > 0)
 }
@@ -670,13 +677,16 @@ func (c *completer) write(batch []*item) {
 			c.retry = append(c.retry, it)
 		}
 	}
-	c.mu.Unlock()
+	// The store fails while a batch's every completion failed, until one
+	// succeeds or none is left to retry (those given up are Process's now;
+	// the next tool's completion tries the store again).
 	switch {
-	case ok:
+	case ok || len(c.retry) == 0:
 		c.failing.Store(false)
 	case failed:
 		c.failing.Store(true)
 	}
+	c.mu.Unlock()
 	clear(reqs)
 	c.reqs, c.errs = reqs, errs[:0]
 }

@@ -96,14 +96,15 @@ var _ Processor = (*Effector)(nil)
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
-	deadEntry  EntryDeadLetterFunc
-	workers    int
-	drain      time.Duration
-	minBackoff time.Duration
-	maxBackoff time.Duration
-	logger     *slog.Logger
-	decisions  time.Duration // WithDecisions
-	batch      int           // WithBatchSize
+	deadEntry   EntryDeadLetterFunc
+	workers     int
+	drain       time.Duration
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	logger      *slog.Logger
+	decisions   time.Duration // WithDecisions
+	batch       int           // WithBatchSize
+	entityOrder bool          // WithEntityOrder
 }
 
 // WithBatchSize sets how many deliveries Serve takes at once from a
@@ -120,8 +121,9 @@ func WithBatchSize(n int) ServeOption {
 	return func(c *serveConfig) { c.batch = n }
 }
 
-// WithWorkers sets how many intents Serve processes at once. With one, the
-// default, results are published in the order intents arrive.
+// WithWorkers sets how many intents Serve processes at once: how many tools
+// run at once. With one, the default, results are published in the order
+// intents arrive.
 func WithWorkers(n int) ServeOption {
 	return func(c *serveConfig) { c.workers = n }
 }
@@ -224,6 +226,15 @@ func (e *UnansweredError) Unwrap() error { return e.Cause }
 // intent is never acknowledged without a published result, and a delivery
 // whose processing or publishing fails is retried, never dropped.
 //
+// With an *Effector, Serve works in batches (pipeline.go): it claims what a
+// BatchSource has ready in one store call (WithBatchSize), runs the claimed
+// intents on WithWorkers workers, writes the results waiting in one store
+// call, and publishes each result only once it is durable. A worker starts
+// the next tool before the last result is written, so a crash can leave
+// several intents run and unrecorded: each runs again as reclaimed, its
+// result saying "effect unknown". With one worker, results are published in
+// the order intents arrive.
+//
 // It returns nil when source reports io.EOF and every delivery is answered,
 // or when ctx ends and every delivery in flight is answered within the drain
 // timeout (WithDrainTimeout); it receives nothing after ctx ends. It returns
@@ -307,7 +318,7 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	finishing := make(chan struct{}, max(cfg.workers, maxFinishing))
 	fin := newFinisher(s, work, ctx, func() { <-finishing })
 	e, _ := p.(*Effector)
-	pl := newPipeline(s, e, work, ctx, fin, finishing)
+	pl := newPipeline(s, e, work, ctx, fin, finishing, jobs)
 	keeperDone := make(chan struct{})
 	var keeper sync.WaitGroup
 	if e != nil && batched {
@@ -371,12 +382,15 @@ receive:
 			for _, d := range buf {
 				items = append(items, pl.newItem(d))
 			}
+			if cfg.entityOrder {
+				orderBatch(items)
+			}
 			if batched {
 				pl.claimStage(items, &cb)
 				pl.handOut(items)
 			}
 			for _, it := range items {
-				jobs <- it
+				pl.dispatch(it)
 			}
 			clear(items)
 			clear(buf)
@@ -392,6 +406,7 @@ receive:
 			break receive
 		}
 	}
+	pl.ents.waitIdle() // every intent received is with the workers
 	close(jobs)
 	wg.Wait()
 	close(keeperDone)
