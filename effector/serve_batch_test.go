@@ -515,3 +515,38 @@ func (s *refusingStore) CompleteBatch(ctx context.Context, reqs []effector.Compl
 		}
 	}
 }
+
+// batchCompleteFailing fails every CompleteBatch, and lets single
+// Completes through: the batch path never records, Process's way does.
+type batchCompleteFailing struct{ effector.DedupStore }
+
+func (s batchCompleteFailing) CompleteBatch(_ context.Context, reqs []effector.Completion, errs []error) {
+	for i := range reqs {
+		errs[i] = errors.New("disk I/O error")
+	}
+}
+
+// TestServeGoesOnOnceFailedCompletionsAreGivenUp: every batched completion
+// fails until its lease ends; each intent is then given up to Process's
+// way, which records it. The workers, held back while the completions
+// failed, go on once none is left to retry: every intent is answered
+// (before, they waited forever for a completion to succeed).
+func TestServeGoesOnOnceFailedCompletionsAreGivenUp(t *testing.T) {
+	t.Parallel()
+	e, calls := effectortest.EffectorWithHooks(t, batchCompleteFailing{effector.NewMemoryStore()}, []func(context.Context) error{
+		func(context.Context) error { time.Sleep(20 * time.Millisecond); return nil }, // the first completion fails before the next tool starts
+	}, effector.WithLease(300*time.Millisecond), effector.WithTimeout(100*time.Millisecond), effector.WithBackoff(10*time.Millisecond, 50*time.Millisecond))
+	ins := intents("given-up", 4)
+	src := newBatchSource(ins)
+	sink := newResultSink()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := effector.Serve(ctx, src, sink, e, effector.WithServeLogger(quietLogger()), effector.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond)); err != nil {
+		t.Fatalf("Serve = %v, want every intent answered", err)
+	}
+	for i, in := range ins {
+		if rs := sink.of(in.ID); len(rs) != 1 || src.ackedOf(in.ID) != 1 || calls.Of(in.ID) < 1 {
+			t.Errorf("intent %d: %d results, acked %d times, ran %d times; want answered once", i, len(rs), src.ackedOf(in.ID), calls.Of(in.ID))
+		}
+	}
+}
