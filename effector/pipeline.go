@@ -268,7 +268,11 @@ func (pl *pipeline) runClaimed(it *item) {
 	pl.comp.waitHealthy(pl.work)
 	in := it.d.Intent
 	if !it.renewFailed && time.Duration(it.cl.leaseEnd-monoNow()) < e.leaseNeed(in.ToolName) {
-		pl.renew([]*item{it})
+		if it.cl.reclaimed {
+			it.renewFailed = true // never released: see renew
+		} else {
+			pl.renew([]*item{it})
+		}
 	}
 	if it.renewFailed {
 		pl.process(it)
@@ -364,7 +368,7 @@ func (pl *pipeline) keepLeases(done <-chan struct{}) {
 		now := monoNow()
 		low = low[:0]
 		for it := range pl.waiting {
-			if !it.renewFailed && time.Duration(it.cl.leaseEnd-now) < pl.e.leaseNeed(it.d.Intent.ToolName)+2*tick {
+			if !it.renewFailed && !it.cl.reclaimed && time.Duration(it.cl.leaseEnd-now) < pl.e.leaseNeed(it.d.Intent.ToolName)+2*tick {
 				low = append(low, it)
 			}
 		}
@@ -381,6 +385,12 @@ func (pl *pipeline) keepLeases(done <-chan struct{}) {
 // whose release or claim fails, or whose intent another owner took in
 // between, is marked renewFailed, for Process's way: it waits for that owner,
 // or for its own claim to lapse.
+//
+// A reclaimed claim is never renewed: its release would tell the store that
+// nothing of an earlier owner is unaccounted for, and a crash before the new
+// claim would let the next owner run the intent without saying its effect is
+// unknown. It keeps its lease; if that runs low before a worker takes it,
+// it goes Process's way, which waits for it to lapse and reclaims it.
 func (pl *pipeline) renew(items []*item) {
 	e := pl.e
 	rels := make([]Release, len(items))

@@ -114,7 +114,15 @@ type serveConfig struct {
 // while its intent waits for a worker, Serve renews the lease (it releases the
 // claim and claims it again) before less is left than the tool may take
 // (its timeout, the store timeout and LeaseMargin), so an intent queued
-// behind slow tools is never run on a lapsed claim. A Source that is no
+// behind slow tools is never run on a lapsed claim. A crash leaves every
+// intent its batches held claimed to lapse, each counting an attempt
+// (WithMaxAttempts): a poison intent that crashes the process again and again
+// also counts attempts against the intents claimed beside it, which may
+// then be given up unrun. WithBatchSize(1) claims one intent when a worker
+// is free, and nothing ahead. A reclaimed claim (an
+// earlier owner may have run the intent) is never released to be renewed,
+// which would erase that: if its lease runs low first, it waits for the
+// lease to lapse and is claimed again as reclaimed. A Source that is no
 // BatchSource is served in batches of one, claimed by the worker that runs
 // it. Default: DefaultBatchSize.
 func WithBatchSize(n int) ServeOption {
@@ -306,7 +314,9 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	// a goroutine per intent would grow a fresh stack for each.
 	bs, batched := source.(BatchSource)
 	prefetch := 0
-	if batched {
+	if batched && cfg.batch > 1 {
+		// WithBatchSize(1) claims nothing ahead of the workers: a crash
+		// then leaves only the intents that run claimed.
 		prefetch = cfg.batch
 	}
 	slots := make(chan struct{}, cfg.workers+prefetch)
