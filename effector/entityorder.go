@@ -133,11 +133,15 @@ func (pl *pipeline) release(it *item) {
 	}
 	next := q[0]
 	es.waiting[k] = q[1:]
+	es.mu.Unlock()
+	pl.jobs <- next
+	// Counted out only once it is with the workers: Serve closes the
+	// channel once none is waiting (waitIdle).
+	es.mu.Lock()
 	if es.n--; es.n == 0 {
 		es.idle.Broadcast()
 	}
 	es.mu.Unlock()
-	pl.jobs <- next
 }
 
 // abandon tells WithEntityOrder that it left the pipeline unanswered (Serve

@@ -110,7 +110,8 @@ type serveConfig struct {
 // WithBatchSize sets how many deliveries Serve takes at once from a
 // BatchSource, verifies, and claims in one store call (DedupStore.ClaimBatch),
 // and so how many claimed intents may wait for a worker besides those the
-// workers run. A claim's lease is counted from before its batch's store call;
+// workers run: two batches' worth, as Serve claims the next batch while the
+// last is being claimed. A claim's lease is counted from before its batch's store call;
 // while its intent waits for a worker, Serve renews the lease (it releases the
 // claim and claims it again) before less is left than the tool may take
 // (its timeout, the store timeout and LeaseMargin), so an intent queued
@@ -319,8 +320,8 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		// then leaves only the intents that run claimed.
 		prefetch = cfg.batch
 	}
-	slots := make(chan struct{}, cfg.workers+prefetch)
-	jobs := make(chan *item, cfg.workers+prefetch)
+	slots := make(chan struct{}, cfg.workers+2*prefetch) // two batches being claimed
+	jobs := make(chan *item, cfg.workers+2*prefetch)
 	// The completer hands each intent whose result is durable to the
 	// sink, and then to finish: wait for a staged result (JSONLSink) to be
 	// durable, then acknowledge it. Up to maxFinishing of those wait at
@@ -351,8 +352,12 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	}
 	var stopErr error
 	var buf []Delivery
-	var items []*item
-	var cb claimBufs
+	var claimers sync.WaitGroup
+	claimBufsFree := make(chan *claimBufs, 2) // at most two batches being claimed
+	claimBufsFree <- new(claimBufs)
+	claimBufsFree <- new(claimBufs)
+	dispatched := make(chan struct{})
+	close(dispatched)
 receive:
 	for {
 		select {
@@ -388,22 +393,36 @@ receive:
 		if len(buf) > 0 {
 			s.received.Add(int64(len(buf)))
 			s.processing.Add(int64(len(buf)))
-			items = items[:0]
+			items := make([]*item, 0, len(buf))
 			for _, d := range buf {
 				items = append(items, pl.newItem(d))
 			}
+			clear(buf)
 			if cfg.entityOrder {
 				orderBatch(items)
 			}
-			if batched {
-				pl.claimStage(items, &cb)
+			if !batched {
+				for _, it := range items {
+					pl.dispatch(it) // its worker claims it
+				}
+				continue
+			}
+			// The batch is claimed while the next is received and claimed:
+			// two claims in flight share the store's commits. Batches reach
+			// the workers in the order they came.
+			cb := <-claimBufsFree
+			prev, done := dispatched, make(chan struct{})
+			dispatched = done
+			claimers.Go(func() {
+				defer close(done)
+				pl.claimStage(items, cb)
+				<-prev
 				pl.handOut(items)
-			}
-			for _, it := range items {
-				pl.dispatch(it)
-			}
-			clear(items)
-			clear(buf)
+				for _, it := range items {
+					pl.dispatch(it)
+				}
+				claimBufsFree <- cb
+			})
 		}
 		if err != nil {
 			switch {
@@ -416,6 +435,7 @@ receive:
 			break receive
 		}
 	}
+	claimers.Wait()
 	pl.ents.waitIdle() // every intent received is with the workers
 	close(jobs)
 	wg.Wait()
