@@ -267,7 +267,9 @@ func (pl *pipeline) runClaimed(it *item) {
 	pl.wmu.Unlock()
 	pl.comp.waitHealthy(pl.work)
 	in := it.d.Intent
-	if !it.renewFailed && time.Duration(it.cl.leaseEnd-monoNow()) < e.leaseNeed(in.ToolName) {
+	// LeaseMargin is what New keeps for the time between a claim and its
+	// tool's start: a claim that has at least the rest left may start.
+	if !it.renewFailed && time.Duration(it.cl.leaseEnd-monoNow()) < e.leaseNeed(in.ToolName)-LeaseMargin {
 		if it.cl.reclaimed {
 			it.renewFailed = true // never released: see renew
 		} else {
