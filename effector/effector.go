@@ -366,6 +366,10 @@ type claim struct {
 	resume    string // the approval Resume carries out with this intent, or ""
 	// overBudget is the budget the claim found used up (budget.go), or nil.
 	overBudget *toolreg.BudgetError
+	// batch is the Serve pipeline's item of the intent (pipeline.go), whose
+	// completer writes its result with others in one store call; nil in
+	// Process, which completes it alone.
+	batch *item
 }
 
 // executeClaimed runs phases 4 to 6 for the owner of the claim.
@@ -421,6 +425,11 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 		return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
 	}
 	ttl := e.recordTTL(ctx, in, cl) // approval.go
+	if cl.batch != nil && cl.batch.pl.comp.add(cl.batch, cl, b, ttl, res) {
+		// The completer owns it now: it writes it with others, and
+		// publishes it only once it is durable (pipeline.go).
+		return res, nil
+	}
 	attempts, err := e.complete(ctx, in.ID, cl.token, b, cl.leaseEnd, ttl)
 	if errors.Is(err, ErrNotOwner) {
 		return e.recordLate(ctx, in, b, res, ttl)

@@ -206,6 +206,35 @@ func (s *JSONLSource) Receive(ctx context.Context) (Delivery, error) {
 	}
 }
 
+// ReceiveBatch implements BatchSource: it waits for the next line's
+// delivery as Receive does, then appends it and the lines already read
+// (up to max in all) to buf. After the last line it returns what it has with
+// io.EOF, or io.EOF alone.
+func (s *JSONLSource) ReceiveBatch(ctx context.Context, max int, buf []Delivery) ([]Delivery, error) {
+	d, err := s.Receive(ctx)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, d)
+	for n := 1; n < max; n++ {
+		select {
+		case d, ok := <-s.lines:
+			if !ok {
+				if s.readErr != nil {
+					return buf, s.readErr
+				}
+				return buf, io.EOF
+			}
+			buf = append(buf, d)
+		default:
+			return buf, nil
+		}
+	}
+	return buf, nil
+}
+
+var _ BatchSource = (*JSONLSource)(nil)
+
 // Close stops reading and closes the file, if OpenJSONLFile opened one.
 func (s *JSONLSource) Close() error {
 	var err error

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -460,5 +461,55 @@ func TestServeJSONLBatchDoesNotWaitForAnIntentStillRunning(t *testing.T) {
 	}
 	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
 		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}
+
+// TestJSONLSourceReceiveBatchHandsOverTheLinesRead: ReceiveBatch waits for
+// the first line, then hands over the lines already read, at most max, in
+// file order, and io.EOF with the last of them; an undecodable line comes as
+// a delivery with its error, in its place.
+func TestJSONLSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	var want []string
+	for i := range 7 {
+		in := effectortest.Intent("rb", int64(i+1), 0)
+		want = append(want, in.ID)
+		line, err := in.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+		if i == 2 {
+			b.WriteString("{torn\n")
+			want = append(want, "")
+		}
+	}
+	src := effector.NewJSONLSource(strings.NewReader(b.String()), "rb.jsonl")
+	defer src.Close()
+	ctx := context.Background()
+	var got []string
+	var ds []effector.Delivery
+	var err error
+	for err == nil {
+		ds, err = src.ReceiveBatch(ctx, 3, ds[:0])
+		if len(ds) > 3 {
+			t.Fatalf("ReceiveBatch(max 3) handed over %d deliveries", len(ds))
+		}
+		for _, d := range ds {
+			switch {
+			case d.Err != nil:
+				got = append(got, "")
+			case d.Intent != nil:
+				got = append(got, d.Intent.ID)
+			}
+		}
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("ReceiveBatch ended with %v, want io.EOF", err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ReceiveBatch handed over %q, want every line in file order %q", got, want)
 	}
 }

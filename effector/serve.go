@@ -96,17 +96,43 @@ var _ Processor = (*Effector)(nil)
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
-	deadEntry  EntryDeadLetterFunc
-	workers    int
-	drain      time.Duration
-	minBackoff time.Duration
-	maxBackoff time.Duration
-	logger     *slog.Logger
-	decisions  time.Duration // WithDecisions
+	deadEntry   EntryDeadLetterFunc
+	workers     int
+	drain       time.Duration
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	logger      *slog.Logger
+	decisions   time.Duration // WithDecisions
+	batch       int           // WithBatchSize
+	entityOrder bool          // WithEntityOrder
 }
 
-// WithWorkers sets how many intents Serve processes at once. With one, the
-// default, results are published in the order intents arrive.
+// WithBatchSize sets how many deliveries Serve takes at once from a
+// BatchSource, verifies, and claims in one store call (DedupStore.ClaimBatch),
+// and so how many claimed intents may wait for a worker besides those the
+// workers run: two batches' worth, as Serve claims the next batch while the
+// last is being claimed. A claim's lease is counted from before its batch's store call;
+// while its intent waits for a worker, Serve renews the lease (it releases the
+// claim and claims it again) before less is left than the tool may take
+// (its timeout, the store timeout and LeaseMargin), so an intent queued
+// behind slow tools is never run on a lapsed claim. A crash leaves every
+// intent its batches held claimed to lapse, each counting an attempt
+// (WithMaxAttempts): a poison intent that crashes the process again and again
+// also counts attempts against the intents claimed beside it, which may
+// then be given up unrun. WithBatchSize(1) claims one intent when a worker
+// is free, and nothing ahead. A reclaimed claim (an
+// earlier owner may have run the intent) is never released to be renewed,
+// which would erase that: if its lease runs low first, it waits for the
+// lease to lapse and is claimed again as reclaimed. A Source that is no
+// BatchSource is served in batches of one, claimed by the worker that runs
+// it. Default: DefaultBatchSize.
+func WithBatchSize(n int) ServeOption {
+	return func(c *serveConfig) { c.batch = n }
+}
+
+// WithWorkers sets how many intents Serve processes at once: how many tools
+// run at once. With one, the default, results are published in the order
+// intents arrive.
 func WithWorkers(n int) ServeOption {
 	return func(c *serveConfig) { c.workers = n }
 }
@@ -209,6 +235,15 @@ func (e *UnansweredError) Unwrap() error { return e.Cause }
 // intent is never acknowledged without a published result, and a delivery
 // whose processing or publishing fails is retried, never dropped.
 //
+// With an *Effector, Serve works in batches (pipeline.go): it claims what a
+// BatchSource has ready in one store call (WithBatchSize), runs the claimed
+// intents on WithWorkers workers, writes the results waiting in one store
+// call, and publishes each result only once it is durable. A worker starts
+// the next tool before the last result is written, so a crash can leave
+// several intents run and unrecorded: each runs again as reclaimed, its
+// result saying "effect unknown". With one worker, results are published in
+// the order intents arrive.
+//
 // It returns nil when source reports io.EOF and every delivery is answered,
 // or when ctx ends and every delivery in flight is answered within the drain
 // timeout (WithDrainTimeout); it receives nothing after ctx ends. It returns
@@ -216,7 +251,7 @@ func (e *UnansweredError) Unwrap() error { return e.Cause }
 // were left unanswered. Run it under signal.NotifyContext(ctx, syscall.SIGTERM)
 // for graceful shutdown.
 func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...ServeOption) error {
-	cfg := serveConfig{workers: 1, drain: 30 * time.Second, minBackoff: 50 * time.Millisecond, maxBackoff: 5 * time.Second, logger: slog.Default()}
+	cfg := serveConfig{workers: 1, batch: DefaultBatchSize, drain: 30 * time.Second, minBackoff: 50 * time.Millisecond, maxBackoff: 5 * time.Second, logger: slog.Default()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -229,6 +264,8 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 		return errors.New("effector: Serve was given a nil processor: pass the *Effector that New returns")
 	case cfg.workers < 1:
 		return fmt.Errorf("effector: WithWorkers(%d): want at least 1", cfg.workers)
+	case cfg.batch < 1:
+		return fmt.Errorf("effector: WithBatchSize(%d): want at least 1, such as %d", cfg.batch, DefaultBatchSize)
 	case cfg.drain < 0:
 		return fmt.Errorf("effector: WithDrainTimeout(%v): want zero or more", cfg.drain)
 	case cfg.minBackoff <= 0 || cfg.maxBackoff < cfg.minBackoff:
@@ -271,37 +308,56 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	})
 	defer stopDrain()
 
-	// A delivery is received only when a worker is free to take it, so that
-	// shutdown leaves nothing received and waiting. The workers live as long
-	// as Serve: a goroutine per intent would grow a fresh stack for each.
-	slots := make(chan struct{}, cfg.workers)
-	jobs := make(chan Delivery, cfg.workers)
-	// A worker hands an intent it has processed (and, to a staged sink such
-	// as JSONLSink, staged) on to finish: wait for its result to be durable,
-	// then acknowledge it. Up to maxFinishing of those wait at once, so their
-	// fsyncs and checkpoint saves are shared (group commit) while the workers
-	// go on to the next intents.
+	// A delivery is received only when a worker is free to take it, or,
+	// from a BatchSource, when there is room for a batch that waits for
+	// workers (its claims' leases kept by keepLeases), so that shutdown
+	// leaves little received and waiting. The workers live as long as Serve:
+	// a goroutine per intent would grow a fresh stack for each.
+	bs, batched := source.(BatchSource)
+	prefetch := 0
+	if batched && cfg.batch > 1 {
+		// WithBatchSize(1) claims nothing ahead of the workers: a crash
+		// then leaves only the intents that run claimed.
+		prefetch = cfg.batch
+	}
+	slots := make(chan struct{}, cfg.workers+2*prefetch) // two batches being claimed
+	jobs := make(chan *item, cfg.workers+2*prefetch)
+	// The completer hands each intent whose result is durable to the
+	// sink, and then to finish: wait for a staged result (JSONLSink) to be
+	// durable, then acknowledge it. Up to maxFinishing of those wait at
+	// once, so their fsyncs and checkpoint saves are shared.
 	finishing := make(chan struct{}, max(cfg.workers, maxFinishing))
 	fin := newFinisher(s, work, ctx, func() { <-finishing })
+	e, _ := p.(*Effector)
+	pl := newPipeline(s, e, work, ctx, fin, finishing, jobs)
+	keeperDone := make(chan struct{})
+	var keeper sync.WaitGroup
+	if e != nil && batched {
+		keeper.Go(func() { pl.keepLeases(keeperDone) })
+	}
 	var wg sync.WaitGroup
 	for range cfg.workers {
 		wg.Go(func() {
-			for d := range jobs {
-				it := s.answer(work, ctx, d)
-				busy := s.processing.Add(-1) > 0
-				if it != nil {
-					finishing <- struct{}{}
+			var one [1]*item
+			var b claimBufs
+			for it := range jobs {
+				if !batched {
+					one[0] = it
+					pl.claimStage(one[:], &b) // a batch of one, claimed by its worker
 				}
+				pl.run(it)
 				<-slots
-				if it != nil {
-					fin.add(it, busy)
-				} else if !busy {
-					fin.poke() // no more results are coming to wait for
-				}
 			}
 		})
 	}
 	var stopErr error
+	var buf []Delivery
+	var claimers sync.WaitGroup
+	claimBufsFree := make(chan *claimBufs, 2) // at most two batches being claimed
+	claimBufsFree <- new(claimBufs)
+	claimBufsFree <- new(claimBufs)
+	dispatched := make(chan struct{})
+	close(dispatched)
 receive:
 	for {
 		select {
@@ -310,9 +366,65 @@ receive:
 			stopErr = context.Cause(ctx)
 			break receive
 		}
-		d, err := source.Receive(ctx)
-		if err != nil {
+		n := 1
+	more:
+		for n < max(prefetch, 1) {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		var err error
+		if batched {
+			buf, err = bs.ReceiveBatch(ctx, n, buf[:0])
+		} else {
+			var d Delivery
+			if d, err = source.Receive(ctx); err == nil {
+				buf = append(buf[:0], d)
+			} else {
+				buf = buf[:0]
+			}
+		}
+		for range n - len(buf) {
 			<-slots
+		}
+		if len(buf) > 0 {
+			s.received.Add(int64(len(buf)))
+			s.processing.Add(int64(len(buf)))
+			items := make([]*item, 0, len(buf))
+			for _, d := range buf {
+				items = append(items, pl.newItem(d))
+			}
+			clear(buf)
+			if cfg.entityOrder {
+				orderBatch(items)
+			}
+			if !batched {
+				for _, it := range items {
+					pl.dispatch(it) // its worker claims it
+				}
+				continue
+			}
+			// The batch is claimed while the next is received and claimed:
+			// two claims in flight share the store's commits. Batches reach
+			// the workers in the order they came.
+			cb := <-claimBufsFree
+			prev, done := dispatched, make(chan struct{})
+			dispatched = done
+			claimers.Go(func() {
+				defer close(done)
+				pl.claimStage(items, cb)
+				<-prev
+				pl.handOut(items)
+				for _, it := range items {
+					pl.dispatch(it)
+				}
+				claimBufsFree <- cb
+			})
+		}
+		if err != nil {
 			switch {
 			case errors.Is(err, io.EOF):
 			case ctx.Err() != nil:
@@ -322,12 +434,14 @@ receive:
 			}
 			break receive
 		}
-		s.received.Add(1)
-		s.processing.Add(1)
-		jobs <- d
 	}
+	claimers.Wait()
+	pl.ents.waitIdle() // every intent received is with the workers
 	close(jobs)
 	wg.Wait()
+	close(keeperDone)
+	keeper.Wait()
+	pl.comp.close()
 	fin.close()
 	cancelWork(nil)
 
@@ -379,56 +493,15 @@ type finishItem struct {
 	refused bool
 }
 
-// answer processes and publishes (or stages) one delivery, retrying each
-// step until it succeeds or work ends. Giving up leaves it unacknowledged,
-// and returns nil. stop is the serve context: once it ends, failed steps are
-// not retried. What is left, waiting for a staged result to be durable and
-// acknowledging, is returned for the finisher: it is shared with other
-// deliveries' and needs no worker. An entry that is no intent is answered
-// here, and nil returned.
-func (s *server) answer(work, stop context.Context, d Delivery) *finishItem {
-	if d.Err != nil {
-		if s.retry(work, stop, d, "dead-lettering the undecodable entry of", func() error { return s.cfg.deadEntry(work, d) }) &&
-			s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
-			s.answered.Add(1)
-		}
-		return nil
+// answer dead-letters and acknowledges an entry that is no intent,
+// retrying each step until it succeeds or work ends, and counts it answered.
+// Giving up leaves it unacknowledged. stop is the serve context: once it
+// ends, failed steps are not retried.
+func (s *server) answer(work, stop context.Context, d Delivery) {
+	if s.retry(work, stop, d, "dead-lettering the undecodable entry of", func() error { return s.cfg.deadEntry(work, d) }) &&
+		s.retry(work, stop, d, "acknowledging", func() error { return ack(work, d) }) {
+		s.answered.Add(1)
 	}
-	in := d.Intent
-	it := &finishItem{d: d}
-	pctx := work
-	if d.Deliveries > 0 {
-		pctx = WithDeliveryCount(work, d.Deliveries)
-	}
-	ok := s.retry(work, stop, d, "processing", func() error {
-		var err error
-		it.res, err = s.p.Process(pctx, in)
-		var re *RefusedError
-		if errors.As(err, &re) && re.SinkErr == nil {
-			it.refused = true // dead-lettered: no result, and nothing to redeliver
-			return nil
-		}
-		if nd := (*NonDeterministicError)(nil); errors.As(err, &nd) {
-			return nil // REJECTED: publish it, and redeliver nothing
-		}
-		return err
-	})
-	if !ok {
-		return nil
-	}
-	if !it.refused {
-		publish := func() error { return s.sink.Publish(work, it.res) }
-		if ss, ok := s.sink.(stagedSink); ok {
-			publish = func() (err error) {
-				it.wait, err = ss.stage(work, it.res)
-				return err
-			}
-		}
-		if !s.retry(work, stop, d, "publishing the result of", publish) {
-			return nil
-		}
-	}
-	return it
 }
 
 // finish waits for its result to be durable (publishing it again if its

@@ -214,9 +214,12 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	go func() { <-sink.failed; cancel() }()
 	err = effector.Serve(ctx, src, sink, e, quiet, effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
 	src.Close()
+	// Serve takes the lines it has read in one batch, and publishes in
+	// order: the fourth is unanswered, and so may be every later line the
+	// batch took (their results are recorded, not published).
 	var ue *effector.UnansweredError
-	if !errors.As(err, &ue) || ue.Unanswered != 1 {
-		t.Fatalf("Serve with a failing sink = %v, want an *UnansweredError with 1 unanswered", err)
+	if !errors.As(err, &ue) || ue.Unanswered < 1 || ue.Unanswered > len(all)-3 {
+		t.Fatalf("Serve with a failing sink = %v, want an *UnansweredError with 1 to %d unanswered", err, len(all)-3)
 	}
 	if got := len(serveResults(t, results)); got != 3 {
 		t.Fatalf("first run published %d results, want 3", got)

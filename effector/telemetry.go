@@ -583,14 +583,7 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 		c, err = e.store.Claim(sctx, in.ID, call, e.cfg.lease)
 	}
 	if err == nil {
-		// The common case, a fresh claim, counts nothing: not even asked.
-		if wait, reclaim := c.State == InFlight, c.State == Claimed && c.Reclaimed; wait || reclaim {
-			if m := e.tel.metrics(); m != nil && wait {
-				m.claimWaits.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
-			} else if m != nil {
-				m.reclaims.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
-			}
-		}
+		e.countClaim(ctx, in, c)
 		if span != nil && span.IsRecording() {
 			span.SetAttributes(attribute.String("toolreg.claim.state", c.State.String()), attribute.Bool("toolreg.claim.reclaimed", c.Reclaimed))
 		}
@@ -599,6 +592,18 @@ func (e *Effector) claim(ctx context.Context, root trace.Span, in *intent.Intent
 	}
 	endPhase(span, err)
 	return c, adm, err
+}
+
+// countClaim counts a claim that waits for another owner or reclaims.
+func (e *Effector) countClaim(ctx context.Context, in *intent.Intent, c Claim) {
+	// The common case, a fresh claim, counts nothing: not even asked.
+	if wait, reclaim := c.State == InFlight, c.State == Claimed && c.Reclaimed; wait || reclaim {
+		if m := e.tel.metrics(); m != nil && wait {
+			m.claimWaits.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
+		} else if m != nil {
+			m.reclaims.Add(ctx, 1, metric.WithAttributes(genai.ToolName.String(in.ToolName)))
+		}
+	}
 }
 
 // executing is the telemetry of one run of a tool's function.

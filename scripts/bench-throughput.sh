@@ -10,13 +10,25 @@
 #     against 100 intents per transaction (or pipeline), written with the
 #     same kind of ids (goal: >= 0.5x at 16 and 64 workers);
 #   jsonl: BenchmarkServeJSONL (effector.Serve over durable JSONL at 1 and 16
-#     workers) against a copy that fsyncs once per 100 lines (goal: >= 0.5x).
+#     workers) against a copy that fsyncs once per 100 lines (goal: >= 0.5x);
+#   serve: sqlitestore's BenchmarkServe (effector.Serve at 1 and 16 workers
+#     over an in-memory JSONL stream, and over a JSONL file to a JSONL file,
+#     into SQLite) against 100 claims then 100 completions per transaction
+#     (issue 32's goal: >= 0.5x at 16 workers), each run of $SERVE_N
+#     intents (default 8000: a fixed count, so that every row writes a
+#     database of the same size);
+#   vs-main: the serve rows and sqlitestore's Process rows (1, 16 and 64
+#     workers, $PROCESS_N intents, default 2000) built from this tree and
+#     from $BASELINE (default main, checked out in a temporary git worktree,
+#     with this tree's BenchmarkServe copied in), run in turns, and each
+#     row's median as a ratio of the baseline's.
 # redis-server and postgres must be installed (the benchmarks start their own).
 # The machine's load (uptime) is printed before and after: compare ratios,
 # not absolute figures, on a shared machine.
 #
 # Usage: scripts/bench-throughput.sh [count] [benchtime] [paths...]
-#   (default 3, 2s, all of: sqlite redis redis-durable postgres jsonl;
+#   (default 3, 2s, all of: sqlite redis redis-durable postgres jsonl serve;
+#   vs-main runs only when named;
 #   redis-durable runs the Redis rows on a server with appendfsync always)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +36,9 @@ count=${1:-3}
 benchtime=${2:-2s}
 shift $(($# < 2 ? $# : 2))
 paths=("$@")
-[ ${#paths[@]} -gt 0 ] || paths=(sqlite redis redis-durable postgres jsonl)
+[ ${#paths[@]} -gt 0 ] || paths=(sqlite redis redis-durable postgres jsonl serve)
+serve_n=${SERVE_N:-8000}
+process_n=${PROCESS_N:-2000}
 
 # ratios reads benchmark lines and prints, per name, the median intents/s
 # and its ratio to the floor: the name whose impl matches floor_re, within
@@ -71,6 +85,44 @@ run() { # package bench floor_re
 	echo "$out" | grep '^Benchmark' | ratios "$3"
 }
 
+# vsbase prints, per benchmark row, the median intents/s of this tree's
+# binary and of the baseline's, run in turns, and their ratio.
+vsbase() {
+	base=${BASELINE:-main}
+	tmp=$(mktemp -d)
+	wt="$tmp/base"
+	git worktree add --detach "$wt" "$base" >/dev/null
+	trap 'git worktree remove --force "$wt"; rm -rf "$tmp"' RETURN
+	cp effector/sqlitestore/bench_serve_test.go "$wt/effector/sqlitestore/"
+	(cd "$wt" && go test -c -o "$tmp/base.test" ./effector/sqlitestore/)
+	go test -c -o "$tmp/this.test" ./effector/sqlitestore/
+	echo "== vs $base ($(git -C "$wt" rev-parse --short HEAD)): BenchmarkServe at ${serve_n}x, BenchmarkProcessWorkers at ${process_n}x, -count $count, in turns"
+	for _ in $(seq "$count"); do
+		for which in this base; do
+			(cd effector/sqlitestore && "$tmp/$which.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime "${serve_n}x") | sed -n "s/^Benchmark/$which Benchmark/p"
+			(cd effector/sqlitestore && "$tmp/$which.test" -test.run '^$' -test.bench '^BenchmarkProcessWorkers$/impl=store/workers=(1|16|64)$' -test.benchtime "${process_n}x") | sed -n "s/^Benchmark/$which Benchmark/p"
+		done
+	done | awk '
+	function median(list,   n, a, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+	}
+	{
+		which = $1; name = $2; sub(/-[0-9]+$/, "", name)
+		for (i = 3; i < NF; i++) if ($(i+1) == "intents/s") v = $i
+		if (!(name in seen)) { order[++n] = name; seen[name] = 1 }
+		runs[which, name] = runs[which, name] " " v
+	}
+	END {
+		printf "%-56s %12s %12s %8s\n", "benchmark", "this", "base", "ratio"
+		for (k = 1; k <= n; k++) {
+			name = order[k]; t = median(runs["this", name]); b = median(runs["base", name])
+			printf "%-56s %12.0f %12.0f %7.2fx\n", name, t, b, (b > 0 ? t / b : 0)
+		}
+	}'
+}
+
 uptime
 for p in "${paths[@]}"; do
 	case $p in
@@ -79,7 +131,9 @@ for p in "${paths[@]}"; do
 	redis-durable) run ./effector/redisstore/ '^BenchmarkProcessWorkersDurable$' 'impl=floor-pipeline100$' ;;
 	postgres) run ./effector/pgstore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
 	jsonl) run ./effector/ '^BenchmarkServeJSONL$' 'impl=floor-copy-fsync-per-100$' ;;
-	*) echo "unknown path $p: want sqlite, redis, redis-durable, postgres or jsonl" >&2; exit 2 ;;
+	serve) benchtime="${serve_n}x" run ./effector/sqlitestore/ '^BenchmarkServe$' 'impl=floor-batch100$' ;;
+	vs-main) vsbase ;;
+	*) echo "unknown path $p: want sqlite, redis, redis-durable, postgres, jsonl, serve or vs-main" >&2; exit 2 ;;
 	esac
 done
 uptime

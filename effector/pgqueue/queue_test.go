@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -910,5 +911,44 @@ func TestPurgeResultsDeletesOnlyTheQueuesOldResults(t *testing.T) {
 	}
 	if _, err := q.PurgeResults(ctx, -time.Second); err == nil {
 		t.Error("PurgeResults(-1s) succeeded, want it refused")
+	}
+}
+
+// TestReceiveBatchHandsOverWhatOneClaimTook: with 10 intents queued and
+// claims of 8, ReceiveBatch hands over at most max of the 8 one claim took,
+// then the rest of them, then what the next claim takes: every intent once,
+// each acknowledged on its own.
+func TestReceiveBatchHandsOverWhatOneClaimTook(t *testing.T) {
+	t.Parallel()
+	pool, _, q := setup(t, pgtest.Start(t))
+	ins, ids := intents("batch", 10)
+	enqueue(t, pool, ins...)
+	src := newSource(t, q, pgqueue.WithBatch(8))
+	ctx := context.Background()
+	var sizes []int
+	seen := map[string]int{}
+	for len(seen) < len(ids) {
+		ds, err := src.ReceiveBatch(ctx, 5, nil)
+		if err != nil {
+			t.Fatalf("ReceiveBatch: %v", err)
+		}
+		sizes = append(sizes, len(ds))
+		for _, d := range ds {
+			seen[d.Intent.ID]++
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if want := []int{5, 3, 2}; !slices.Equal(sizes, want) {
+		t.Errorf("ReceiveBatch(max 5) handed over batches of %v, want %v: the claim's 8 in two, then the 2 the next claim took", sizes, want)
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("intent %s handed over %d times, want once", id, seen[id])
+		}
+	}
+	if n := waiting(t, pool); n != 0 {
+		t.Errorf("%d intents still queued after every delivery was acknowledged", n)
 	}
 }

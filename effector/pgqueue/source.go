@@ -179,6 +179,25 @@ func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 	}
 }
 
+// ReceiveBatch implements effector.BatchSource: it waits for an intent as
+// Receive does (claiming a batch when it has none), then appends to buf
+// those of the batch it has not handed out, at most max.
+func (s *Source) ReceiveBatch(ctx context.Context, max int, buf []effector.Delivery) ([]effector.Delivery, error) {
+	d, err := s.Receive(ctx)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, d)
+	for len(s.buf) > 0 && max > 1 {
+		buf = append(buf, s.delivery(s.buf[0]))
+		s.buf = s.buf[1:]
+		max--
+	}
+	return buf, nil
+}
+
+var _ effector.BatchSource = (*Source)(nil)
+
 func (s *Source) claim(ctx context.Context) error {
 	start := time.Now()
 	rows, err := s.q.pool.Query(ctx, claimSQL, s.q.name, s.batch, micros(s.lease))

@@ -148,6 +148,25 @@ func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 	}
 }
 
+// ReceiveBatch implements effector.BatchSource: it waits for entries as
+// Receive does, then appends to buf those already read (a read fetches up
+// to WithBatch entries), at most max.
+func (s *Source) ReceiveBatch(ctx context.Context, max int, buf []effector.Delivery) ([]effector.Delivery, error) {
+	d, err := s.Receive(ctx)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, d)
+	for len(s.buf) > 0 && max > 1 {
+		buf = append(buf, s.delivery(s.buf[0]))
+		s.buf = s.buf[1:]
+		max--
+	}
+	return buf, nil
+}
+
+var _ effector.BatchSource = (*Source)(nil)
+
 // readOwnPending reads the entries delivered to this consumer name and never
 // acknowledged: a restarted effector's unfinished work.
 func (s *Source) readOwnPending(ctx context.Context) error {

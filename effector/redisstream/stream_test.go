@@ -431,3 +431,40 @@ func TestAPoisonEntryRedeliveredPastMaxAttemptsIsGivenUpAndTheStreamFlows(t *tes
 		t.Errorf("dead letters = %q, want the poison intent with its reason", dead)
 	}
 }
+
+// TestReceiveBatchHandsOverWhatOneReadFetched: with 10 entries in the stream
+// and reads of 8, the first ReceiveBatch hands over the 8 one read fetched
+// (and no more, with max 20), the next the 2 left; with max 3, no more than
+// 3. Each delivery carries its intent and is acknowledged on its own.
+func TestReceiveBatchHandsOverWhatOneReadFetched(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ids := addIntents(t, rdb, "batch", 10)
+	src := newSource(t, rdb, "c1", redisstream.WithBatch(8))
+	ctx := context.Background()
+	first, err := src.ReceiveBatch(ctx, 3, nil)
+	if err != nil || len(first) != 3 {
+		t.Fatalf("ReceiveBatch(max 3) = %d deliveries, %v; want 3", len(first), err)
+	}
+	rest, err := src.ReceiveBatch(ctx, 20, nil)
+	if err != nil || len(rest) != 5 {
+		t.Fatalf("ReceiveBatch(max 20) = %d deliveries, %v; want the 5 left of the read of 8", len(rest), err)
+	}
+	last, err := src.ReceiveBatch(ctx, 20, nil)
+	if err != nil || len(last) != 2 {
+		t.Fatalf("ReceiveBatch(max 20) = %d deliveries, %v; want the 2 the next read fetched", len(last), err)
+	}
+	all := append(append(first, rest...), last...)
+	for i, d := range all {
+		if d.Intent == nil || d.Intent.ID != ids[i] {
+			t.Fatalf("delivery %d is %v, want intent %s in stream order", i, d.Intent, ids[i])
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pending(t, rdb); n != 0 {
+		t.Errorf("%d entries pending after every delivery was acknowledged", n)
+	}
+}

@@ -413,3 +413,45 @@ func (p *proc) waitStopped(t *testing.T) (unanswered bool) {
 	t.Fatalf("effectord %d failed: %v; stderr:\n%s", p.cmd.Process.Pid, p.err, p.stderr)
 	return false
 }
+
+// durableCompletions reads the completes log: the "id pid" pairs whose
+// completion was durable (outcome ok) in that process.
+func durableCompletions(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	durable := map[string]bool{}
+	for _, l := range lines(t, path) {
+		if f := strings.Fields(l); len(f) == 3 && f[2] == "ok" {
+			durable[f[0]+" "+f[1]] = true
+		}
+	}
+	return durable
+}
+
+// wantDuplicatesOnlyInTheWindow fails t for each intent called more than
+// once unless every call but its last was made by a process that was
+// killed (killed) before that call's completion was durable there
+// (durable), and its published result says the effect is unknown. Serve
+// hands a result to its completer and starts the next tool, so a kill can
+// cut several intents of a process between their run and their durable
+// completion: the guarantee is per call, not one intent per kill. It
+// returns how many intents ran more than once.
+func wantDuplicatesOnlyInTheWindow(t *testing.T, calls map[string][]call, res map[string][]intent.Result, killed map[int]bool, durable map[string]bool) int {
+	t.Helper()
+	again := 0
+	for id, cs := range calls {
+		if len(cs) < 2 {
+			continue
+		}
+		again++
+		for _, c := range cs[:len(cs)-1] {
+			key := id + " " + strconv.Itoa(c.pid)
+			if !killed[c.pid] || durable[key] {
+				t.Errorf("intent %s ran %d times, but its run in process %d was not cut by a kill before a durable completion (killed %v, durable %v)", id, len(cs), c.pid, killed[c.pid], durable[key])
+			}
+		}
+		if rs := res[id]; len(rs) == 0 || !strings.HasPrefix(rs[0].ErrorMessage, "effect unknown") {
+			t.Errorf("intent %s ran %d times, and its result does not say the effect is unknown: %+v", id, len(cs), rs)
+		}
+	}
+	return again
+}

@@ -163,7 +163,13 @@ func TestPoisonIntentAmongGoodOnes(t *testing.T) {
 			args := fs.args(store, append([]string{"-workers", "1", "-key-prefix", scenario + ":", "-poison", poison,
 				"-max-attempts", fmt.Sprint(maxAttempts), "-dead", fs.dir + "/dead.log"}, leaseArgs...)...)
 			crashes := 0
-			for start(t, args...).wait(t) {
+			crashed := map[int]bool{}
+			for {
+				p := start(t, args...)
+				if !p.wait(t) {
+					break
+				}
+				crashed[p.cmd.Process.Pid] = true
 				if crashes++; crashes > maxAttempts+1 {
 					t.Fatalf("the effector crashed %d times on the poison intent, want it given up after %d attempts", crashes, maxAttempts)
 				}
@@ -171,12 +177,14 @@ func TestPoisonIntentAmongGoodOnes(t *testing.T) {
 			calls := downstreamCalls(t, fs.downstream)
 			res := results(t, fs.out)
 			r := tally(t, scenario, ids, calls, res)
+			delete(calls, poison)
+			// A good intent runs again only where a crash cut it between its
+			// run and its durable completion (Serve starts the next tool
+			// before the last result is durable), and says so.
+			again := wantDuplicatesOnlyInTheWindow(t, calls, res, crashed, durableCompletions(t, fs.completes))
 			for _, id := range ids {
-				if id == poison || len(res[id]) == 0 {
-					continue
-				}
-				if res[id][0].Status != intent.StatusOK || len(calls[id]) != 1 {
-					t.Errorf("good intent %s = %v after %d calls, want OK, run once", id, res[id][0].Status, len(calls[id]))
+				if id != poison && len(res[id]) > 0 && res[id][0].Status != intent.StatusOK {
+					t.Errorf("good intent %s = %v, want OK", id, res[id][0].Status)
 				}
 			}
 			if p := res[poison]; len(p) == 0 || p[0].Status != intent.StatusError || !strings.Contains(p[0].ErrorMessage, "WithMaxAttempts") {
@@ -186,7 +194,7 @@ func TestPoisonIntentAmongGoodOnes(t *testing.T) {
 			if len(dead) != 1 || !strings.Contains(dead[0], poison) || !strings.Contains(dead[0], "given up after") {
 				t.Errorf("dead letters = %q, want the poison intent once, with its reason", dead)
 			}
-			r.note = fmt.Sprintf("%d crashes on the poison, then given up (ERROR, dead-lettered); the other 1000 OK", crashes)
+			r.note = fmt.Sprintf("%d crashes on the poison, then given up (ERROR, dead-lettered); the other 1000 OK, %d of them run again (cut before their durable completion, effect unknown)", crashes, again)
 			report(t, r)
 		})
 	}

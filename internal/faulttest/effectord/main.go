@@ -50,6 +50,7 @@ type flags struct {
 	in, out    string
 	downstream string
 	dedup      bool
+	batch      int
 	killAt     string
 	killN      int64
 	kills      string
@@ -90,6 +91,7 @@ func main() {
 	flag.DurationVar(&f.lease, "lease", 400*time.Millisecond, "the effector's lease")
 	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
 	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
+	flag.IntVar(&f.batch, "batch", 1, "Serve's batch size (WithBatchSize): 1 claims each intent alone, so a kill after a claim interrupts that intent only")
 	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
 	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
@@ -221,7 +223,7 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	opts := []effector.ServeOption{effector.WithWorkers(f.workers), effector.WithDrainTimeout(f.drain),
+	opts := []effector.ServeOption{effector.WithWorkers(f.workers), effector.WithBatchSize(f.batch), effector.WithDrainTimeout(f.drain),
 		effector.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond), effector.WithServeLogger(log),
 		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
 			return dead.line(fmt.Sprintf("entry %s %d %q %q", d.Pos, d.Offset, d.Bytes, d.Err.Error()))
@@ -332,6 +334,68 @@ func (s *killStore) Complete(ctx context.Context, id, token string, result []byt
 		s.k.at(AfterComplete, id)
 	}
 	return err
+}
+
+// ClaimBatch claims the batch, notes its reclaims, and then reaches the
+// after-claim point once per intent it claimed: a kill there falls after
+// the whole batch's claim and before any of its tools runs.
+func (s *killStore) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
+	s.DedupStore.ClaimBatch(ctx, reqs, out)
+	for i, o := range out {
+		if o.Err == nil && o.Claim.State == effector.Claimed && o.Claim.Reclaimed {
+			s.reclaims.line(fmt.Sprintf("%s %d", reqs[i].IntentID, os.Getpid()))
+		}
+	}
+	for i, o := range out {
+		if o.Err == nil && o.Claim.State == effector.Claimed {
+			s.k.at(AfterClaim, reqs[i].IntentID)
+		}
+	}
+}
+
+// CompleteBatch reaches the after-tool-before-complete point once per
+// completion before writing any (a kill there loses the whole batch's
+// completions), fails the injected ones, notes every outcome, and then
+// reaches the after-complete point once per durable completion.
+func (s *killStore) CompleteBatch(ctx context.Context, reqs []effector.Completion, errs []error) {
+	for _, r := range reqs {
+		s.k.at(AfterToolBeforeComplete, r.IntentID)
+	}
+	var rest []effector.Completion
+	var at []int
+	injected := make([]bool, len(reqs))
+	for i, r := range reqs {
+		if s.injected() {
+			injected[i] = true
+			errs[i] = errors.New("effectord: injected Complete failure: disk I/O error: database or disk is full")
+			continue
+		}
+		rest, at = append(rest, r), append(at, i)
+	}
+	if len(rest) > 0 {
+		es := make([]error, len(rest))
+		s.DedupStore.CompleteBatch(ctx, rest, es)
+		for k, i := range at {
+			errs[i] = es[k]
+		}
+	}
+	for i, r := range reqs {
+		outcome := "ok"
+		switch err := errs[i]; {
+		case injected[i]:
+			outcome = "injected"
+		case errors.Is(err, effector.ErrNotOwner):
+			outcome = "not-owner"
+		case err != nil:
+			outcome = "error"
+		}
+		s.completes.line(fmt.Sprintf("%s %d %s", r.IntentID, os.Getpid(), outcome))
+	}
+	for i, r := range reqs {
+		if errs[i] == nil {
+			s.k.at(AfterComplete, r.IntentID)
+		}
+	}
 }
 
 // appendLog appends fsynced lines to a file shared by processes; a nil

@@ -1,0 +1,748 @@
+package effector
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/beam-agents/toolreg/intent"
+)
+
+// Serve's pipeline. Every intent walks the same named stages, whether it
+// comes alone to Process or in a batch to Serve:
+//
+//	verify     the signature and the intent id (Effector.verify)
+//	gate       an approval's request or execution (approval.go, in outcome)
+//	authority  scopes and budgets (budget.go, in outcome)
+//	claim      the intent id in the store
+//	run        the tool, under its timeout (Effector.execute)
+//	complete   the terminal result, in the store (Effector.record)
+//	publish    the result to the sink, then the acknowledgement (finisher)
+//
+// Process walks them for one intent, with one store call per claim and per
+// completion. Serve walks them for batches: its receiver takes what the
+// source has ready (BatchSource), verifies it and claims every intent it can
+// in one ClaimBatch (claimStage); its workers, WithWorkers of them, run the
+// claimed intents; its completer writes the results waiting in one
+// CompleteBatch, and publishes each only once it is durable. An intent the
+// batch cannot take (a budgeted tool, whose claim counts it through
+// ClaimAdmit; an approval, its execution, or a tool that requires one; an
+// intent that fails verification or has expired; one another owner holds)
+// goes the whole of Process's way in a worker, alone: only its publication
+// joins the others'.
+
+// DefaultBatchSize is how many deliveries Serve takes from a BatchSource,
+// and claims, in one batch by default (WithBatchSize).
+const DefaultBatchSize = 100
+
+// maxCompleteBatch is the most completions the completer writes in one
+// store call, and maxBacklog the most intents it holds (waiting to be
+// written, retried, or published): a worker handing it more waits, so a
+// store or sink that falls behind holds the workers back.
+const (
+	maxCompleteBatch = 256
+	maxBacklog       = 1024
+)
+
+// itemKind says which way an item goes through the pipeline.
+type itemKind uint8
+
+const (
+	kindProcess  itemKind = iota // the whole of Process, alone, in a worker
+	kindEntry                    // an entry that is no intent: dead-lettered
+	kindClaimed                  // claimed by claimStage: a worker runs it
+	kindAnswered                 // answered by claimStage (done, mismatch)
+)
+
+// The owner of an item's publication once its tool has run: the worker,
+// until it hands the result to the completer; the completer; or nobody, when
+// the worker gave the delivery up while its tool runs on, detached (its
+// result is still completed, for the redelivery to find).
+const (
+	ownerWorker int32 = iota
+	ownerCompleter
+	ownerAbandoned
+)
+
+// The state of an item's publication in the completer's order.
+const (
+	pubPending uint8 = iota // its completion is not durable yet
+	pubReady                // durable: publish it
+	pubDropped              // nothing to publish here (left for redelivery, or handed on)
+)
+
+// item is one delivery in Serve's pipeline.
+type item struct {
+	pl   *pipeline
+	d    Delivery
+	kind itemKind
+
+	// Set by claimStage for kindClaimed, and by renew.
+	cl       claim
+	call     Call
+	attempts int
+	// renewFailed: a renewal of the claim's lease failed; the item takes
+	// Process's way.
+	renewFailed bool
+
+	res     intent.Result
+	refused bool // dead-lettered: no result, only the acknowledgement
+	owner   atomic.Int32
+
+	// The completion, set by completer.add.
+	wire     []byte
+	ttl      time.Duration
+	token    string
+	leaseEnd int64
+	tries    int
+	backoff  time.Duration
+	nextTry  int64
+	publish  bool  // the completer publishes it once durable
+	pub      uint8 // its publication's state; under the completer's lock
+}
+
+// pipeline is one Serve's stages after receiving.
+type pipeline struct {
+	s          *server
+	e          *Effector // nil: the processor is no *Effector, and every delivery takes Process's way
+	work, stop context.Context
+	comp       *completer
+	fin        *finisher
+	finishing  chan struct{} // a slot per intent handed to the finisher
+	jobs       chan *item    // the workers'
+	ents       *entities     // WithEntityOrder's; nil without it
+
+	// waiting holds the claimed items no worker has started, whose leases
+	// keepLeases renews.
+	wmu     sync.Mutex
+	waiting map[*item]struct{}
+}
+
+// claimBufs are claimStage's buffers: the receiver's, or a worker's.
+type claimBufs struct {
+	reqs []ClaimRequest
+	outs []ClaimOutcome
+	idx  []int
+}
+
+func newPipeline(s *server, e *Effector, work, stop context.Context, fin *finisher, finishing chan struct{}, jobs chan *item) *pipeline {
+	pl := &pipeline{s: s, e: e, work: work, stop: stop, fin: fin, finishing: finishing, jobs: jobs, waiting: map[*item]struct{}{}}
+	if s.cfg.entityOrder {
+		pl.ents = newEntities()
+	}
+	pl.comp = newCompleter(pl)
+	return pl
+}
+
+// newItem makes d an item of the pipeline.
+func (pl *pipeline) newItem(d Delivery) *item {
+	it := &item{pl: pl, d: d}
+	if d.Err != nil {
+		it.kind = kindEntry
+	}
+	return it
+}
+
+// claimStage verifies items and claims, in one ClaimBatch, those that the
+// batch can take; it sets each item's kind. The lease of a claim is counted
+// from before the call (DedupStore.ClaimBatch), so that the time the call
+// takes and the time the item then waits for a worker are taken from it.
+func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
+	e := pl.e
+	if e == nil {
+		return // every delivery takes Process's way
+	}
+	reqs, idx := b.reqs[:0], b.idx[:0]
+	now := e.cfg.now()
+	for i, it := range items {
+		if it.kind != kindProcess || !e.batchable(it.d.Intent, now) {
+			continue
+		}
+		it.call = CallOf(it.d.Intent)
+		reqs = append(reqs, ClaimRequest{IntentID: it.d.Intent.ID, Call: it.call, Lease: e.cfg.lease})
+		idx = append(idx, i)
+	}
+	b.reqs, b.idx = reqs, idx
+	if len(reqs) == 0 {
+		return
+	}
+	outs := b.outs[:0]
+	for range reqs {
+		outs = append(outs, ClaimOutcome{})
+	}
+	b.outs = outs
+	leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the leases
+	sctx, cancel := e.storeContext(pl.work)
+	e.store.ClaimBatch(sctx, reqs, outs)
+	cancel()
+	for k, o := range outs {
+		it := items[idx[k]]
+		in := it.d.Intent
+		if o.Err != nil {
+			// Process's way claims it alone, and retries what fails.
+			continue
+		}
+		e.countClaim(pl.work, in, o.Claim) // telemetry.go
+		switch o.Claim.State {
+		case Claimed:
+			it.kind = kindClaimed
+			it.cl = claim{token: o.Claim.Token, leaseEnd: leaseEnd, reclaimed: o.Claim.Reclaimed}
+			it.attempts = o.Claim.Attempts
+		case Done:
+			if res, err := storedResult(in, o.Claim.Result); err == nil {
+				it.kind, it.res = kindAnswered, res
+			}
+		case Mismatch:
+			it.kind = kindAnswered
+			it.res, _ = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
+		}
+		// InFlight: Process's way waits for the owner.
+	}
+	clear(outs)
+	clear(reqs)
+}
+
+// batchable reports whether in can be claimed in a batch: it passes
+// verification, has not expired, and is a call of a side-effecting tool
+// with a function, no budget (its claim counts it, through ClaimAdmit, one
+// at a time) and no approval.
+func (e *Effector) batchable(in *intent.Intent, now time.Time) bool {
+	if in == nil || expired(in, now) || in.Kind != intent.KindTool && in.Kind != intent.KindUnspecified {
+		return false
+	}
+	if execution, err := e.verify(in); err != nil || execution {
+		return false
+	}
+	t, err := e.table.Get(in.ToolName)
+	if err != nil || !t.SideEffect() || !t.Bound() {
+		return false
+	}
+	spec := t.Spec()
+	return spec.Approval == nil && spec.Budgets == nil
+}
+
+// leaseNeed is the lease a claim of tool's intent must have left when its
+// tool starts: what New demands of the whole lease.
+func (e *Effector) leaseNeed(tool string) time.Duration {
+	return e.timeout(tool) + max(e.cfg.storeTimeout, 0) + LeaseMargin
+}
+
+// handOut registers the claimed items of a batch as waiting for a worker,
+// for keepLeases.
+func (pl *pipeline) handOut(items []*item) {
+	pl.wmu.Lock()
+	for _, it := range items {
+		if it.kind == kindClaimed {
+			pl.waiting[it] = struct{}{}
+		}
+	}
+	pl.wmu.Unlock()
+}
+
+// run takes it through the stages after the claim, in a worker.
+func (pl *pipeline) run(it *item) {
+	switch it.kind {
+	case kindEntry:
+		pl.s.answer(pl.work, pl.stop, it.d)
+		pl.left(it) // answer counted it if it was
+	case kindAnswered:
+		pl.comp.addDone(it)
+	case kindClaimed:
+		pl.runClaimed(it)
+	default:
+		pl.process(it)
+	}
+}
+
+// runClaimed runs a claimed item's tool and hands its result to the
+// completer. While the store fails to complete, it waits before starting
+// the tool; a claim whose lease has less left than the tool may take is
+// renewed first.
+func (pl *pipeline) runClaimed(it *item) {
+	e := pl.e
+	pl.wmu.Lock()
+	delete(pl.waiting, it)
+	pl.wmu.Unlock()
+	pl.comp.waitHealthy(pl.work)
+	in := it.d.Intent
+	// LeaseMargin is what New keeps for the time between a claim and its
+	// tool's start: a claim that has at least the rest left may start.
+	if !it.renewFailed && time.Duration(it.cl.leaseEnd-monoNow()) < e.leaseNeed(in.ToolName)-LeaseMargin {
+		if it.cl.reclaimed {
+			it.renewFailed = true // never released: see renew
+		} else {
+			pl.renew([]*item{it})
+		}
+	}
+	if it.renewFailed {
+		pl.process(it)
+		return
+	}
+	ctx := pl.work
+	if it.d.Deliveries > 0 {
+		ctx = WithDeliveryCount(ctx, it.d.Deliveries)
+	}
+	cl := it.cl
+	cl.batch = it
+	ctx, span := e.tel.start(ctx, in)
+	var res intent.Result
+	var err error
+	if n := max(it.attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
+		res, err = e.giveUp(ctx, in, cl, n)
+	} else {
+		// waited: it may have expired while it waited for a worker.
+		res, err = e.executeClaimed(ctx, in, cl, true)
+	}
+	e.tel.end(ctx, span, in, res, err)
+	if de := (*DetachedError)(nil); errors.As(err, &de) {
+		if it.owner.CompareAndSwap(ownerWorker, ownerAbandoned) {
+			pl.left(it) // its result is completed when the tool returns; redelivery answers it
+		}
+		return
+	}
+	if it.owner.Load() == ownerCompleter {
+		return // the completer publishes it once durable
+	}
+	if err == nil {
+		it.res = res // durable already (an effect's transaction)
+		pl.comp.addDone(it)
+		return
+	}
+	// Nothing is recorded: the claim is released, or left to lapse.
+	pl.process(it)
+}
+
+// process takes it the whole of Process's way, retrying until it has a
+// result or Serve stops, and hands the result on for publication.
+func (pl *pipeline) process(it *item) {
+	s, d := pl.s, it.d
+	it.kind = kindProcess
+	pctx := pl.work
+	if d.Deliveries > 0 {
+		pctx = WithDeliveryCount(pctx, d.Deliveries)
+	}
+	ok := s.retry(pl.work, pl.stop, d, "processing", func() error {
+		var err error
+		it.res, err = s.p.Process(pctx, d.Intent)
+		var re *RefusedError
+		if errors.As(err, &re) && re.SinkErr == nil {
+			it.refused = true // dead-lettered: no result, and nothing to redeliver
+			return nil
+		}
+		if nd := (*NonDeterministicError)(nil); errors.As(err, &nd) {
+			return nil // REJECTED: publish it, and redeliver nothing
+		}
+		return err
+	})
+	if !ok {
+		pl.left(it)
+		return
+	}
+	pl.comp.addDone(it)
+}
+
+// left counts an item that leaves the pipeline without being handed
+// to the finisher.
+func (pl *pipeline) left(it *item) {
+	pl.abandon(it)
+	if pl.s.processing.Add(-1) <= 0 {
+		pl.fin.poke() // no more results are coming to wait for
+	}
+}
+
+// keepLeases renews, until done is closed, the leases of claimed items
+// waiting for a worker before they run low: every lease/8 it renews those
+// whose lease has less left than their tool may take plus two ticks.
+func (pl *pipeline) keepLeases(done <-chan struct{}) {
+	tick := max(pl.e.cfg.lease/8, time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var low []*item
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		pl.wmu.Lock()
+		now := monoNow()
+		low = low[:0]
+		for it := range pl.waiting {
+			if !it.renewFailed && !it.cl.reclaimed && time.Duration(it.cl.leaseEnd-now) < pl.e.leaseNeed(it.d.Intent.ToolName)+2*tick {
+				low = append(low, it)
+			}
+		}
+		if len(low) > 0 {
+			pl.renew(low)
+		}
+		pl.wmu.Unlock()
+		clear(low)
+	}
+}
+
+// renew gives each item's claim a fresh lease: it releases the claim (which
+// gives its attempt back: nothing ran) and claims the intent again. An item
+// whose release or claim fails, or whose intent another owner took in
+// between, is marked renewFailed, for Process's way: it waits for that owner,
+// or for its own claim to lapse.
+//
+// A reclaimed claim is never renewed: its release would tell the store that
+// nothing of an earlier owner is unaccounted for, and a crash before the new
+// claim would let the next owner run the intent without saying its effect is
+// unknown. It keeps its lease; if that runs low before a worker takes it,
+// it goes Process's way, which waits for it to lapse and reclaims it.
+func (pl *pipeline) renew(items []*item) {
+	e := pl.e
+	rels := make([]Release, len(items))
+	errs := make([]error, len(items))
+	for i, it := range items {
+		rels[i] = Release{IntentID: it.d.Intent.ID, Token: it.cl.token}
+	}
+	sctx, cancel := e.storeContext(pl.work)
+	e.store.ReleaseBatch(sctx, rels, errs)
+	cancel()
+	var again []*item
+	var reqs []ClaimRequest
+	for i, it := range items {
+		if errs[i] != nil {
+			e.cfg.logger.WarnContext(pl.work, "effector: renewing the lease of a claimed intent waiting for a worker: its release failed; it waits for its claim to lapse", "intent_id", it.d.Intent.ID, "error", errs[i].Error())
+			it.renewFailed = true
+			continue
+		}
+		again = append(again, it)
+		reqs = append(reqs, ClaimRequest{IntentID: it.d.Intent.ID, Call: it.call, Lease: e.cfg.lease})
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	outs := make([]ClaimOutcome, len(reqs))
+	leaseEnd := monoNow() + int64(e.cfg.lease)
+	sctx, cancel = e.storeContext(pl.work)
+	e.store.ClaimBatch(sctx, reqs, outs)
+	cancel()
+	for i, it := range again {
+		o := outs[i]
+		if o.Err != nil || o.Claim.State != Claimed {
+			it.renewFailed = true
+			continue
+		}
+		it.cl.token, it.cl.leaseEnd = o.Claim.Token, leaseEnd
+		it.cl.reclaimed = it.cl.reclaimed || o.Claim.Reclaimed
+		it.attempts = o.Claim.Attempts
+	}
+}
+
+// publish hands a durable item to the sink and then the finisher, in the
+// completer's goroutine, in the order items reached the completer. A staged
+// sink (JSONLSink) stages it here, and the finisher waits for its fsync; with
+// more than one worker, another sink's Publish runs in the finisher, beside
+// the others'.
+func (pl *pipeline) publish(it *item) {
+	s := pl.s
+	fi := &finishItem{d: it.d, res: it.res, refused: it.refused}
+	if !it.refused {
+		var publish func() error
+		switch ss, staged := s.sink.(stagedSink); {
+		case staged:
+			publish = func() (err error) {
+				fi.wait, err = ss.stage(pl.work, fi.res)
+				return err
+			}
+		case s.cfg.workers == 1:
+			publish = func() error { return s.sink.Publish(pl.work, fi.res) }
+		default:
+			fi.wait = func() error { return s.sink.Publish(pl.work, fi.res) }
+		}
+		if publish != nil && !s.retry(pl.work, pl.stop, it.d, "publishing the result of", publish) {
+			pl.left(it)
+			return
+		}
+	}
+	pl.release(it)
+	pl.finishing <- struct{}{}
+	pl.fin.add(fi, s.processing.Add(-1) > 0)
+}
+
+// completer writes the results the workers hand it in batches, one
+// CompleteBatch for what is waiting (up to maxCompleteBatch), with no timer:
+// a lone result is written at once, and results gather while a write is
+// under way. It publishes each result once its completion is durable, in the
+// order they were handed to it. A completion that fails is retried with
+// backoff until its lease ends, beside the later ones, never ahead of them:
+// a result the store keeps refusing does not hold the others back. While
+// every completion of a batch fails, the workers start no more tools
+// (waitHealthy).
+type completer struct {
+	pl      *pipeline
+	mu      sync.Mutex
+	space   *sync.Cond // the backlog shrank
+	queue   []*item    // completions to write, in order
+	retry   []*item    // completions that failed, each with its next try
+	order   []*item    // what to publish, in order, until published
+	running int        // goroutines that will hand an item back (recordLate, Process's way)
+	exited  bool
+	closed  bool
+	failing atomic.Bool
+	wake    chan struct{}
+	done    chan struct{}
+
+	batch []*item // the loop's buffers
+	reqs  []Completion
+	errs  []error
+	ready []*item
+}
+
+func newCompleter(pl *pipeline) *completer {
+	c := &completer{pl: pl, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c.space = sync.NewCond(&c.mu)
+	go c.loop()
+	return c
+}
+
+func (c *completer) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *completer) backlog() int { return len(c.queue) + len(c.retry) + len(c.order) }
+
+// add takes the completion of it's claim cl with result b (copied) for
+// ttl, and returns true; false once the completer has stopped, when the
+// caller completes it alone. It waits while the backlog is full.
+func (c *completer) add(it *item, cl claim, b []byte, ttl time.Duration, res intent.Result) bool {
+	c.mu.Lock()
+	for c.backlog() >= maxBacklog && !c.exited {
+		c.space.Wait()
+	}
+	if c.exited {
+		c.mu.Unlock()
+		return false
+	}
+	it.wire = append(it.wire[:0], b...)
+	it.ttl, it.res, it.token, it.leaseEnd = ttl, res, cl.token, cl.leaseEnd
+	it.backoff, it.tries, it.pub = c.pl.e.cfg.minBackoff, 0, pubPending
+	it.publish = it.owner.CompareAndSwap(ownerWorker, ownerCompleter)
+	c.queue = append(c.queue, it)
+	if it.publish {
+		c.order = append(c.order, it)
+	}
+	c.mu.Unlock()
+	c.poke()
+	return true
+}
+
+// addDone takes an item whose result needs no completion (it is durable,
+// or never stored) for publication.
+func (c *completer) addDone(it *item) {
+	c.mu.Lock()
+	for c.backlog() >= maxBacklog {
+		c.space.Wait()
+	}
+	it.pub = pubReady
+	c.order = append(c.order, it)
+	c.mu.Unlock()
+	c.poke()
+}
+
+// waitHealthy returns once the store completes again (or work ends).
+func (c *completer) waitHealthy(work context.Context) {
+	for c.failing.Load() && work.Err() == nil {
+		t := time.NewTimer(c.pl.s.cfg.minBackoff)
+		select {
+		case <-t.C:
+		case <-work.Done():
+			t.Stop()
+		}
+	}
+}
+
+// close returns once everything handed to the completer is written and
+// handed on (or given up).
+func (c *completer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.poke()
+	<-c.done
+}
+
+func (c *completer) loop() {
+	defer close(c.done)
+	var timer *time.Timer
+	for {
+		c.mu.Lock()
+		now := monoNow()
+		batch := c.batch[:0]
+		var next int64
+		keep := c.retry[:0]
+		for _, it := range c.retry { // the older first
+			if it.nextTry <= now && len(batch) < maxCompleteBatch {
+				batch = append(batch, it)
+				continue
+			}
+			keep = append(keep, it)
+			if next == 0 || it.nextTry < next {
+				next = it.nextTry
+			}
+		}
+		clear(c.retry[len(keep):])
+		c.retry = keep
+		n := min(len(c.queue), maxCompleteBatch-len(batch))
+		batch = append(batch, c.queue[:n]...)
+		rest := copy(c.queue, c.queue[n:])
+		clear(c.queue[rest:])
+		c.queue = c.queue[:rest]
+		ready := c.ready[:0]
+		k := 0
+		for k < len(c.order) && c.order[k].pub != pubPending {
+			if c.order[k].pub == pubReady {
+				ready = append(ready, c.order[k])
+			}
+			k++
+		}
+		rest = copy(c.order, c.order[k:])
+		clear(c.order[rest:])
+		c.order = c.order[:rest]
+		if len(batch) > 0 || k > 0 {
+			c.space.Broadcast()
+		}
+		if len(batch) == 0 && len(ready) == 0 && c.closed && c.backlog() == 0 && c.running == 0 {
+			c.exited = true
+			c.space.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if len(batch) > 0 {
+			c.write(batch)
+		}
+		for _, it := range ready {
+			c.pl.publish(it)
+		}
+		clear(batch)
+		c.batch = batch
+		clear(ready)
+		c.ready = ready
+		if len(batch) > 0 || len(ready) > 0 {
+			continue
+		}
+		if next == 0 {
+			<-c.wake
+			continue
+		}
+		wait := time.Duration(next - monoNow())
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-c.wake:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// write completes batch in one CompleteBatch and settles each item.
+func (c *completer) write(batch []*item) {
+	e, work := c.pl.e, c.pl.work
+	reqs, errs := c.reqs[:0], c.errs[:0]
+	for _, it := range batch {
+		reqs = append(reqs, Completion{IntentID: it.d.Intent.ID, Token: it.token, Result: it.wire, TTL: it.ttl})
+		errs = append(errs, nil)
+	}
+	sctx, cancel := e.storeContext(work)
+	e.store.CompleteBatch(sctx, reqs, errs)
+	cancel()
+	ok, failed := false, false
+	now := monoNow()
+	c.mu.Lock()
+	for i, it := range batch {
+		err := errs[i]
+		it.tries++
+		switch {
+		case err == nil:
+			ok = true
+			it.pub = pubReady
+			if !it.publish {
+				it.pub = pubDropped
+			}
+		case errors.Is(err, ErrNotOwner):
+			c.running++
+			go c.late(it)
+		default:
+			failed = true
+			wait := min(it.backoff, time.Duration(it.leaseEnd-now))
+			if wait <= 0 {
+				c.running++
+				go c.unrecorded(it, err)
+				continue
+			}
+			e.storeRetry(work, nil, "complete", it.d.Intent.ID, it.tries, err, wait) // telemetry.go: logged and counted
+			it.nextTry = now + int64(wait)
+			it.backoff = min(2*it.backoff, e.cfg.maxBackoff)
+			c.retry = append(c.retry, it)
+		}
+	}
+	// The store fails while a batch's every completion failed, until one
+	// succeeds or none is left to retry (those given up are Process's now;
+	// the next tool's completion tries the store again).
+	switch {
+	case ok || len(c.retry) == 0:
+		c.failing.Store(false)
+	case failed:
+		c.failing.Store(true)
+	}
+	c.mu.Unlock()
+	clear(reqs)
+	c.reqs, c.errs = reqs, errs[:0]
+}
+
+// late settles a completion the store refused because the claim's lease
+// ended first: as Process does (recordLate), the stored result if another
+// owner finished it, else this one, claimed again.
+func (c *completer) late(it *item) {
+	e, in := c.pl.e, it.d.Intent
+	res, err := e.recordLate(c.pl.work, in, it.wire, it.res, it.ttl)
+	c.settle(it, res, err)
+}
+
+// unrecorded gives up a completion that failed until its lease ended: the
+// intent takes Process's way again (its next claim runs it as reclaimed),
+// unless Serve is stopping.
+func (c *completer) unrecorded(it *item, err error) {
+	e := c.pl.e
+	uerr := e.unrecorded(c.pl.work, it.d.Intent, it.res, it.tries, err)
+	c.settle(it, intent.Result{}, uerr)
+}
+
+// settle ends a goroutine of the completer's with the item's result, or
+// with the error that leaves it to Process's way.
+func (c *completer) settle(it *item, res intent.Result, err error) {
+	if err == nil || !it.publish {
+		c.mu.Lock()
+		it.res, it.pub = res, pubReady
+		if err != nil || !it.publish {
+			it.pub = pubDropped
+		}
+		c.running--
+		c.mu.Unlock()
+		c.poke()
+		return
+	}
+	// Its place in the order is given up, and Process's way hands it back.
+	next := &item{pl: c.pl, d: it.d, kind: kindProcess}
+	c.mu.Lock()
+	it.pub = pubDropped
+	c.mu.Unlock()
+	c.pl.process(next)
+	c.mu.Lock()
+	c.running--
+	c.mu.Unlock()
+	c.poke()
+}
