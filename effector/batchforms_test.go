@@ -60,10 +60,6 @@ func (s *hookStore) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest
 	claimEach(ctx, s.Claim, reqs, out)
 }
 
-func (s failingClaims) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
-	claimEach(ctx, s.Claim, reqs, out)
-}
-
 func (s downStore) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
 	claimEach(ctx, s.Claim, reqs, out)
 }

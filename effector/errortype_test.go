@@ -46,6 +46,12 @@ func TestTheEffectorsSpanCarriesTheModelsToolCallID(t *testing.T) {
 // failingClaims fails every Claim, as a store that is down does.
 type failingClaims struct{ effector.DedupStore }
 
+// ClaimBatch fails every item as Claim does (batchforms_test.go's
+// claimEach), since Serve claims in batches.
+func (s failingClaims) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
+	claimEach(ctx, s.Claim, reqs, out)
+}
+
 func (failingClaims) Claim(context.Context, string, effector.Call, time.Duration) (effector.Claim, error) {
 	return effector.Claim{}, errors.New("dial tcp 10.0.0.7:5432: connect: connection refused")
 }
