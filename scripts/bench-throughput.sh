@@ -16,7 +16,11 @@
 #     into SQLite) against 100 claims then 100 completions per transaction
 #     (issue 32's goal: >= 0.5x at 16 workers), each run of $SERVE_N
 #     intents (default 8000: a fixed count, so that every row writes a
-#     database of the same size);
+#     database of the same size); then pgstore's BenchmarkServe (over a
+#     pgqueue queue and over a JSONL file into Postgres, against batch100
+#     from as many goroutines as workers) and redisstore's BenchmarkServe
+#     and BenchmarkServeDurable (over a Redis stream and over a JSONL file,
+#     against pipeline100, on a server without and with appendfsync always);
 #   vs-main: the serve rows and sqlitestore's Process rows (1, 16 and 64
 #     workers, $PROCESS_N intents, default 2000) built from this tree and
 #     from $BASELINE (default main, checked out in a temporary git worktree,
@@ -131,7 +135,12 @@ for p in "${paths[@]}"; do
 	redis-durable) run ./effector/redisstore/ '^BenchmarkProcessWorkersDurable$' 'impl=floor-pipeline100$' ;;
 	postgres) run ./effector/pgstore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
 	jsonl) run ./effector/ '^BenchmarkServeJSONL$' 'impl=floor-copy-fsync-per-100$' ;;
-	serve) benchtime="${serve_n}x" run ./effector/sqlitestore/ '^BenchmarkServe$' 'impl=floor-batch100$' ;;
+	serve)
+		benchtime="${serve_n}x" run ./effector/sqlitestore/ '^BenchmarkServe$' 'impl=floor-batch100$'
+		benchtime="${serve_n}x" run ./effector/pgstore/ '^BenchmarkServe$' 'impl=floor-batch100/'
+		benchtime="${serve_n}x" run ./effector/redisstore/ '^BenchmarkServe$' 'impl=floor-pipeline100$'
+		benchtime="${serve_n}x" run ./effector/redisstore/ '^BenchmarkServeDurable$' 'impl=floor-pipeline100$'
+		;;
 	vs-main) vsbase ;;
 	*) echo "unknown path $p: want sqlite, redis, redis-durable, postgres, jsonl, serve or vs-main" >&2; exit 2 ;;
 	esac

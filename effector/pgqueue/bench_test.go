@@ -3,7 +3,6 @@ package pgqueue_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,15 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/pgqueue"
 	"github.com/beam-agents/toolreg/effector/pgstore"
-	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/pgtest"
 )
-
-var benchRounds atomic.Int64
 
 // BenchmarkServe measures intents/s through effector.Serve at 4 workers with
 // the queue's Source and Sink and a pgstore dedup store in the same database
@@ -28,7 +23,9 @@ var benchRounds atomic.Int64
 // the same server (fsync on) in the same run: 4 goroutines each dequeuing
 // one row at a time with a bare FOR UPDATE SKIP LOCKED delete (one statement,
 // one commit per row) until the table is empty. The queue is filled before
-// the timer starts, in both. Compare with: benchstat -col /impl.
+// the timer starts, in both; the serve row runs until every intent is
+// acknowledged and fails unless each ran exactly once
+// (effectortest.BenchmarkServe). Compare with: benchstat -col /impl.
 func BenchmarkServe(b *testing.B) {
 	ctx := context.Background()
 	srv := pgtest.Start(b, pgtest.WithFsync())
@@ -102,69 +99,20 @@ func BenchmarkServe(b *testing.B) {
 	})
 
 	b.Run("workers=4/impl=serve", func(b *testing.B) {
-		entity := "serve-" + strconv.FormatInt(benchRounds.Add(1), 10)
-		ins := make([]*intent.Intent, b.N)
-		for i := range ins {
-			ins[i] = effectortest.Intent(entity, int64(i), 0)
-		}
+		ins := effectortest.ServeIntents(b)
 		for i := 0; i < len(ins); i += 1000 {
 			if err := pgqueue.Enqueue(ctx, pool, "bench", ins[i:min(i+1000, len(ins))]...); err != nil {
 				b.Fatal(err)
 			}
 		}
 		e, calls := effectortest.Effector(b, store)
-		inner, err := q.NewSource()
+		src, err := q.NewSource()
 		if err != nil {
 			b.Fatal(err)
 		}
-		src := &ackCounting{Source: inner, want: int64(b.N), all: make(chan struct{})}
-		stop, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		b.ReportAllocs()
-		b.ResetTimer()
-		go func() {
-			done <- effector.Serve(stop, src, q.Sink(), e, effector.WithWorkers(workers), effector.WithServeLogger(quiet))
-		}()
-		<-src.all
-		b.StopTimer()
-		cancel()
-		if err := <-done; err != nil {
+		effectortest.BenchmarkServe(b, src, q.Sink(), e, calls, ins, workers)
+		if err := src.Close(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := inner.Close(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if got := calls.Total(); got != b.N {
-			b.Fatalf("the tool ran %d times for %d intents", got, b.N)
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
 	})
-}
-
-// ackCounting closes all once want deliveries are acknowledged.
-type ackCounting struct {
-	effector.Source
-	want, acked int64
-	all         chan struct{}
-	mu          sync.Mutex
-}
-
-func (s *ackCounting) Receive(ctx context.Context) (effector.Delivery, error) {
-	d, err := s.Source.Receive(ctx)
-	if err != nil {
-		return d, err
-	}
-	ack := d.Ack
-	d.Ack = func(ctx context.Context) error {
-		if err := ack(ctx); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.acked++; s.acked == s.want {
-			close(s.all)
-		}
-		return nil
-	}
-	return d, nil
 }

@@ -195,18 +195,7 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		insertSQL = `INSERT INTO floor (id, v) VALUES ($1, $2)`
 		updateSQL = `UPDATE floor SET v = $2 WHERE id = $1`
 	)
-	// send runs batch's statements in one round trip, one implicit
-	// transaction, and reads through its commit.
-	send := func(batch *pgx.Batch) error {
-		br := pool.SendBatch(ctx, batch)
-		for range batch.Len() {
-			if _, err := br.Exec(); err != nil {
-				br.Close()
-				return err
-			}
-		}
-		return br.Close()
-	}
+	send := sender(pool)
 	// Every run starts on empty tables after a checkpoint, so that no
 	// implementation pays for the rows, the vacuuming or the dirty pages of
 	// those run before it. (go test -count repeats each sub-benchmark in a
@@ -344,6 +333,21 @@ func batch100(b *testing.B, workers int, send func(*pgx.Batch) error, id func(i 
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+}
+
+// sender returns a function that runs a batch's statements on pool in one
+// round trip, one implicit transaction, and reads through its commit.
+func sender(pool *pgxpool.Pool) func(*pgx.Batch) error {
+	return func(batch *pgx.Batch) error {
+		br := pool.SendBatch(context.Background(), batch)
+		for range batch.Len() {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return err
+			}
+		}
+		return br.Close()
+	}
 }
 
 // selfCPU is the processor time this process has used so far.
