@@ -82,17 +82,27 @@ func add(t *testing.T, q *natsstream.Queue, ins ...*intent.Intent) int {
 	return n
 }
 
+// streamMsgs returns how many messages stream holds. It asks again for up
+// to 30 seconds while the servers do not answer: just
+// after a cluster restart, on a loaded machine, one request could go
+// unanswered for the client's 5 seconds (it failed
+// TestWholeClusterRestartedMidRun once after every intent was answered).
 func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
 	t.Helper()
-	st, err := js.Stream(context.Background(), stream)
-	if err != nil {
-		t.Fatal(err)
+	giveUp := time.Now().Add(30 * time.Second)
+	for {
+		st, err := js.Stream(context.Background(), stream)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = st.Info(context.Background()); err == nil {
+				return info.State.Msgs
+			}
+		}
+		if time.Now().After(giveUp) {
+			t.Fatalf("reading stream %s: %v", stream, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	info, err := st.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }
 
 func consumerCount(t *testing.T, js jetstream.JetStream, stream string) int {
