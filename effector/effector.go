@@ -147,6 +147,11 @@ func New(effectTable *registry.Registry, store DedupStore, opts ...Option) (*Eff
 	return &Effector{table: effectTable, store: store, runner: NewToolRunner(), cfg: cfg, tel: tel}, nil
 }
 
+// Lease returns the claim lease the effector takes on each intent
+// (WithLease, or DefaultLease): for a transport that must agree with it,
+// such as natsstream.WithLease.
+func (e *Effector) Lease() time.Duration { return e.cfg.lease }
+
 // Process executes the intent at most once and returns its terminal result.
 // Its phases, in order:
 //

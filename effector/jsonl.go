@@ -654,20 +654,22 @@ func endsInNewline(f *os.File, size int64) bool {
 	return b[0] == '\n'
 }
 
+var _ StagedSink = (*JSONLSink)(nil)
+
 // Publish writes res as one line.
 func (s *JSONLSink) Publish(ctx context.Context, res intent.Result) error {
-	wait, err := s.stage(ctx, res)
+	wait, err := s.Stage(ctx, res)
 	if err != nil {
 		return err
 	}
 	return wait()
 }
 
-// stage buffers res's line (or, with nothing to sync, writes it) and returns
+// Stage buffers res's line (or, with nothing to sync, writes it) and returns
 // what waits until it is written and synced: Publish in two steps, so that
 // Serve can stage results in order and wait for their writes and fsyncs,
-// shared, while its workers go on (stagedSink).
-func (s *JSONLSink) stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
+// shared, while its workers go on (StagedSink).
+func (s *JSONLSink) Stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -435,19 +435,19 @@ func (pl *pipeline) renew(items []*item) {
 }
 
 // publish hands a durable item to the sink and then the finisher, in the
-// completer's goroutine, in the order items reached the completer. A staged
-// sink (JSONLSink) stages it here, and the finisher waits for its fsync; with
-// more than one worker, another sink's Publish runs in the finisher, beside
-// the others'.
+// completer's goroutine, in the order items reached the completer. A
+// StagedSink (JSONLSink, natsstream's Sink) stages it here, and the
+// finisher waits for it; with more than one worker, another sink's Publish
+// runs in the finisher, beside the others'.
 func (pl *pipeline) publish(it *item) {
 	s := pl.s
 	fi := &finishItem{d: it.d, res: it.res, refused: it.refused}
 	if !it.refused {
 		var publish func() error
-		switch ss, staged := s.sink.(stagedSink); {
+		switch ss, staged := s.sink.(StagedSink); {
 		case staged:
 			publish = func() (err error) {
-				fi.wait, err = ss.stage(pl.work, fi.res)
+				fi.wait, err = ss.Stage(pl.work, fi.res)
 				return err
 			}
 		case s.cfg.workers == 1:

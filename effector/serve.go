@@ -475,13 +475,25 @@ type server struct {
 // take a few milliseconds, and a bound on the results held meanwhile.
 const maxFinishing = 1024
 
-// stagedSink is a Sink that publishes in two steps: stage writes res where
-// its consumers read it (or buffers it to), in the order of the calls, and
-// wait returns once it is there and durable. Serve stages in the worker,
-// which keeps results in order with one worker, and waits after handing the
-// intent off.
-type stagedSink interface {
-	stage(ctx context.Context, res intent.Result) (wait func() error, err error)
+// StagedSink is a Sink that publishes in two steps, so that Serve can send
+// many results before waiting for any: Stage starts publishing res (writes
+// it, buffers it, or sends it without waiting for the answer), and the wait
+// it returns returns nil once res is published as Publish would have it
+// (written where its consumers read it, durable). Serve stages results in
+// the order their completions became durable, in one goroutine, so Stage
+// should not block for long; it waits afterwards, beside the waits of other
+// results, and acknowledges an intent only once its wait returned nil. When
+// a wait fails, Serve publishes that result again with Publish (retrying
+// with backoff), so a sink whose results carry an identity (a message id, a
+// line a consumer may read twice) needs nothing more. An error from Stage
+// itself is retried, with backoff, by Stage again.
+//
+// JSONLSink and natsstream's Sink are StagedSinks. A wrapper of a sink (one
+// counting, one logging) hides Stage unless it implements it too, which
+// makes Serve publish through Publish, one result at a time.
+type StagedSink interface {
+	Sink
+	Stage(ctx context.Context, res intent.Result) (wait func() error, err error)
 }
 
 // finishItem is a delivery processed, its result staged or published, that

@@ -80,10 +80,28 @@ func drained(b *testing.B, js jetstream.JetStream, stream, consumer string) {
 	}
 }
 
-// countingSink counts the results published.
+// countingSink counts the results published. It is a StagedSink when the
+// sink it wraps is one, so that Serve stages through it as it would
+// through the sink alone.
 type countingSink struct {
 	effector.Sink
 	n atomic.Int64
+}
+
+type countingStagedSink struct{ *countingSink }
+
+func (c countingStagedSink) Stage(ctx context.Context, res intent.Result) (func() error, error) {
+	wait, err := c.Sink.(effector.StagedSink).Stage(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		err := wait()
+		if err == nil {
+			c.n.Add(1)
+		}
+		return err
+	}, nil
 }
 
 func (c *countingSink) Publish(ctx context.Context, res intent.Result) error {
@@ -114,6 +132,10 @@ func BenchmarkServe(b *testing.B) {
 }
 
 func benchServe(b *testing.B, workers int, newStore func(testing.TB, jetstream.JetStream) effector.DedupStore) {
+	benchServeSink(b, workers, newStore, nil)
+}
+
+func benchServeSink(b *testing.B, workers int, newStore func(testing.TB, jetstream.JetStream) effector.DedupStore, inner effector.Sink) {
 	{
 		q, js := benchQueue(b)
 		ins := benchIntents(b.N)
@@ -123,11 +145,18 @@ func benchServe(b *testing.B, workers int, newStore func(testing.TB, jetstream.J
 			b.Fatal(err)
 		}
 		defer src.Close(context.Background())
-		sink := &countingSink{Sink: q.Sink()}
+		if inner == nil {
+			inner = q.Sink()
+		}
+		sink := &countingSink{Sink: inner}
+		var served effector.Sink = sink
+		if _, ok := inner.(effector.StagedSink); ok {
+			served = countingStagedSink{sink}
+		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		start := time.Now()
-		s := serve(src, sink, e, effector.WithWorkers(workers))
+		s := serve(src, served, e, effector.WithWorkers(workers))
 		if _, err := q.Add(context.Background(), ins...); err != nil {
 			b.Fatal(err)
 		}

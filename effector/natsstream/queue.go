@@ -440,7 +440,7 @@ func (q *Queue) Sink() *Sink { return &Sink{q: q} }
 // Sink is an effector.Sink publishing results to a queue's results stream.
 type Sink struct{ q *Queue }
 
-var _ effector.Sink = (*Sink)(nil)
+var _ effector.StagedSink = (*Sink)(nil)
 
 // Publish publishes res on "toolreg.<name>.results.<Token(res.IntentID)>"
 // with that token as its Nats-Msg-Id, and returns once the stream has it on
@@ -462,6 +462,50 @@ func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
 		return fmt.Errorf("natsstream: publishing the result of intent %q to %q: %w", res.IntentID, s.q.results, err)
 	}
 	return nil
+}
+
+// Stage sends res as Publish does, without waiting for the server's
+// answer, and returns what waits for it (up to WithRequestTimeout): so Serve
+// has many results in flight at once, on the one connection, rather than a
+// round trip each (effector.StagedSink). The wait returns nil once the
+// stream has res, or had it already; any other outcome (a refusal, no
+// answer in time, a send the client refused) is its error, and Serve then
+// publishes res again with Publish, under the same message id, so a copy
+// that got through is dropped. Sending blocks while the JetStream context
+// has its limit of asynchronous publishes in flight
+// (jetstream.WithPublishAsyncMaxPending, 4000 by default), at most its
+// stall wait (200ms by default), then Stage leaves the publish to the wait.
+func (s *Sink) Stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
+	b, err := res.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("natsstream: encoding the result of intent %q: %w", res.IntentID, err)
+	}
+	tok := Token(res.IntentID)
+	m := &nats.Msg{Subject: s.q.subject("results", tok), Data: b, Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgIDHeader, tok)
+	fut, err := s.q.js.PublishMsgAsync(m, jetstream.WithExpectStream(s.q.results))
+	if err != nil {
+		// Not sent (the limit in flight, a payload too large): Publish
+		// sends it, with its retries and its errors.
+		return func() error { return s.Publish(ctx, res) }, nil
+	}
+	return func() error {
+		t := time.NewTimer(s.q.reqTimeout)
+		defer t.Stop()
+		select {
+		case <-fut.Ok():
+			return nil
+		case err := <-fut.Err():
+			if perSubjectFull(err) {
+				return nil
+			}
+			return fmt.Errorf("natsstream: publishing the result of intent %q to %q: %w", res.IntentID, s.q.results, err)
+		case <-t.C:
+			return fmt.Errorf("natsstream: publishing the result of intent %q to %q: no answer in %v", res.IntentID, s.q.results, s.q.reqTimeout)
+		case <-ctx.Done():
+			return fmt.Errorf("natsstream: publishing the result of intent %q to %q: %w", res.IntentID, s.q.results, ctx.Err())
+		}
+	}, nil
 }
 
 // Result returns the result published for intent id, and false if there is

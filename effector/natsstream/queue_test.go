@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
@@ -81,17 +82,27 @@ func add(t *testing.T, q *natsstream.Queue, ins ...*intent.Intent) int {
 	return n
 }
 
+// streamMsgs returns how many messages stream holds. It asks again for up
+// to 30 seconds while the servers do not answer: just
+// after a cluster restart, on a loaded machine, one request could go
+// unanswered for the client's 5 seconds (it failed
+// TestWholeClusterRestartedMidRun once after every intent was answered).
 func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
 	t.Helper()
-	st, err := js.Stream(context.Background(), stream)
-	if err != nil {
-		t.Fatal(err)
+	giveUp := time.Now().Add(30 * time.Second)
+	for {
+		st, err := js.Stream(context.Background(), stream)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = st.Info(context.Background()); err == nil {
+				return info.State.Msgs
+			}
+		}
+		if time.Now().After(giveUp) {
+			t.Fatalf("reading stream %s: %v", stream, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	info, err := st.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }
 
 func consumerCount(t *testing.T, js jetstream.JetStream, stream string) int {
@@ -164,6 +175,39 @@ func TestNewSourceRefusesAckWaitInconsistentWithTheLease(t *testing.T) {
 		t.Fatalf("an AckWait equal to the lease: %v", err)
 	}
 	s.Close(context.Background())
+}
+
+// The lease NewSource checks AckWait against comes from the effector
+// itself (e.Lease()), so it cannot drift from effector.WithLease: an
+// effector with a 10s lease makes an 11s AckWait refused and a 10s one
+// taken, and one with the default lease takes the default AckWait.
+func TestNewSourceChecksAckWaitAgainstTheEffectorsLease(t *testing.T) {
+	t.Parallel()
+	q, _ := openQueue(t, cluster)
+	short, _ := effectortest.Effector(t, effector.NewMemoryStore(), effector.WithLease(10*time.Second), effector.WithTimeout(5*time.Second))
+	if got := short.Lease(); got != 10*time.Second {
+		t.Fatalf("Lease() of an effector made WithLease(10s) = %v", got)
+	}
+	ctx := context.Background()
+	if _, err := q.NewSource(ctx, natsstream.WithConsumer("short"), natsstream.WithLease(short.Lease()), natsstream.WithAckWait(11*time.Second)); err == nil || !strings.Contains(err.Error(), "want AckWait <= lease") {
+		t.Fatalf("NewSource with an AckWait above the effector's lease: %v, want it refused", err)
+	}
+	s, err := q.NewSource(ctx, natsstream.WithConsumer("short"), natsstream.WithLease(short.Lease()), natsstream.WithAckWait(10*time.Second))
+	if err != nil {
+		t.Fatalf("NewSource with an AckWait equal to the effector's lease: %v", err)
+	}
+	s.Close(ctx)
+	def, _ := effectortest.Effector(t, effector.NewMemoryStore())
+	if got := def.Lease(); got != effector.DefaultLease {
+		t.Fatalf("Lease() of an effector made without WithLease = %v, want DefaultLease (%v)", got, effector.DefaultLease)
+	}
+	// A work-queue stream takes one consumer: another queue.
+	q2, _ := openQueue(t, cluster)
+	s, err = q2.NewSource(ctx, natsstream.WithLease(def.Lease()))
+	if err != nil {
+		t.Fatalf("NewSource with the default effector's lease and the default AckWait: %v", err)
+	}
+	s.Close(ctx)
 }
 
 func TestTokenKeepsEveryIDApart(t *testing.T) {

@@ -61,9 +61,9 @@ func WithConsumer(name string) Option { return func(s *Source) { s.consumer = na
 // rule that binds it to the lease. Default: DefaultAckWait.
 func WithAckWait(d time.Duration) Option { return func(s *Source) { s.ackWait = d } }
 
-// WithLease tells the source the effector's claim lease (effector.WithLease),
-// which NewSource checks AckWait against. Default: DefaultLease, the
-// effector's default.
+// WithLease tells the source the effector's claim lease, which NewSource
+// checks AckWait against: pass the effector's, e.Lease(). Default:
+// DefaultLease, the effector's default.
 func WithLease(d time.Duration) Option { return func(s *Source) { s.lease = d } }
 
 // WithBatch sets how many intents one fetch takes at most. ReceiveBatch's
@@ -101,8 +101,8 @@ func WithLogger(l *slog.Logger) Option { return func(s *Source) { s.log = l } }
 // at most lease - AckWait for the claim (or finds the result recorded, if
 // the first effector was only stalled and finished meanwhile, which
 // answers it without running the tool twice). NewSource refuses an AckWait
-// above the lease (WithLease, which must equal the effector's
-// effector.WithLease) or below MinAckWait.
+// above the lease (WithLease, which must equal the effector's: pass
+// e.Lease()) or below MinAckWait.
 //
 // Receive and ReceiveBatch are not safe for concurrent calls (Serve makes
 // one at a time); acknowledgements may come from any goroutine. Close it
@@ -158,9 +158,9 @@ func (q *Queue) NewSource(ctx context.Context, opts ...Option) (*Source, error) 
 		ps = append(ps, fmt.Sprintf("WithAckWait(%v): want at least %v (MinAckWait)", s.ackWait, MinAckWait))
 	}
 	if s.lease <= 0 {
-		ps = append(ps, fmt.Sprintf("WithLease(%v): want the effector's lease (effector.WithLease)", s.lease))
+		ps = append(ps, fmt.Sprintf("WithLease(%v): want the effector's lease (WithLease(e.Lease()))", s.lease))
 	} else if s.ackWait > s.lease {
-		ps = append(ps, fmt.Sprintf("WithAckWait(%v) is longer than the lease (%v): an intent whose effector died would come back only after its claim could have been taken over; want AckWait <= lease (give WithLease the effector's effector.WithLease)", s.ackWait, s.lease))
+		ps = append(ps, fmt.Sprintf("WithAckWait(%v) is longer than the lease (%v): an intent whose effector died would come back only after its claim could have been taken over; want AckWait <= lease (give WithLease the effector's lease, e.Lease())", s.ackWait, s.lease))
 	}
 	if s.batch < 1 {
 		ps = append(ps, fmt.Sprintf("WithBatch(%d): want at least 1", s.batch))

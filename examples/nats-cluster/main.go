@@ -437,7 +437,7 @@ func effectorMain(name string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	src, err := q.NewSource(ctx, natsstream.WithLease(lease), natsstream.WithAckWait(ackWait), natsstream.WithBatch(4), natsstream.WithLogger(quiet))
+	src, err := q.NewSource(ctx, natsstream.WithLease(e.Lease()), natsstream.WithAckWait(ackWait), natsstream.WithBatch(4), natsstream.WithLogger(quiet))
 	if err != nil {
 		return err
 	}
