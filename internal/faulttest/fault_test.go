@@ -238,7 +238,13 @@ func TestPausedOwner(t *testing.T) {
 			waitFor(t, 30*time.Second, "the first effector to stop itself in the tool", func() bool { return stopped(pid) })
 			time.Sleep(2 * time.Second) // twice its lease
 
-			pb := start(t, b.args(store, "-key-prefix", prefix, "-lease", "5s", "-timeout", "2s")...)
+			// The new owner's store timeout leaves 1s of its lease for its
+			// batch's claim call: by default (what the lease leaves after the
+			// tool's timeout and LeaseMargin) a claim slower than LeaseMargin,
+			// as a NATS write under load is, left too little lease to start
+			// the reclaimed intent, which then waited out its own lease and
+			// was reclaimed a second time.
+			pb := start(t, b.args(store, "-key-prefix", prefix, "-lease", "5s", "-timeout", "2s", "-store-timeout", "2s")...)
 			if pb.wait(t) {
 				t.Fatal("the second effector was killed")
 			}
