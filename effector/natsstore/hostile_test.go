@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -329,10 +330,13 @@ func TestOpenOnBucketsMadeElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	js := jsOf(t, cluster)
-	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "made-elsewhere", Replicas: 3}); err != nil {
+	// Names of this run's own: -count runs share the cluster.
+	n := buckets.Add(1)
+	made, withTTL, never := fmt.Sprintf("made-elsewhere-%d", n), fmt.Sprintf("with-ttl-%d", n), fmt.Sprintf("never-made-%d", n)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: made, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := natsstore.Open(ctx, js, "made-elsewhere")
+	s, err := natsstore.Open(ctx, js, made)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +344,7 @@ func TestOpenOnBucketsMadeElsewhere(t *testing.T) {
 	if err := s.Complete(ctx, "x", tok, []byte("r"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.Stream(ctx, "KV_made-elsewhere")
+	st, err := js.Stream(ctx, "KV_"+made)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,13 +352,13 @@ func TestOpenOnBucketsMadeElsewhere(t *testing.T) {
 		t.Fatalf("the bucket's stream after Open: AllowDirect %v, AllowMsgTTL %v; want false, true", cfg.AllowDirect, cfg.AllowMsgTTL)
 	}
 
-	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "with-ttl", Replicas: 3, TTL: time.Hour}); err != nil {
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: withTTL, Replicas: 3, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := natsstore.Open(ctx, js, "with-ttl"); err == nil || !strings.Contains(err.Error(), "use a bucket made without a TTL") {
+	if _, err := natsstore.Open(ctx, js, withTTL); err == nil || !strings.Contains(err.Error(), "use a bucket made without a TTL") {
 		t.Fatalf("Open of a bucket with a TTL: %v, want a refusal", err)
 	}
-	if _, err := natsstore.Open(ctx, js, "never-made", natsstore.WithExisting()); err == nil || !strings.Contains(err.Error(), `there is no bucket "never-made"`) {
+	if _, err := natsstore.Open(ctx, js, never, natsstore.WithExisting()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("there is no bucket %q", never)) {
 		t.Fatalf("Open WithExisting of a missing bucket: %v", err)
 	}
 }

@@ -269,7 +269,8 @@ func (s *Store) retry(ctx context.Context, f func(ctx context.Context) error) er
 
 // transient reports whether a request that failed with err may pass if sent
 // again: no answer in time, no responders (no leader yet), a connection
-// being re-established, the server's "temporarily unavailable".
+// being re-established, the server's "temporarily unavailable", a key
+// whose previous write is still in process (see casFailed).
 func transient(err error) bool {
 	switch {
 	case errors.Is(err, errRetry),
@@ -282,17 +283,24 @@ func transient(err error) bool {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return apiErr.Code == 503 || apiErr.Code == 408
+		return apiErr.Code == 503 || apiErr.Code == 408 || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 	}
 	return false
 }
 
 // casFailed reports whether err is a publish refused because the key's
 // last revision was not the one expected.
+//
+// Not "wrong last sequence" without a sequence (10164): the leader answers
+// it to a conditional write on a key whose previous write is still in
+// process. It sends a write's ack before the key leaves that state, so the
+// owner's release or completion sent as soon as its claim was acked gets
+// it, though no other write came: a read then still finds the claim, and
+// took it for a claim taken over (ErrNotOwner). It is transient: sent
+// again, the write is judged against the applied record.
 func casFailed(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // read returns the record at key k; hasRecord is false if there is none.
