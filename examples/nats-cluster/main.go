@@ -165,15 +165,18 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	}
 	fmt.Fprintf(out, "--- stopping node n%d, the leader of the intents stream\n", leader)
 	c.StopNode(leader)
-	victim := "effector-2"
-	select { // a tool it started before the node stopped may be done by now
-	case <-ran.started[victim]:
-	default:
+	// The victim is whichever effector starts a tool next: waiting for one
+	// named effector failed when the others took the rest of the work
+	// first. A tool started before the node stopped may be done by now.
+	for _, ch := range ran.started {
+		select {
+		case <-ch:
+		default:
+		}
 	}
-	select {
-	case <-ran.started[victim]:
-	case <-time.After(time.Minute):
-		return fmt.Errorf("%s ran nothing after the node stopped", victim)
+	victim, err := ran.nextStart(ctx, time.Minute)
+	if err != nil {
+		return fmt.Errorf("no effector ran anything after the node stopped: %w", err)
 	}
 	_ = procs[victim].Process.Signal(syscall.SIGKILL)
 	fmt.Fprintf(out, "--- killed %s (SIGKILL) with a tool running\n", victim)
@@ -312,6 +315,27 @@ func (l *ledger) read(name string, r io.Reader) {
 		default:
 		}
 	}
+}
+
+// nextStart returns the name of the first effector to start a tool from
+// now on, waiting at most max.
+func (l *ledger) nextStart(ctx context.Context, max time.Duration) (string, error) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		for name, ch := range l.started {
+			select {
+			case <-ch:
+				return name, nil
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("none started a tool within %v", max)
 }
 
 func (l *ledger) total() int {
