@@ -2,8 +2,8 @@ package natsstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,11 +14,11 @@ import (
 
 var _ effector.Inspector = (*Store)(nil)
 
-// inspectPage is how many records Records fetches at a time.
+// inspectPage is how many keys scan reads at a time.
 const inspectPage = 500
 
 // Records implements effector.Inspector: the last message of every
-// record's key, in the stream's order (see scan). A released record is no
+// record's key, in key order (see scan). A released record is no
 // record.
 func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) error {
 	var fnErr error
@@ -45,78 +45,48 @@ func (s *Store) Records(ctx context.Context, fn func(effector.Record) error) err
 }
 
 // scan calls fn with the key, value and revision of the last message of
-// every key matching filter, read through an ephemeral consumer that scan
-// deletes when it ends (the server also drops it after 5 idle seconds, if
-// scan could not: a consumer left behind counts against the server's
-// limit until then). It stops at fn's first error and returns it.
+// every key matching filter, in key order. It reads through the stream's
+// leader: the keys from the stream's info, then each key's last message
+// (getLast), inspectPage at a time, in parallel. A listing through a
+// consumer read from whichever peer hosted it, which may be a moment
+// behind the leader, so a listing made right after a write could show the
+// value before it. It stops at fn's first error and returns it.
 func (s *Store) scan(ctx context.Context, filter string, fn func(k string, data []byte, seq uint64) error) error {
-	// The consumer is named, so a create sent again after a lost answer
-	// finds the one it made, and the deletion below deletes it.
-	name, err := newToken()
-	if err != nil {
-		return err
-	}
-	name = "toolreg-scan-" + name
-	var cons jetstream.Consumer
-	err = s.retry(ctx, func(actx context.Context) (err error) {
-		cons, err = s.stream.CreateConsumer(actx, jetstream.ConsumerConfig{
-			Name:              name,
-			DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-			AckPolicy:         jetstream.AckNonePolicy,
-			FilterSubject:     s.subject + filter,
-			InactiveThreshold: 5 * time.Second,
-			MemoryStorage:     true,
-			Replicas:          1,
-		})
-		return err
+	var keys []string
+	err := s.retry(ctx, func(actx context.Context) error {
+		info, err := s.stream.Info(actx, jetstream.WithSubjectFilter(s.subject+filter))
+		if err != nil {
+			return err
+		}
+		keys = keys[:0]
+		for subj := range info.State.Subjects {
+			keys = append(keys, strings.TrimPrefix(subj, s.subject))
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*s.attemptWait)
-		defer cancel()
-		s.retry(dctx, func(actx context.Context) error {
-			err := s.stream.DeleteConsumer(actx, name)
-			if errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return nil
-			}
-			return err
-		})
-	}()
-	pending := cons.CachedInfo().NumPending
-	for pending > 0 {
-		// A fetch is sent again if it finds no responders (the consumer is
-		// not yet known where it was placed); each message of a batch is
-		// delivered once, so those of a failed attempt are kept.
-		var msgs []jetstream.Msg
-		err := s.retry(ctx, func(context.Context) error {
-			// Asking for no more than are pending returns as soon as they came.
-			batch, err := cons.Fetch(int(min(pending, inspectPage)), jetstream.FetchMaxWait(s.attemptWait))
-			if err != nil {
+	slices.Sort(keys)
+	msgs := make([]*jetstream.RawStreamMsg, min(len(keys), inspectPage))
+	for len(keys) > 0 {
+		page := keys[:min(len(keys), inspectPage)]
+		keys = keys[len(page):]
+		clear(msgs)
+		err := s.each(ctx, len(page), func(ctx context.Context, i int) error {
+			return s.retry(ctx, func(actx context.Context) (err error) {
+				msgs[i], err = s.getLast(actx, page[i])
 				return err
-			}
-			for m := range batch.Messages() {
-				msgs = append(msgs, m)
-			}
-			if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-				return err
-			}
-			return nil
+			})
 		})
 		if err != nil {
 			return err
 		}
-		if len(msgs) == 0 {
-			break
-		}
-		for _, m := range msgs {
-			meta, err := m.Metadata()
-			if err != nil {
-				return err
+		for i, m := range msgs[:len(page)] {
+			if m == nil {
+				continue // removed since the stream's info was read
 			}
-			pending = meta.NumPending
-			if err := fn(strings.TrimPrefix(m.Subject(), s.subject), m.Data(), meta.Sequence.Stream); err != nil {
+			if err := fn(page[i], m.Data, m.Sequence); err != nil {
 				return err
 			}
 		}
