@@ -433,9 +433,11 @@ func TestAPoisonEntryRedeliveredPastMaxAttemptsIsGivenUpAndTheStreamFlows(t *tes
 }
 
 // TestReceiveBatchHandsOverWhatOneReadFetched: with 10 entries in the stream
-// and reads of 8, the first ReceiveBatch hands over the 8 one read fetched
-// (and no more, with max 20), the next the 2 left; with max 3, no more than
-// 3. Each delivery carries its intent and is acknowledged on its own.
+// and reads of 8, ReceiveBatch with max 3 hands over 3 of the 8 the first
+// read fetched; with max 20, the 5 left of them and no more (it does not
+// read again while it holds some); then the 2 the next read fetched. Each
+// delivery carries its intent, in stream order, and is acknowledged on its
+// own.
 func TestReceiveBatchHandsOverWhatOneReadFetched(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)

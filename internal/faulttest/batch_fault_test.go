@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,9 +37,10 @@ func TestBatchKillPoints(t *testing.T) {
 			ins, ids := stream("batch/"+point, entries, unique, rng)
 			writeIntents(t, fs.in, ins)
 			store := storeFor(t, "sqlite", dir, nil, nil)
+			batches := filepath.Join(dir, "batches.log")
 			kills := 0
 			for {
-				args := fs.args(store, append([]string{"-dedup", "-workers", "4", "-batch", "20", "-key-prefix", scenario + ":"}, leaseArgs...)...)
+				args := fs.args(store, append([]string{"-dedup", "-workers", "4", "-batch", "20", "-batches", batches, "-key-prefix", scenario + ":"}, leaseArgs...)...)
 				if kills < maxKills {
 					args = append(args, "-kill-at", point, "-kill-n", strconv.Itoa(1+rng.IntN(30)))
 				}
@@ -49,6 +51,17 @@ func TestBatchKillPoints(t *testing.T) {
 			}
 			if kills == 0 {
 				t.Fatalf("no run was killed at %s: the kill point is never reached", point)
+			}
+			largest := 0
+			for _, l := range lines(t, batches) {
+				n, err := strconv.Atoi(l)
+				if err != nil {
+					t.Fatalf("batches.log: %q: want a batch's size", l)
+				}
+				largest = max(largest, n)
+			}
+			if largest < 2 {
+				t.Fatalf("the largest batch claimed held %d intents: no batch was served, so the scenario tests nothing a batch of one does not", largest)
 			}
 			calls := downstreamCalls(t, fs.downstream)
 			res := results(t, fs.out)

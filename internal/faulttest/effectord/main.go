@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,7 @@ type flags struct {
 	stopInTool string
 	completes  string
 	reclaims   string
+	batches    string
 	lease      time.Duration
 	timeout    time.Duration
 	workers    int
@@ -88,6 +90,7 @@ func main() {
 	flag.StringVar(&f.stopInTool, "stop-in-tool", "", "SIGSTOP self inside the tool for this intent id")
 	flag.StringVar(&f.completes, "completes", "", "file to note each Complete's outcome in")
 	flag.StringVar(&f.reclaims, "reclaims", "", "file to note each claim the store reports as reclaimed in")
+	flag.StringVar(&f.batches, "batches", "", "file to note the size of each batch claimed (ClaimBatch) in")
 	flag.DurationVar(&f.lease, "lease", 400*time.Millisecond, "the effector's lease")
 	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
 	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
@@ -197,7 +200,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, failAfter: f.failAfter, failFor: f.failFor}
+	batches, err := openLog(f.batches)
+	if err != nil {
+		return err
+	}
+	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, batches: batches, failAfter: f.failAfter, failFor: f.failFor}
 
 	ds, err := openDownstream(f.downstream, f.dedup)
 	if err != nil {
@@ -279,6 +286,7 @@ type killStore struct {
 	k         *killer
 	completes *appendLog
 	reclaims  *appendLog
+	batches   *appendLog
 
 	// Completes fail from the failAfter-th on, for failFor.
 	failAfter int64
@@ -336,10 +344,11 @@ func (s *killStore) Complete(ctx context.Context, id, token string, result []byt
 	return err
 }
 
-// ClaimBatch claims the batch, notes its reclaims, and then reaches the
+// ClaimBatch notes the batch's size, claims it, notes its reclaims, and then reaches the
 // after-claim point once per intent it claimed: a kill there falls after
 // the whole batch's claim and before any of its tools runs.
 func (s *killStore) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
+	s.batches.line(strconv.Itoa(len(reqs)))
 	s.DedupStore.ClaimBatch(ctx, reqs, out)
 	for i, o := range out {
 		if o.Err == nil && o.Claim.State == effector.Claimed && o.Claim.Reclaimed {
