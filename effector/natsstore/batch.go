@@ -182,7 +182,7 @@ func (s *Store) CompleteBatch(ctx context.Context, reqs []effector.Completion, e
 		}
 		now := s.now()
 		d := record{tag: tagDone, call: h.rec.call, token: h.rec.token, attempts: h.rec.attempts, deadline: now.Add(r.TTL), id: h.rec.id, result: r.Result}
-		if !now.Before(h.rec.deadline) || len(r.Result) > max(1<<10, s.maxPayload-headroom-len(d.id)) {
+		if !now.Before(h.rec.deadline) || len(r.Result) > s.inlineLimit(d.id) {
 			s.hold(h.rev, h.rec) // Complete answers it, from what it holds
 			continue
 		}

@@ -631,14 +631,20 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 // payload for its headers and the record's own fields.
 const headroom = 8 << 10
 
+// inlineLimit is the longest result the done record of intentID holds
+// inline, and the length of each part of a longer one. A server with a
+// max_payload this small refuses records with long ids anyway; parts stay
+// at least 1 KiB.
+func (s *Store) inlineLimit(intentID string) int {
+	return max(1<<10, s.maxPayload-headroom-len(intentID))
+}
+
 // putResult sets d's result: inline if the record fits one message with
 // it, else written first in parts of its own keys (the record then names
 // their count, length and digest), each kept a little longer than the
 // record so that no part ends before it.
 func (s *Store) putResult(ctx context.Context, k string, d *record, result []byte, ttl time.Duration) error {
-	// A server with a max_payload this small refuses records with long ids
-	// anyway; parts stay at least 1 KiB.
-	limit := max(1<<10, s.maxPayload-headroom-len(d.id))
+	limit := s.inlineLimit(d.id)
 	if len(result) <= limit {
 		d.result = result
 		return nil
