@@ -222,3 +222,31 @@ func TestAClaimBatchWhoseWritesFailForSome(t *testing.T) {
 		}
 	}
 }
+
+// Two completions of one claim with one token and different results, at
+// once (the first from a batch, which holds the claim's revision, the other
+// reading it): at most one lands, and neither answers nil unless the store
+// holds its result.
+func TestCompletionsRacingWithOneToken(t *testing.T) {
+	t.Parallel()
+	s := open(t, cluster)
+	ctx := ctxT(t)
+	for round := range 30 {
+		id := fmt.Sprint("racing-", round)
+		tok := storetest.MustClaim(t, s, id, time.Minute)
+		results := [][]byte{[]byte("batch"), []byte("single")}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			s.CompleteBatch(ctx, []effector.Completion{{IntentID: id, Token: tok, Result: results[0], TTL: time.Minute}}, errs[:1])
+		})
+		wg.Go(func() { errs[1] = s.Complete(ctx, id, tok, results[1], time.Minute) })
+		wg.Wait()
+		c := storetest.WantState(t, s, id, effector.Done)
+		for i, err := range errs {
+			if err == nil && string(c.Result) != string(results[i]) {
+				t.Fatalf("round %d: completion %q answered nil, but the store holds %q (the other answered %v)", round, results[i], c.Result, errs[1-i])
+			}
+		}
+	}
+}

@@ -546,16 +546,7 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	}
 	err = s.completeAt(ctx, k, r, r.revision, now, result, ttl)
 	if casFailed(err) {
-		// Taken over, or our own unanswered write landed: read to tell.
-		cur, rerr := s.read(ctx, k)
-		switch {
-		case rerr != nil:
-			err = rerr
-		case cur.tag == tagDone && cur.token == token:
-			err = nil
-		default:
-			err = effector.ErrNotOwner
-		}
+		err = effector.ErrNotOwner // another write came first: completeAt read it
 	}
 	if err != nil {
 		return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), err)
@@ -564,8 +555,8 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 }
 
 // completeAt replaces the claim r, at revision rev, with its done record
-// holding result for ttl from now; casFailed(err) says the record is no
-// longer at rev.
+// holding result for ttl from now; casFailed(err) says another write came
+// first: the record is no longer at rev, nor this completion's.
 func (s *Store) completeAt(ctx context.Context, k string, r record, rev uint64, now time.Time, result []byte, ttl time.Duration) error {
 	d := record{tag: tagDone, call: r.call, token: r.token, attempts: r.attempts, deadline: now.Add(ttl), id: r.id}
 	if err := s.putResult(ctx, k, &d, result, ttl); err != nil {
@@ -575,15 +566,26 @@ func (s *Store) completeAt(ctx context.Context, k string, r record, rev uint64, 
 		_, err := s.write(ctx, k, d.append(nil), rev, ttl)
 		if casFailed(err) {
 			// A write that landed unanswered and was sent again finds its
-			// own record: success.
+			// own record: success. Another completion with the same token,
+			// sent at once, is not this one unless it holds the same
+			// result.
 			cur, rerr := s.read(ctx, k)
-			if rerr == nil && cur.tag == tagDone && cur.token == r.token && cur.revision > rev {
+			if rerr != nil {
+				return rerr
+			}
+			if cur.revision > rev && sameDone(cur, d) {
 				return nil
 			}
-			return err
 		}
 		return err
 	})
+}
+
+// sameDone reports whether the done records a and b hold one completion:
+// the same token and the same result.
+func sameDone(a, b record) bool {
+	return a.tag == tagDone && b.tag == tagDone && a.token == b.token &&
+		a.parts == b.parts && a.total == b.total && a.digest == b.digest && bytes.Equal(a.result, b.result)
 }
 
 // Release implements effector.DedupStore: an update at the revision of
