@@ -186,6 +186,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 		s.stream = st
 		return nil
 	})
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("natsstore: opening bucket %q: no server answers the JetStream API (%w): run nats-server with JetStream on (-js, or jetstream {} in its configuration); a cluster answers once it has elected its leader", bucket, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("natsstore: opening bucket %q: %w", bucket, err)
 	}
