@@ -41,6 +41,49 @@ func groups(n int, idOf func(int) string) [][]int {
 	return gs
 }
 
+// acks waits for the answers to writes sent together, before any was
+// awaited: one timer of attemptWait bounds them all. Until it fires, wait
+// blocks for each answer, or the context's end; after, it takes only
+// answers already in.
+type acks struct {
+	ctx   context.Context
+	timer *time.Timer
+	late  bool
+}
+
+func (s *Store) newAcks(ctx context.Context) *acks {
+	return &acks{ctx: ctx, timer: time.NewTimer(s.attemptWait)}
+}
+
+func (a *acks) stop() { a.timer.Stop() }
+
+// wait returns the answer to the write of f; ok is false if it has none in
+// time (the item goes on the slow path). The context's end is the answer
+// err of a write whose answer had not come.
+func (a *acks) wait(f jetstream.PubAckFuture) (ack *jetstream.PubAck, ok bool, err error) {
+	if a.late {
+		select {
+		case ack = <-f.Ok():
+			return ack, true, nil
+		case err = <-f.Err():
+			return nil, true, err
+		default:
+			return nil, false, nil
+		}
+	}
+	select {
+	case ack = <-f.Ok():
+		return ack, true, nil
+	case err = <-f.Err():
+		return nil, true, err
+	case <-a.ctx.Done():
+		return nil, true, context.Cause(a.ctx)
+	case <-a.timer.C:
+		a.late = true
+		return nil, false, nil
+	}
+}
+
 // ClaimBatch implements effector.DedupStore. The first claim of each id
 // is a create, sent asynchronously with all the others before any answer
 // is awaited; a create the server takes answers Claimed. The rest go on
@@ -77,36 +120,16 @@ func (s *Store) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, ou
 		m := &nats.Msg{Subject: s.subject + key(r.IntentID), Data: c.rec.append(nil), Header: nats.Header{}}
 		c.fut, _ = s.js.PublishMsgAsync(m, writeOpts(0, r.Lease+s.attemptMemory)...)
 	}
-	// Every create was sent before this wait began: one timer bounds them all.
-	timer := time.NewTimer(s.attemptWait)
-	defer timer.Stop()
-	late := false
+	a := s.newAcks(ctx)
+	defer a.stop()
 	for g := range cs {
 		c := &cs[g]
 		if c.answered || c.fut == nil {
 			continue
 		}
-		var (
-			ack *jetstream.PubAck
-			err error
-		)
-		if late {
-			select {
-			case ack = <-c.fut.Ok():
-			case err = <-c.fut.Err():
-			default:
-				continue // sent again on the slow path
-			}
-		} else {
-			select {
-			case ack = <-c.fut.Ok():
-			case err = <-c.fut.Err():
-			case <-ctx.Done():
-				err = context.Cause(ctx)
-			case <-timer.C:
-				late = true
-				continue
-			}
+		ack, ok, err := a.wait(c.fut)
+		if !ok {
+			continue // sent again on the slow path
 		}
 		i := gs[g][0]
 		switch {
@@ -122,26 +145,16 @@ func (s *Store) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, ou
 			out[i], c.answered = effector.ClaimOutcome{Err: fmt.Errorf("natsstore: claiming intent %q: %w", trimID(reqs[i].IntentID), err)}, true
 		}
 	}
-	var rest []int
-	for g, idx := range gs {
-		if !cs[g].answered || len(idx) > 1 {
-			rest = append(rest, g)
-		}
-	}
-	s.each(ctx, len(rest), func(ctx context.Context, n int) error {
-		g := rest[n]
-		idx := gs[g]
-		if c := &cs[g]; !c.answered {
-			r := reqs[idx[0]]
-			cl, err := s.claim(ctx, r.IntentID, r.Call, r.Lease, c.token, c.createFirst)
-			out[idx[0]] = effector.ClaimOutcome{Claim: cl, Err: err}
-		}
-		for _, i := range idx[1:] {
+	s.finish(ctx, gs, func(g int) bool { return cs[g].answered },
+		func(ctx context.Context, g int) {
+			i, c := gs[g][0], &cs[g]
+			cl, err := s.claim(ctx, reqs[i].IntentID, reqs[i].Call, reqs[i].Lease, c.token, c.createFirst)
+			out[i] = effector.ClaimOutcome{Claim: cl, Err: err}
+		},
+		func(ctx context.Context, i int) {
 			c, err := s.Claim(ctx, reqs[i].IntentID, reqs[i].Call, reqs[i].Lease)
 			out[i] = effector.ClaimOutcome{Claim: c, Err: err}
-		}
-		return nil
-	})
+		})
 }
 
 // CompleteBatch implements effector.DedupStore. The first completion of
@@ -169,7 +182,7 @@ func (s *Store) CompleteBatch(ctx context.Context, reqs []effector.Completion, e
 		}
 		now := s.now()
 		d := record{tag: tagDone, call: h.rec.call, token: h.rec.token, attempts: h.rec.attempts, deadline: now.Add(r.TTL), id: h.rec.id, result: r.Result}
-		if !now.Before(h.rec.deadline) || len(r.Result) > max(1<<10, s.maxPayload-headroom-len(d.id)) {
+		if !now.Before(h.rec.deadline) || len(r.Result) > s.inlineLimit(d.id) {
 			s.hold(h.rev, h.rec) // Complete answers it, from what it holds
 			continue
 		}
@@ -179,32 +192,16 @@ func (s *Store) CompleteBatch(ctx context.Context, reqs []effector.Completion, e
 			u.fut = nil
 		}
 	}
-	timer := time.NewTimer(s.attemptWait)
-	defer timer.Stop()
-	late := false
+	a := s.newAcks(ctx)
+	defer a.stop()
 	for g := range us {
 		u := &us[g]
 		if u.fut == nil {
 			continue
 		}
-		var err error
-		if late {
-			select {
-			case <-u.fut.Ok():
-			case err = <-u.fut.Err():
-			default:
-				continue // Complete reads what landed
-			}
-		} else {
-			select {
-			case <-u.fut.Ok():
-			case err = <-u.fut.Err():
-			case <-ctx.Done():
-				err = context.Cause(ctx)
-			case <-timer.C:
-				late = true
-				continue
-			}
+		_, ok, err := a.wait(u.fut)
+		if !ok {
+			continue // Complete reads what landed
 		}
 		i := gs[g][0]
 		switch {
@@ -216,33 +213,42 @@ func (s *Store) CompleteBatch(ctx context.Context, reqs []effector.Completion, e
 			errs[i], u.answered = fmt.Errorf("natsstore: completing intent %q: %w", trimID(reqs[i].IntentID), err), true
 		}
 	}
-	var rest []int
-	for g, idx := range gs {
-		if !us[g].answered || len(idx) > 1 {
-			rest = append(rest, g)
-		}
+	complete := func(ctx context.Context, i int) {
+		r := reqs[i]
+		errs[i] = s.Complete(ctx, r.IntentID, r.Token, r.Result, r.TTL)
 	}
-	s.each(ctx, len(rest), func(ctx context.Context, n int) error {
-		g := rest[n]
-		idx := gs[g]
-		if !us[g].answered {
-			r := reqs[idx[0]]
-			errs[idx[0]] = s.Complete(ctx, r.IntentID, r.Token, r.Result, r.TTL)
-		}
-		for _, i := range idx[1:] {
-			r := reqs[i]
-			errs[i] = s.Complete(ctx, r.IntentID, r.Token, r.Result, r.TTL)
-		}
-		return nil
-	})
+	s.finish(ctx, gs, func(g int) bool { return us[g].answered },
+		func(ctx context.Context, g int) { complete(ctx, gs[g][0]) }, complete)
 }
 
 // ReleaseBatch implements effector.DedupStore.
 func (s *Store) ReleaseBatch(ctx context.Context, reqs []effector.Release, errs []error) {
 	gs := groups(len(reqs), func(i int) string { return reqs[i].IntentID })
-	s.each(ctx, len(gs), func(ctx context.Context, g int) error {
-		for _, i := range gs[g] {
-			errs[i] = s.Release(ctx, reqs[i].IntentID, reqs[i].Token)
+	release := func(ctx context.Context, i int) {
+		errs[i] = s.Release(ctx, reqs[i].IntentID, reqs[i].Token)
+	}
+	s.finish(ctx, gs, func(int) bool { return false },
+		func(ctx context.Context, g int) { release(ctx, gs[g][0]) }, release)
+}
+
+// finish answers, up to WithBatchParallel groups at once, the items of gs
+// the batch's first pass left: the first item of each group g not
+// answered(g), by first(g), then the group's later items in order, by
+// later(i).
+func (s *Store) finish(ctx context.Context, gs [][]int, answered func(g int) bool, first func(ctx context.Context, g int), later func(ctx context.Context, i int)) {
+	var rest []int
+	for g, idx := range gs {
+		if !answered(g) || len(idx) > 1 {
+			rest = append(rest, g)
+		}
+	}
+	s.each(ctx, len(rest), func(ctx context.Context, n int) error {
+		g := rest[n]
+		if !answered(g) {
+			first(ctx, g)
+		}
+		for _, i := range gs[g][1:] {
+			later(ctx, i)
 		}
 		return nil
 	})

@@ -277,7 +277,8 @@ func TestAShortWindowDoesNotEraseALongOnesUses(t *testing.T) {
 // clock runs an hour ahead sees a claim lapsed that its owner holds, and
 // takes it over. The owner, its lease live by its own clock, completes at
 // the revision it claimed at: refused, and the record is the next owner's.
-// So is a release.
+// So is a release, and so are both in a batch, beside an item the owner
+// still holds, which lands.
 func TestTheRevisionFencesWhenClocksDisagree(t *testing.T) {
 	t.Parallel()
 	a := open(t, cluster)
@@ -287,17 +288,40 @@ func TestTheRevisionFencesWhenClocksDisagree(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	for _, op := range []string{"complete", "release"} {
+	for _, op := range []string{"complete", "release", "complete batch", "release batch"} {
 		id := "skewed-" + op
 		stale := storetest.MustClaim(t, a, id, time.Minute)
 		c, err := b.Claim(ctx, id, call, time.Minute)
 		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
 			t.Fatalf("%s: the claim by the host ahead = %+v, %v; want it to take the claim over", op, c, err)
 		}
-		if op == "complete" {
+		held := id + "-held"
+		heldTok := storetest.MustClaim(t, a, held, time.Minute)
+		errs := make([]error, 2)
+		switch op {
+		case "complete":
 			err = a.Complete(ctx, id, stale, []byte("stale"), time.Hour)
-		} else {
+		case "release":
 			err = a.Release(ctx, id, stale)
+		case "complete batch":
+			a.CompleteBatch(ctx, []effector.Completion{
+				{IntentID: held, Token: heldTok, Result: []byte("held"), TTL: time.Hour},
+				{IntentID: id, Token: stale, Result: []byte("stale"), TTL: time.Hour},
+			}, errs)
+			err = errs[1]
+			if errs[0] != nil {
+				t.Fatalf("%s: the item the owner still holds: %v", op, errs[0])
+			}
+			if got := storetest.WantState(t, a, held, effector.Done); string(got.Result) != "held" {
+				t.Fatalf("%s: result %q, want %q", op, got.Result, "held")
+			}
+		case "release batch":
+			a.ReleaseBatch(ctx, []effector.Release{{IntentID: held, Token: heldTok}, {IntentID: id, Token: stale}}, errs)
+			err = errs[1]
+			if errs[0] != nil {
+				t.Fatalf("%s: the item the owner still holds: %v", op, errs[0])
+			}
+			storetest.WantState(t, a, held, effector.Claimed)
 		}
 		if !errors.Is(err, effector.ErrNotOwner) {
 			t.Fatalf("%s by the owner whose claim was taken over: %v, want ErrNotOwner", op, err)

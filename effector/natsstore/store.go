@@ -186,6 +186,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Op
 		s.stream = st
 		return nil
 	})
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("natsstore: opening bucket %q: no server answers the JetStream API (%w): run nats-server with JetStream on (-js, or jetstream {} in its configuration); a cluster answers once it has elected its leader", bucket, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("natsstore: opening bucket %q: %w", bucket, err)
 	}
@@ -546,16 +549,7 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 	}
 	err = s.completeAt(ctx, k, r, r.revision, now, result, ttl)
 	if casFailed(err) {
-		// Taken over, or our own unanswered write landed: read to tell.
-		cur, rerr := s.read(ctx, k)
-		switch {
-		case rerr != nil:
-			err = rerr
-		case cur.tag == tagDone && cur.token == token:
-			err = nil
-		default:
-			err = effector.ErrNotOwner
-		}
+		err = effector.ErrNotOwner // another write came first: completeAt read it
 	}
 	if err != nil {
 		return fmt.Errorf("natsstore: completing intent %q: %w", trimID(intentID), err)
@@ -564,8 +558,8 @@ func (s *Store) Complete(ctx context.Context, intentID, token string, result []b
 }
 
 // completeAt replaces the claim r, at revision rev, with its done record
-// holding result for ttl from now; casFailed(err) says the record is no
-// longer at rev.
+// holding result for ttl from now; casFailed(err) says another write came
+// first: the record is no longer at rev, nor this completion's.
 func (s *Store) completeAt(ctx context.Context, k string, r record, rev uint64, now time.Time, result []byte, ttl time.Duration) error {
 	d := record{tag: tagDone, call: r.call, token: r.token, attempts: r.attempts, deadline: now.Add(ttl), id: r.id}
 	if err := s.putResult(ctx, k, &d, result, ttl); err != nil {
@@ -575,15 +569,26 @@ func (s *Store) completeAt(ctx context.Context, k string, r record, rev uint64, 
 		_, err := s.write(ctx, k, d.append(nil), rev, ttl)
 		if casFailed(err) {
 			// A write that landed unanswered and was sent again finds its
-			// own record: success.
+			// own record: success. Another completion with the same token,
+			// sent at once, is not this one unless it holds the same
+			// result.
 			cur, rerr := s.read(ctx, k)
-			if rerr == nil && cur.tag == tagDone && cur.token == r.token && cur.revision > rev {
+			if rerr != nil {
+				return rerr
+			}
+			if cur.revision > rev && sameDone(cur, d) {
 				return nil
 			}
-			return err
 		}
 		return err
 	})
+}
+
+// sameDone reports whether the done records a and b hold one completion:
+// the same token and the same result.
+func sameDone(a, b record) bool {
+	return a.tag == tagDone && b.tag == tagDone && a.token == b.token &&
+		a.parts == b.parts && a.total == b.total && a.digest == b.digest && bytes.Equal(a.result, b.result)
 }
 
 // Release implements effector.DedupStore: an update at the revision of
@@ -631,14 +636,20 @@ func (s *Store) Release(ctx context.Context, intentID, token string) error {
 // payload for its headers and the record's own fields.
 const headroom = 8 << 10
 
+// inlineLimit is the longest result the done record of intentID holds
+// inline, and the length of each part of a longer one. A server with a
+// max_payload this small refuses records with long ids anyway; parts stay
+// at least 1 KiB.
+func (s *Store) inlineLimit(intentID string) int {
+	return max(1<<10, s.maxPayload-headroom-len(intentID))
+}
+
 // putResult sets d's result: inline if the record fits one message with
 // it, else written first in parts of its own keys (the record then names
 // their count, length and digest), each kept a little longer than the
 // record so that no part ends before it.
 func (s *Store) putResult(ctx context.Context, k string, d *record, result []byte, ttl time.Duration) error {
-	// A server with a max_payload this small refuses records with long ids
-	// anyway; parts stay at least 1 KiB.
-	limit := max(1<<10, s.maxPayload-headroom-len(d.id))
+	limit := s.inlineLimit(d.id)
 	if len(result) <= limit {
 		d.result = result
 		return nil

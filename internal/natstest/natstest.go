@@ -171,31 +171,29 @@ func (c *Cluster) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 // the stream "KV_B"), waiting for an election if there is none yet.
 func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	t.Helper()
-	deadline := time.Now().Add(readyWithin)
-	for time.Now().Before(deadline) {
-		c.mu.Lock()
-		for i, n := range c.nodes {
-			if n.srv != nil && n.srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				c.mu.Unlock()
-				return i
-			}
-		}
-		c.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("natstest: stream %q has no leader after %v", stream, readyWithin)
-	return -1
+	return c.leader(t, fmt.Sprintf("stream %q", stream), func(srv *server.Server) bool {
+		return srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream)
+	})
 }
 
 // ConsumerLeader returns the index of the node leading the consumer of
 // stream, waiting for an election if there is none yet.
 func (c *Cluster) ConsumerLeader(t testing.TB, stream, consumer string) int {
 	t.Helper()
+	return c.leader(t, fmt.Sprintf("consumer %q of stream %q", consumer, stream), func(srv *server.Server) bool {
+		return srv.JetStreamIsConsumerLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream, consumer)
+	})
+}
+
+// leader returns the index of the running node for which leads is true,
+// the leader of what, waiting up to readyWithin for an election.
+func (c *Cluster) leader(t testing.TB, what string, leads func(*server.Server) bool) int {
+	t.Helper()
 	deadline := time.Now().Add(readyWithin)
 	for time.Now().Before(deadline) {
 		c.mu.Lock()
 		for i, n := range c.nodes {
-			if n.srv != nil && n.srv.JetStreamIsConsumerLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream, consumer) {
+			if n.srv != nil && leads(n.srv) {
 				c.mu.Unlock()
 				return i
 			}
@@ -203,7 +201,7 @@ func (c *Cluster) ConsumerLeader(t testing.TB, stream, consumer string) int {
 		c.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("natstest: consumer %q of stream %q has no leader after %v", consumer, stream, readyWithin)
+	t.Fatalf("natstest: %s has no leader after %v", what, readyWithin)
 	return -1
 }
 

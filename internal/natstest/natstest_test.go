@@ -109,6 +109,13 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		lead := c.ConsumerLeader(t, "S", "C")
+		cons, err := s.Consumer(ctx, "C")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cons.CachedInfo().Cluster.Leader; got != fmt.Sprint("n", lead) {
+			t.Fatalf("ConsumerLeader = node %d, but the server says %q leads", lead, got)
+		}
 		c.StopNode(lead)
 		if again := c.ConsumerLeader(t, "S", "C"); again == lead {
 			t.Fatalf("node %d still leads the consumer after it stopped", lead)
@@ -120,6 +127,16 @@ func TestCluster(t *testing.T) {
 		kv := bucket(t, js, "leader")
 		retry(t, "put before", func(ctx context.Context) error { _, err := kv.Put(ctx, "before", []byte("1")); return err })
 		lead := c.StreamLeader(t, "KV_leader")
+		retry(t, "stream info", func(ctx context.Context) error {
+			st, err := js.Stream(ctx, "KV_leader")
+			if err != nil {
+				return err
+			}
+			if got := st.CachedInfo().Cluster.Leader; got != fmt.Sprint("n", lead) {
+				t.Fatalf("StreamLeader = node %d, but the server says %q leads", lead, got)
+			}
+			return nil
+		})
 		c.StopNode(lead)
 		retry(t, "put with the leader down", func(ctx context.Context) error { _, err := kv.Put(ctx, "during", []byte("2")); return err })
 		if again := c.StreamLeader(t, "KV_leader"); again == lead {
