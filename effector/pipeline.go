@@ -207,20 +207,21 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 // batchable reports whether in can be claimed in a batch: it passes
 // verification, has not expired, and is a call of a side-effecting tool
 // with a function, no budget (its claim counts it, through ClaimAdmit, one
-// at a time) and no approval.
+// at a time) and no approval. It verifies last: an intent of a tool the
+// batch cannot take goes Process's way, which verifies it anyway.
 func (e *Effector) batchable(in *intent.Intent, now time.Time) bool {
 	if in == nil || expired(in, now) || in.Kind != intent.KindTool && in.Kind != intent.KindUnspecified {
-		return false
-	}
-	if execution, err := e.verify(in); err != nil || execution {
 		return false
 	}
 	t, err := e.table.Get(in.ToolName)
 	if err != nil || !t.SideEffect() || !t.Bound() {
 		return false
 	}
-	spec := t.Spec()
-	return spec.Approval == nil && spec.Budgets == nil
+	if spec := t.Spec(); spec.Approval != nil || spec.Budgets != nil {
+		return false
+	}
+	execution, err := e.verify(in)
+	return err == nil && !execution
 }
 
 // leaseNeed is the lease a claim of tool's intent must have left when its
