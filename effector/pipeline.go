@@ -92,15 +92,13 @@ type item struct {
 	owner   atomic.Int32
 
 	// The completion, set by completer.add.
-	wire     []byte
-	ttl      time.Duration
-	token    string
-	leaseEnd int64
-	tries    int
-	backoff  time.Duration
-	nextTry  int64
-	publish  bool  // the completer publishes it once durable
-	pub      uint8 // its publication's state; under the completer's lock
+	wire    []byte
+	ttl     time.Duration
+	tries   int
+	backoff time.Duration
+	nextTry int64
+	publish bool  // the completer publishes it once durable
+	pub     uint8 // its publication's state; under the completer's lock
 }
 
 // pipeline is one Serve's stages after receiving.
@@ -511,10 +509,11 @@ func (c *completer) poke() {
 
 func (c *completer) backlog() int { return len(c.queue) + len(c.retry) + len(c.order) }
 
-// add takes the completion of it's claim cl with result b (copied) for
-// ttl, and returns true; false once the completer has stopped, when the
-// caller completes it alone. It waits while the backlog is full.
-func (c *completer) add(it *item, cl claim, b []byte, ttl time.Duration, res intent.Result) bool {
+// add takes the completion of it's claim (it.cl, which the worker ran it
+// under) with result b (copied) for ttl, and returns true; false once the
+// completer has stopped, when the caller completes it alone. It waits while
+// the backlog is full.
+func (c *completer) add(it *item, b []byte, ttl time.Duration, res intent.Result) bool {
 	c.mu.Lock()
 	for c.backlog() >= maxBacklog && !c.exited {
 		c.space.Wait()
@@ -524,7 +523,7 @@ func (c *completer) add(it *item, cl claim, b []byte, ttl time.Duration, res int
 		return false
 	}
 	it.wire = append(it.wire[:0], b...)
-	it.ttl, it.res, it.token, it.leaseEnd = ttl, res, cl.token, cl.leaseEnd
+	it.ttl, it.res = ttl, res
 	it.backoff, it.tries, it.pub = c.pl.e.cfg.minBackoff, 0, pubPending
 	it.publish = it.owner.CompareAndSwap(ownerWorker, ownerCompleter)
 	c.queue = append(c.queue, it)
@@ -654,7 +653,7 @@ func (c *completer) write(batch []*item) {
 	e, work := c.pl.e, c.pl.work
 	reqs, errs := c.reqs[:0], c.errs[:0]
 	for _, it := range batch {
-		reqs = append(reqs, Completion{IntentID: it.d.Intent.ID, Token: it.token, Result: it.wire, TTL: it.ttl})
+		reqs = append(reqs, Completion{IntentID: it.d.Intent.ID, Token: it.cl.token, Result: it.wire, TTL: it.ttl})
 		errs = append(errs, nil)
 	}
 	sctx, cancel := e.storeContext(work)
@@ -678,7 +677,7 @@ func (c *completer) write(batch []*item) {
 			go c.late(it)
 		default:
 			failed = true
-			wait := min(it.backoff, time.Duration(it.leaseEnd-now))
+			wait := min(it.backoff, time.Duration(it.cl.leaseEnd-now))
 			if wait <= 0 {
 				c.running++
 				go c.unrecorded(it, err)
