@@ -191,15 +191,25 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 		case Done:
 			if res, err := storedResult(in, o.Claim.Result); err == nil {
 				it.kind, it.res = kindAnswered, res
+				e.answered(pl.work, in, res, nil)
 			}
 		case Mismatch:
+			var err error
 			it.kind = kindAnswered
-			it.res, _ = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
+			it.res, err = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
+			e.answered(pl.work, in, it.res, err)
 		}
 		// InFlight: Process's way waits for the owner.
 	}
 	clear(outs)
 	clear(reqs)
+}
+
+// answered gives an intent that claimStage answers (done, or a replay that
+// asks for another call) the span and the counts Process would give it.
+func (e *Effector) answered(ctx context.Context, in *intent.Intent, res intent.Result, err error) {
+	ctx, span := e.tel.start(ctx, in)
+	e.tel.end(ctx, span, in, res, err)
 }
 
 // batchable reports whether in can be claimed in a batch: it passes
