@@ -430,7 +430,7 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 		return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
 	}
 	ttl := e.recordTTL(ctx, in, cl) // approval.go
-	if cl.batch != nil && cl.batch.pl.comp.add(cl.batch, cl, b, ttl, res) {
+	if cl.batch != nil && cl.batch.pl.comp.add(cl.batch, b, ttl, res) {
 		// The completer owns it now: it writes it with others, and
 		// publishes it only once it is durable (pipeline.go).
 		return res, nil

@@ -92,15 +92,13 @@ type item struct {
 	owner   atomic.Int32
 
 	// The completion, set by completer.add.
-	wire     []byte
-	ttl      time.Duration
-	token    string
-	leaseEnd int64
-	tries    int
-	backoff  time.Duration
-	nextTry  int64
-	publish  bool  // the completer publishes it once durable
-	pub      uint8 // its publication's state; under the completer's lock
+	wire    []byte
+	ttl     time.Duration
+	tries   int
+	backoff time.Duration
+	nextTry int64
+	publish bool  // the completer publishes it once durable
+	pub     uint8 // its publication's state; under the completer's lock
 }
 
 // pipeline is one Serve's stages after receiving.
@@ -193,10 +191,13 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 		case Done:
 			if res, err := storedResult(in, o.Claim.Result); err == nil {
 				it.kind, it.res = kindAnswered, res
+				e.answered(pl.work, in, res, nil)
 			}
 		case Mismatch:
+			var err error
 			it.kind = kindAnswered
-			it.res, _ = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
+			it.res, err = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
+			e.answered(pl.work, in, it.res, err)
 		}
 		// InFlight: Process's way waits for the owner.
 	}
@@ -204,23 +205,31 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 	clear(reqs)
 }
 
+// answered gives an intent that claimStage answers (done, or a replay that
+// asks for another call) the span and the counts Process would give it.
+func (e *Effector) answered(ctx context.Context, in *intent.Intent, res intent.Result, err error) {
+	ctx, span := e.tel.start(ctx, in)
+	e.tel.end(ctx, span, in, res, err)
+}
+
 // batchable reports whether in can be claimed in a batch: it passes
 // verification, has not expired, and is a call of a side-effecting tool
 // with a function, no budget (its claim counts it, through ClaimAdmit, one
-// at a time) and no approval.
+// at a time) and no approval. It verifies last: an intent of a tool the
+// batch cannot take goes Process's way, which verifies it anyway.
 func (e *Effector) batchable(in *intent.Intent, now time.Time) bool {
 	if in == nil || expired(in, now) || in.Kind != intent.KindTool && in.Kind != intent.KindUnspecified {
-		return false
-	}
-	if execution, err := e.verify(in); err != nil || execution {
 		return false
 	}
 	t, err := e.table.Get(in.ToolName)
 	if err != nil || !t.SideEffect() || !t.Bound() {
 		return false
 	}
-	spec := t.Spec()
-	return spec.Approval == nil && spec.Budgets == nil
+	if spec := t.Spec(); spec.Approval != nil || spec.Budgets != nil {
+		return false
+	}
+	execution, err := e.verify(in)
+	return err == nil && !execution
 }
 
 // leaseNeed is the lease a claim of tool's intent must have left when its
@@ -510,10 +519,11 @@ func (c *completer) poke() {
 
 func (c *completer) backlog() int { return len(c.queue) + len(c.retry) + len(c.order) }
 
-// add takes the completion of it's claim cl with result b (copied) for
-// ttl, and returns true; false once the completer has stopped, when the
-// caller completes it alone. It waits while the backlog is full.
-func (c *completer) add(it *item, cl claim, b []byte, ttl time.Duration, res intent.Result) bool {
+// add takes the completion of it's claim (it.cl, which the worker ran it
+// under) with result b (copied) for ttl, and returns true; false once the
+// completer has stopped, when the caller completes it alone. It waits while
+// the backlog is full.
+func (c *completer) add(it *item, b []byte, ttl time.Duration, res intent.Result) bool {
 	c.mu.Lock()
 	for c.backlog() >= maxBacklog && !c.exited {
 		c.space.Wait()
@@ -523,7 +533,7 @@ func (c *completer) add(it *item, cl claim, b []byte, ttl time.Duration, res int
 		return false
 	}
 	it.wire = append(it.wire[:0], b...)
-	it.ttl, it.res, it.token, it.leaseEnd = ttl, res, cl.token, cl.leaseEnd
+	it.ttl, it.res = ttl, res
 	it.backoff, it.tries, it.pub = c.pl.e.cfg.minBackoff, 0, pubPending
 	it.publish = it.owner.CompareAndSwap(ownerWorker, ownerCompleter)
 	c.queue = append(c.queue, it)
@@ -653,7 +663,7 @@ func (c *completer) write(batch []*item) {
 	e, work := c.pl.e, c.pl.work
 	reqs, errs := c.reqs[:0], c.errs[:0]
 	for _, it := range batch {
-		reqs = append(reqs, Completion{IntentID: it.d.Intent.ID, Token: it.token, Result: it.wire, TTL: it.ttl})
+		reqs = append(reqs, Completion{IntentID: it.d.Intent.ID, Token: it.cl.token, Result: it.wire, TTL: it.ttl})
 		errs = append(errs, nil)
 	}
 	sctx, cancel := e.storeContext(work)
@@ -677,7 +687,7 @@ func (c *completer) write(batch []*item) {
 			go c.late(it)
 		default:
 			failed = true
-			wait := min(it.backoff, time.Duration(it.leaseEnd-now))
+			wait := min(it.backoff, time.Duration(it.cl.leaseEnd-now))
 			if wait <= 0 {
 				c.running++
 				go c.unrecorded(it, err)
