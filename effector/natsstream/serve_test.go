@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -345,77 +342,6 @@ func TestEntriesThatAreNoIntentAndRefusedIntentsGoToTheDeadLetters(t *testing.T)
 		t.Fatalf("runs: good %d, forged %d", calls.Of(good.ID), calls.Of(forged.ID))
 	}
 }
-
-// proxy forwards TCP connections to a server, and can stall them: while
-// paused it moves no bytes either way, as a consumer whose process or
-// network stalled.
-type proxy struct {
-	ln     net.Listener
-	paused atomic.Bool
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { p.pipe(s, c) })
-			p.wg.Go(func() { p.pipe(c, s) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		for p.paused.Load() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				dst.Close()
-			}
-			return
-		}
-	}
-}
-
-func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }
 
 func TestAConsumerStalledPastAckWaitIsAnsweredFromTheStore(t *testing.T) {
 	t.Parallel()
