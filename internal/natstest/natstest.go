@@ -171,20 +171,29 @@ func (c *Cluster) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 // the stream "KV_B"), waiting for an election if there is none yet.
 func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	t.Helper()
+	i, err := c.WaitStreamLeader(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+// WaitStreamLeader is StreamLeader for a program (the examples): it returns
+// an error where StreamLeader fails the test.
+func (c *Cluster) WaitStreamLeader(stream string) (int, error) {
 	deadline := time.Now().Add(readyWithin)
 	for time.Now().Before(deadline) {
 		c.mu.Lock()
 		for i, n := range c.nodes {
 			if n.srv != nil && n.srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
 				c.mu.Unlock()
-				return i
+				return i, nil
 			}
 		}
 		c.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("natstest: stream %q has no leader after %v", stream, readyWithin)
-	return -1
+	return -1, fmt.Errorf("natstest: stream %q has no leader after %v", stream, readyWithin)
 }
 
 // ConsumerLeader returns the index of the node leading the consumer of
