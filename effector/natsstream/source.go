@@ -127,6 +127,10 @@ type Source struct {
 	// being delivered again.
 	held map[uint64]jetstream.Msg
 
+	// abandoned runs while a fetch a cancelled Receive gave up is still
+	// open on the server, giving back what it gets.
+	abandoned sync.WaitGroup
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -359,11 +363,11 @@ func (s *Source) fetch(ctx context.Context, n int) error {
 		return s.hold(ctx, m)
 	case <-ctx.Done():
 		// Give back what comes before the request ends.
-		go func() {
+		s.abandoned.Go(func() {
 			for m := range mb.Messages() {
 				_ = m.Nak()
 			}
-		}()
+		})
 		return ctx.Err()
 	}
 }
@@ -441,7 +445,8 @@ func (s *Source) ack(ctx context.Context, m jetstream.Msg, seq uint64, pos strin
 // Close stops the in-progress signals and gives back, for delivery at
 // once, every intent fetched and not acknowledged: those not handed out,
 // and those Serve left unanswered. A given-back intent counts one more
-// delivery. Call it after Serve returns.
+// delivery. It first waits, at most the fetch wait, for a fetch that a
+// cancelled Receive left open. Call it after Serve returns.
 func (s *Source) Close(ctx context.Context) error {
 	select {
 	case <-s.stop:
@@ -450,6 +455,10 @@ func (s *Source) Close(ctx context.Context) error {
 	}
 	close(s.stop)
 	<-s.done
+	// An abandoned fetch still open would take what is given back below
+	// and give it back again, counting it one more delivery: wait for it
+	// to end (within the fetch wait).
+	s.abandoned.Wait()
 	s.mu.Lock()
 	held := make([]jetstream.Msg, 0, len(s.held))
 	for _, m := range s.held {
