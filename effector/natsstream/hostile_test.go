@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,81 +147,6 @@ func TestAnIntentFetchedButNeverHandedOutIsNotGivenUp(t *testing.T) {
 	}
 }
 
-// delayProxy forwards TCP connections to a server, holding back for delay
-// the first client write that carries a pull request (a fetch) once armed:
-// a fetch whose answer is late, as on a loaded machine or a slow network.
-type delayProxy struct {
-	ln    net.Listener
-	delay time.Duration
-	armed atomic.Bool
-	done  chan struct{} // closed at the test's end: no more holding back
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func startDelayProxy(t *testing.T, target string, delay time.Duration) *delayProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &delayProxy{ln: ln, delay: delay, done: make(chan struct{})}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { p.pipe(s, c, true) })
-			p.wg.Go(func() { p.pipe(c, s, false) })
-		}
-	})
-	t.Cleanup(func() {
-		close(p.done)
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *delayProxy) pipe(dst, src net.Conn, fromClient bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if fromClient && bytes.Contains(buf[:n], []byte("CONSUMER.MSG.NEXT")) && p.armed.CompareAndSwap(true, false) {
-			select {
-			case <-time.After(p.delay):
-			case <-p.done:
-			}
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			dst.Close()
-			return
-		}
-	}
-}
-
-func (p *delayProxy) url() string { return "nats://" + p.ln.Addr().String() }
-
 // A read of the results whose fetch is answered late (past the client's
 // one second for a fetch that does not wait) must not end as if it had read
 // everything: Results returned no results and no error, and a caller
@@ -240,7 +162,7 @@ func TestResultsReadThroughALateFetchMissesNone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := startDelayProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"), 2*time.Second)
+	p := startProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"))
 	nc, err := nats.Connect(p.url(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +178,7 @@ func TestResultsReadThroughALateFetchMissesNone(t *testing.T) {
 		rs, err := slow.Results(ctx)
 		return err == nil && len(rs) == len(ins)
 	})
-	p.armed.Store(true)
+	p.holdNextFetch(2 * time.Second)
 	rs, err := slow.Results(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +200,7 @@ func TestResultsFromAClusterGoneMidReadEndWithTheContext(t *testing.T) {
 	if err := q.Sink().Publish(ctx, intent.Result{IntentID: in.ID, EntityKey: in.EntityKey, Seq: in.Seq, Status: intent.StatusOK}); err != nil {
 		t.Fatal(err)
 	}
-	p := startDelayProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"), time.Hour)
+	p := startProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"))
 	nc, err := nats.Connect(p.url(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +211,7 @@ func TestResultsFromAClusterGoneMidReadEndWithTheContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.armed.Store(true) // from the first fetch on, the connection carries nothing to the server
+	p.holdNextFetch(time.Hour) // from the first fetch on, the connection carries nothing to the server
 	const deadline = 3 * time.Second
 	rctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()

@@ -150,7 +150,7 @@ func Open(ctx context.Context, js jetstream.JetStream, name string, opts ...Queu
 		ps = append(ps, fmt.Sprintf("WithRequestTimeout(%v): want a positive duration", q.reqTimeout))
 	}
 	if q.resultTTL > 0 && q.dupWindow > q.resultTTL {
-		ps = append(ps, fmt.Sprintf("WithDuplicateWindow(%v) is longer than WithResultTTL(%v): the server refuses a window longer than a stream keeps its messages", q.dupWindow, q.resultTTL))
+		ps = append(ps, fmt.Sprintf("WithDuplicateWindow(%v) is longer than WithResultTTL(%v): the server refuses a window longer than a stream keeps its messages; shorten the window or keep results longer", q.dupWindow, q.resultTTL))
 	}
 	if len(ps) > 0 {
 		return nil, fmt.Errorf("natsstream: Open: %s", strings.Join(ps, "; "))

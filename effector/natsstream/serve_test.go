@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,6 +118,46 @@ func sqliteStore(t *testing.T, path string) effector.DedupStore {
 	return st
 }
 
+// startEffectors starts n effectors serving q on cluster c, each with a
+// connection of its own, sharing one store, each tool taking 5ms.
+func startEffectors(t *testing.T, c *natstest.Cluster, q *natsstream.Queue, n int) ([]*effectortest.Calls, []*serving) {
+	t.Helper()
+	store := effector.NewMemoryStore()
+	var all []*effectortest.Calls
+	var servers []*serving
+	for range n {
+		qe, err := natsstream.Open(context.Background(), jetStream(t, c.Connect(t)), q.Name(), natsstream.WithRequestTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{func(context.Context) error {
+			time.Sleep(5 * time.Millisecond)
+			return nil
+		}})
+		all = append(all, calls)
+		servers = append(servers, serve(newSource(t, qe, natsstream.WithBatch(8)), qe.Sink(), e, effector.WithWorkers(4)))
+	}
+	return all, servers
+}
+
+// runs returns how many times the effectors of all ran intent id.
+func runs(all []*effectortest.Calls, id string) int {
+	n := 0
+	for _, c := range all {
+		n += c.Of(id)
+	}
+	return n
+}
+
+// total returns how many intents the effectors of all ran.
+func total(all []*effectortest.Calls) int {
+	n := 0
+	for _, c := range all {
+		n += c.Total()
+	}
+	return n
+}
+
 func TestServeAnswersEveryIntentOnceAcrossThreeEffectors(t *testing.T) {
 	t.Parallel()
 	q, js := openQueue(t, cluster)
@@ -149,10 +186,7 @@ func TestServeAnswersEveryIntentOnceAcrossThreeEffectors(t *testing.T) {
 	rs := resultsByID(t, q)
 	ran := 0
 	for _, in := range ins {
-		n := 0
-		for _, c := range all {
-			n += c.Of(in.ID)
-		}
+		n := runs(all, in.ID)
 		if n != 1 {
 			t.Errorf("intent %s ran %d times, want 1", in.ID, n)
 		}
@@ -346,77 +380,6 @@ func TestEntriesThatAreNoIntentAndRefusedIntentsGoToTheDeadLetters(t *testing.T)
 	}
 }
 
-// proxy forwards TCP connections to a server, and can stall them: while
-// paused it moves no bytes either way, as a consumer whose process or
-// network stalled.
-type proxy struct {
-	ln     net.Listener
-	paused atomic.Bool
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { p.pipe(s, c) })
-			p.wg.Go(func() { p.pipe(c, s) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		for p.paused.Load() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				dst.Close()
-			}
-			return
-		}
-	}
-}
-
-func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }
-
 func TestAConsumerStalledPastAckWaitIsAnsweredFromTheStore(t *testing.T) {
 	t.Parallel()
 	q, js := openQueue(t, cluster)
@@ -477,28 +440,8 @@ func TestStreamLeaderShutDownMidRun(t *testing.T) {
 	q, js := openQueue(t, c)
 	ins := intents("leader", 150)
 	add(t, q, ins...)
-	store := effector.NewMemoryStore()
-	var all []*effectortest.Calls
-	var servers []*serving
-	for range 3 {
-		qe, err := natsstream.Open(context.Background(), jetStream(t, c.Connect(t)), q.Name(), natsstream.WithRequestTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{func(context.Context) error {
-			time.Sleep(5 * time.Millisecond)
-			return nil
-		}})
-		all = append(all, calls)
-		servers = append(servers, serve(newSource(t, qe, natsstream.WithBatch(8)), qe.Sink(), e, effector.WithWorkers(4)))
-	}
-	waitFor(t, "a third of the intents answered", func() bool {
-		var n int
-		for _, c := range all {
-			n += c.Total()
-		}
-		return n >= len(ins)/3
-	})
+	all, servers := startEffectors(t, c, q, 3)
+	waitFor(t, "a third of the intents answered", func() bool { return total(all) >= len(ins)/3 })
 	leader := c.StreamLeader(t, q.Name())
 	c.StopNode(leader)
 	t.Logf("stopped node %d, the intents stream's leader", leader)
@@ -511,10 +454,7 @@ func TestStreamLeaderShutDownMidRun(t *testing.T) {
 	rs := resultsByID(t, q)
 	twice := 0
 	for _, in := range ins {
-		n := 0
-		for _, c := range all {
-			n += c.Of(in.ID)
-		}
+		n := runs(all, in.ID)
 		r, ok := rs[in.ID]
 		switch {
 		case !ok:
@@ -540,31 +480,10 @@ func TestWholeClusterRestartedMidRun(t *testing.T) {
 	q, js := openQueue(t, c)
 	ins := intents("restart", 120)
 	add(t, q, ins...)
-	store := effector.NewMemoryStore()
-	var all []*effectortest.Calls
-	var servers []*serving
-	for range 2 {
-		qe, err := natsstream.Open(context.Background(), jetStream(t, c.Connect(t)), q.Name(), natsstream.WithRequestTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{func(context.Context) error {
-			time.Sleep(5 * time.Millisecond)
-			return nil
-		}})
-		all = append(all, calls)
-		servers = append(servers, serve(newSource(t, qe, natsstream.WithBatch(8)), qe.Sink(), e, effector.WithWorkers(4)))
-	}
-	ran := func() int {
-		n := 0
-		for _, c := range all {
-			n += c.Total()
-		}
-		return n
-	}
-	waitFor(t, "a third of the intents run", func() bool { return ran() >= len(ins)/3 })
+	all, servers := startEffectors(t, c, q, 2)
+	waitFor(t, "a third of the intents run", func() bool { return total(all) >= len(ins)/3 })
 	c.Restart(t)
-	t.Logf("restarted the cluster after %d runs", ran())
+	t.Logf("restarted the cluster after %d runs", total(all))
 	waitFor(t, "every intent answered", func() bool { return len(resultsByID(t, q)) == len(ins) })
 	for _, s := range servers {
 		var ua *effector.UnansweredError
@@ -574,10 +493,7 @@ func TestWholeClusterRestartedMidRun(t *testing.T) {
 	}
 	rs := resultsByID(t, q)
 	for _, in := range ins {
-		n := 0
-		for _, c := range all {
-			n += c.Of(in.ID)
-		}
+		n := runs(all, in.ID)
 		r, ok := rs[in.ID]
 		switch {
 		case !ok:

@@ -118,7 +118,7 @@ type Source struct {
 	log        *slog.Logger
 
 	cons jetstream.Consumer
-	buf  []jetstream.Msg // fetched, not yet handed out
+	buf  []fetched // fetched, not yet handed out
 
 	mu sync.Mutex
 	// held holds the deliveries fetched and not yet acknowledged, by stream
@@ -127,8 +127,18 @@ type Source struct {
 	// being delivered again.
 	held map[uint64]jetstream.Msg
 
+	// abandoned runs while a fetch a cancelled Receive gave up is still
+	// open on the server, giving back what it gets.
+	abandoned sync.WaitGroup
+
 	stop chan struct{}
 	done chan struct{}
+}
+
+// fetched is a fetched message with its metadata, read once.
+type fetched struct {
+	m  jetstream.Msg
+	md *jetstream.MsgMetadata
 }
 
 var (
@@ -272,9 +282,9 @@ func (s *Source) Receive(ctx context.Context) (effector.Delivery, error) {
 	if err := s.fill(ctx, s.batch); err != nil {
 		return effector.Delivery{}, err
 	}
-	m := s.buf[0]
+	f := s.buf[0]
 	s.buf = s.buf[1:]
-	return s.delivery(m), nil
+	return s.delivery(f), nil
 }
 
 // ReceiveBatch appends to buf, at most max, the intents one fetch returned,
@@ -284,8 +294,8 @@ func (s *Source) ReceiveBatch(ctx context.Context, max int, buf []effector.Deliv
 		return buf, err
 	}
 	n := min(max, len(s.buf))
-	for _, m := range s.buf[:n] {
-		buf = append(buf, s.delivery(m))
+	for _, f := range s.buf[:n] {
+		buf = append(buf, s.delivery(f))
 	}
 	s.buf = s.buf[n:]
 	return buf, nil
@@ -353,11 +363,11 @@ func (s *Source) fetch(ctx context.Context, n int) error {
 		return s.hold(ctx, m)
 	case <-ctx.Done():
 		// Give back what comes before the request ends.
-		go func() {
+		s.abandoned.Go(func() {
 			for m := range mb.Messages() {
 				_ = m.Nak()
 			}
-		}()
+		})
 		return ctx.Err()
 	}
 }
@@ -376,7 +386,7 @@ func (s *Source) hold(ctx context.Context, m jetstream.Msg) error {
 	s.mu.Lock()
 	s.held[md.Sequence.Stream] = m
 	s.mu.Unlock()
-	s.buf = append(s.buf, m)
+	s.buf = append(s.buf, fetched{m: m, md: md})
 	return nil
 }
 
@@ -402,13 +412,10 @@ func (s *Source) deadLetterMax(ctx context.Context, m jetstream.Msg, md *jetstre
 	s.log.WarnContext(ctx, "natsstream: intent dead-lettered after too many deliveries", "pos", pos, "intent_id", dl.IntentID, "deliveries", dl.Deliveries)
 }
 
-func (s *Source) delivery(m jetstream.Msg) effector.Delivery {
-	d := effector.Delivery{Offset: -1, Pos: s.q.intents}
-	if md, err := m.Metadata(); err == nil {
-		d.Pos += "/" + strconv.FormatUint(md.Sequence.Stream, 10)
-		d.Deliveries = int(md.NumDelivered)
-	}
-	d.Ack = func(ctx context.Context) error { return s.ack(ctx, m, d.Pos) }
+func (s *Source) delivery(f fetched) effector.Delivery {
+	m, seq := f.m, f.md.Sequence.Stream
+	d := effector.Delivery{Offset: -1, Pos: s.q.intents + "/" + strconv.FormatUint(seq, 10), Deliveries: int(f.md.NumDelivered)}
+	d.Ack = func(ctx context.Context) error { return s.ack(ctx, m, seq, d.Pos) }
 	in := new(intent.Intent)
 	if err := in.UnmarshalJSON(m.Data()); err != nil {
 		d.Bytes = m.Data()
@@ -422,25 +429,24 @@ func (s *Source) delivery(m jetstream.Msg) effector.Delivery {
 // ack acknowledges m and waits for the server to confirm it (a double
 // ack), so Serve counts an intent answered only once the server will not
 // deliver it again.
-func (s *Source) ack(ctx context.Context, m jetstream.Msg, pos string) error {
+func (s *Source) ack(ctx context.Context, m jetstream.Msg, seq uint64, pos string) error {
 	err := s.q.try(ctx, m.DoubleAck)
 	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 		return fmt.Errorf("natsstream: acknowledging %s: %w", pos, err)
 	}
-	if md, err := m.Metadata(); err == nil {
-		s.mu.Lock()
-		if s.held[md.Sequence.Stream] == m {
-			delete(s.held, md.Sequence.Stream)
-		}
-		s.mu.Unlock()
+	s.mu.Lock()
+	if s.held[seq] == m {
+		delete(s.held, seq)
 	}
+	s.mu.Unlock()
 	return nil
 }
 
 // Close stops the in-progress signals and gives back, for delivery at
 // once, every intent fetched and not acknowledged: those not handed out,
 // and those Serve left unanswered. A given-back intent counts one more
-// delivery. Call it after Serve returns.
+// delivery. It first waits, at most the fetch wait, for a fetch that a
+// cancelled Receive left open. Call it after Serve returns.
 func (s *Source) Close(ctx context.Context) error {
 	select {
 	case <-s.stop:
@@ -449,6 +455,10 @@ func (s *Source) Close(ctx context.Context) error {
 	}
 	close(s.stop)
 	<-s.done
+	// An abandoned fetch still open would take what is given back below
+	// and give it back again, counting it one more delivery: wait for it
+	// to end (within the fetch wait).
+	s.abandoned.Wait()
 	s.mu.Lock()
 	held := make([]jetstream.Msg, 0, len(s.held))
 	for _, m := range s.held {

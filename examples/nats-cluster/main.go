@@ -159,7 +159,7 @@ func run(ctx context.Context, out io.Writer, exe string) error {
 	if err := waitUntil(ctx, time.Minute, func() bool { return ran.total() >= numIntents/4 }); err != nil {
 		return fmt.Errorf("waiting for the effectors to start: %w", err)
 	}
-	leader, err := streamLeader(ctx, js, queueName)
+	leader, err := c.WaitStreamLeader(queueName)
 	if err != nil {
 		return err
 	}
@@ -250,27 +250,6 @@ func refund(i int) *intent.Intent {
 		Attempt:     1,
 		Kind:        intent.KindTool,
 	}
-}
-
-// streamLeader returns the index of the node leading stream (nodes are
-// named n0, n1, n2).
-func streamLeader(ctx context.Context, js jetstream.JetStream, stream string) (int, error) {
-	var last error
-	for range 100 {
-		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := js.Stream(ictx, stream)
-		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = st.Info(ictx); err == nil && info.Cluster != nil && strings.HasPrefix(info.Cluster.Leader, "n") {
-				cancel()
-				return strconv.Atoi(strings.TrimPrefix(info.Cluster.Leader, "n"))
-			}
-		}
-		cancel()
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	return 0, fmt.Errorf("no leader for stream %q: %v", stream, last)
 }
 
 func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {

@@ -171,7 +171,17 @@ func (c *Cluster) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 // the stream "KV_B"), waiting for an election if there is none yet.
 func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	t.Helper()
-	return c.leader(t, fmt.Sprintf("stream %q", stream), func(srv *server.Server) bool {
+	i, err := c.WaitStreamLeader(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+// WaitStreamLeader is StreamLeader for a program (the examples): it returns
+// an error where StreamLeader fails the test.
+func (c *Cluster) WaitStreamLeader(stream string) (int, error) {
+	return c.leader(fmt.Sprintf("stream %q", stream), func(srv *server.Server) bool {
 		return srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream)
 	})
 }
@@ -180,29 +190,31 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 // stream, waiting for an election if there is none yet.
 func (c *Cluster) ConsumerLeader(t testing.TB, stream, consumer string) int {
 	t.Helper()
-	return c.leader(t, fmt.Sprintf("consumer %q of stream %q", consumer, stream), func(srv *server.Server) bool {
+	i, err := c.leader(fmt.Sprintf("consumer %q of stream %q", consumer, stream), func(srv *server.Server) bool {
 		return srv.JetStreamIsConsumerLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream, consumer)
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }
 
 // leader returns the index of the running node for which leads is true,
 // the leader of what, waiting up to readyWithin for an election.
-func (c *Cluster) leader(t testing.TB, what string, leads func(*server.Server) bool) int {
-	t.Helper()
+func (c *Cluster) leader(what string, leads func(*server.Server) bool) (int, error) {
 	deadline := time.Now().Add(readyWithin)
 	for time.Now().Before(deadline) {
 		c.mu.Lock()
 		for i, n := range c.nodes {
 			if n.srv != nil && leads(n.srv) {
 				c.mu.Unlock()
-				return i
+				return i, nil
 			}
 		}
 		c.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("natstest: %s has no leader after %v", what, readyWithin)
-	return -1
+	return -1, fmt.Errorf("natstest: %s has no leader after %v", what, readyWithin)
 }
 
 // StopNode shuts node i down and waits until it has stopped. The other two
