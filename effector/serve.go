@@ -488,9 +488,10 @@ const maxFinishing = 1024
 // line a consumer may read twice) needs nothing more. An error from Stage
 // itself is retried, with backoff, by Stage again.
 //
-// JSONLSink and natsstream's Sink are StagedSinks. A wrapper of a sink (one
-// counting, one logging) hides Stage unless it implements it too, which
-// makes Serve publish through Publish, one result at a time.
+// JSONLSink and the Sinks of natsstream, redisstream and pgqueue are
+// StagedSinks. A wrapper of a sink (one counting, one logging) hides Stage
+// unless it implements it too, which makes Serve publish through Publish,
+// one result at a time.
 type StagedSink interface {
 	Sink
 	Stage(ctx context.Context, res intent.Result) (wait func() error, err error)

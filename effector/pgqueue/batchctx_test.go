@@ -61,12 +61,21 @@ func TestOneCallerGivingUpFailsOnlyItsOwnOpInASharedBatch(t *testing.T) {
 		t.Fatalf("rows left %v (%v), want only the ended caller's %d", left, rows.Err(), s.buf[0].id)
 	}
 
+	// A staged result whose caller gives up before the write is left out
+	// of it; the other is written.
 	sink := q.Sink()
-	endedRes := &groupcommit.Op[intent.Result]{Ctx: gone, In: intent.Result{IntentID: ins[0].ID, Status: intent.StatusOK}}
-	liveRes := &groupcommit.Op[intent.Result]{Ctx: ctx, In: intent.Result{IntentID: ins[1].ID, Status: intent.StatusOK}}
-	sink.commit([]*groupcommit.Op[intent.Result]{endedRes, liveRes})
-	if !errors.Is(endedRes.Err, context.Canceled) || liveRes.Err != nil {
-		t.Fatalf("publish: ended caller's %v, live caller's %v; want context.Canceled and nil", endedRes.Err, liveRes.Err)
+	ending, end := context.WithCancel(ctx)
+	waitEnded, err := sink.Stage(ending, intent.Result{IntentID: ins[0].ID, Status: intent.StatusOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLive, err := sink.Stage(ctx, intent.Result{IntentID: ins[1].ID, Status: intent.StatusOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end()
+	if endedErr, liveErr := waitEnded(), waitLive(); !errors.Is(endedErr, context.Canceled) || liveErr != nil {
+		t.Fatalf("publish: ended caller's %v, live caller's %v; want context.Canceled and nil", endedErr, liveErr)
 	}
 	if _, ok, err := q.Result(ctx, ins[1].ID); !ok || err != nil {
 		t.Fatalf("live caller's result: found %v, %v; want it written", ok, err)

@@ -33,8 +33,10 @@
 //
 // The Sink writes each result to the results table, keyed by queue and intent
 // id: the first result published for an id stays, and a duplicate (a
-// redelivery, a duplicate enqueue) adds nothing. Read one with Queue.Result;
-// delete old ones with Queue.PurgeResults.
+// redelivery, a duplicate enqueue) adds nothing. It is an
+// effector.StagedSink: the results Serve stages while a write is under way
+// go together in the next one, one INSERT of every result staged by then.
+// Read one with Queue.Result; delete old ones with Queue.PurgeResults.
 //
 // Rows hold the wire bytes of the intent package (intent.Intent.AppendBinary,
 // intent.Result.AppendBinary). The tables are made by effector/pgstore's

@@ -1,6 +1,7 @@
 package pgqueue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/intent"
-	"github.com/beam-agents/toolreg/internal/groupcommit"
+	"github.com/beam-agents/toolreg/internal/staged"
 )
 
 // Channel is the LISTEN/NOTIFY channel Enqueue notifies, with the queue's
@@ -115,22 +116,28 @@ func hint(err error) string {
 	return ""
 }
 
-// Sink is an effector.Sink writing results to the queue's results table.
-// Results published at once share one statement and one commit.
+// Sink is an effector.Sink writing results to the queue's results table. It
+// is an effector.StagedSink: the results Serve stages while a write is under
+// way, and the results published at once, go together in the next write,
+// one statement and one commit. It is safe for concurrent use.
 type Sink struct {
-	q     *Queue
-	group *groupcommit.Group[intent.Result]
+	q *Queue
+	w *staged.Writer[resultRow]
 }
 
-var _ effector.Sink = (*Sink)(nil)
+// resultRow is a staged result: its intent id, status and wire bytes.
+type resultRow struct {
+	id     []byte
+	status int16
+	bytes  []byte
+}
 
-// publishBatch is the most results one statement writes.
-const publishBatch = 256
+var _ effector.StagedSink = (*Sink)(nil)
 
 // Sink returns a results sink of the queue.
 func (q *Queue) Sink() *Sink {
 	s := &Sink{q: q}
-	s.group = groupcommit.New(publishBatch, s.commit)
+	s.w = staged.New(s.write)
 	return s
 }
 
@@ -143,35 +150,53 @@ const publishSQL = `INSERT INTO toolreg_queue_results (queue, intent_id, status,
 // gets the same result from the dedup store). It returns nil once the row is
 // committed.
 func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
-	if err := s.group.Do(ctx, res).Err; err != nil {
-		return fmt.Errorf("pgqueue: publishing the result of intent %q on queue %q: %w", res.IntentID, s.q.name, err)
+	wait, err := s.Stage(ctx, res)
+	if err != nil {
+		return err
 	}
-	return nil
+	return wait()
 }
 
-func (s *Sink) commit(batch []*groupcommit.Op[intent.Result]) {
-	// In one order, so that batches writing the same ids at once (duplicate
-	// deliveries on two hosts) take their index locks alike.
-	slices.SortFunc(batch, func(a, b *groupcommit.Op[intent.Result]) int { return strings.Compare(a.In.IntentID, b.In.IntentID) })
-	ids, statuses, rows := make([][]byte, 0, len(batch)), make([]int16, 0, len(batch)), make([][]byte, 0, len(batch))
-	var todo []*groupcommit.Op[intent.Result]
-	for _, o := range groupcommit.Live(batch) {
-		b, err := o.In.AppendBinary(nil)
-		if err != nil {
-			o.Err = fmt.Errorf("encoding it: %w", err)
-			continue
-		}
-		ids, statuses, rows = append(ids, []byte(o.In.IntentID)), append(statuses, int16(o.In.Status)), append(rows, b)
-		todo = append(todo, o)
+// Stage encodes res and queues it, and returns what waits until its row is
+// committed, as Publish would have it (effector.StagedSink). The first wait
+// called writes every result staged by then in one statement, all or
+// nothing: each wait it covered returns that statement's outcome, and later
+// waits of the same statement return at once. A result whose write failed
+// and that Serve publishes again adds no second row (the first result for an
+// intent id stays). Statements commit in the order their results were
+// staged; the rows of one commit at once, written in intent id order (so that
+// two hosts writing the same ids at once take their locks alike), which
+// their published_at follows.
+func (s *Sink) Stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pgqueue: publishing the result of intent %q on queue %q: %w", res.IntentID, s.q.name, err)
 	}
-	if len(todo) == 0 {
+	b, err := res.AppendBinary(nil)
+	if err != nil {
+		return nil, fmt.Errorf("pgqueue: publishing the result of intent %q on queue %q: encoding it: %w", res.IntentID, s.q.name, err)
+	}
+	return s.w.Stage(ctx, resultRow{id: []byte(res.IntentID), status: int16(res.Status), bytes: b})
+}
+
+// write inserts rows in one statement.
+func (s *Sink) write(ctx context.Context, rows []resultRow, errs []error) {
+	// In one order, so that statements writing the same ids at once
+	// (duplicate deliveries on two hosts) take their index locks alike.
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(rows[a].id, rows[b].id) })
+	ids, statuses, results := make([][]byte, len(rows)), make([]int16, len(rows)), make([][]byte, len(rows))
+	for k, i := range order {
+		ids[k], statuses[k], results[k] = rows[i].id, rows[i].status, rows[i].bytes
+	}
+	_, err := s.q.pool.Exec(ctx, publishSQL, s.q.name, ids, statuses, results)
+	if err == nil {
 		return
 	}
-	ctx, cancel := groupcommit.Context(todo)
-	defer cancel()
-	_, err := s.q.pool.Exec(ctx, publishSQL, s.q.name, ids, statuses, rows)
-	for _, o := range todo {
-		o.Err = err
+	for i, r := range rows {
+		errs[i] = fmt.Errorf("pgqueue: publishing the result of intent %q on queue %q: %w%s", r.id, s.q.name, err, hint(err))
 	}
 }
 

@@ -18,5 +18,7 @@
 // of the results stream holds the result's JSON form in the field "result"
 // and its intent id in "intent_id". A result may appear twice (a redelivered
 // intent, or a publish retried after its reply was lost), always the same
-// result: consumers deduplicate by intent id.
+// result: consumers deduplicate by intent id. The Sink is an
+// effector.StagedSink: the results Serve stages while a write is under way go
+// together in the next one, one pipeline of XADDs, in staged order.
 package redisstream

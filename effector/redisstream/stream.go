@@ -11,6 +11,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/staged"
 )
 
 // The fields of stream entries.
@@ -297,32 +298,71 @@ func Add(ctx context.Context, rdb redis.UniversalClient, stream string, in *inte
 	return id, nil
 }
 
-// Sink is an effector.Sink appending results to a Redis stream.
+// Sink is an effector.Sink appending results to a Redis stream. It is an
+// effector.StagedSink: the results Serve stages while a write is under way
+// go together in the next one, one pipeline of XADDs. It is safe for
+// concurrent use.
 type Sink struct {
 	rdb    redis.UniversalClient
 	stream string
+	w      *staged.Writer[entry]
 }
 
-var _ effector.Sink = (*Sink)(nil)
+// entry is a staged result: its intent id and JSON form.
+type entry struct{ id, result string }
+
+var _ effector.StagedSink = (*Sink)(nil)
 
 // NewSink appends results to stream.
 func NewSink(rdb redis.UniversalClient, stream string) *Sink {
-	return &Sink{rdb: rdb, stream: stream}
+	s := &Sink{rdb: rdb, stream: stream}
+	s.w = staged.New(s.write)
+	return s
 }
 
 // Publish appends res to the results stream (XADD). It returns nil once Redis
 // has the entry, which is as durable as the server's persistence settings
 // make it (appendfsync always: on disk).
 func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
+	wait, err := s.Stage(ctx, res)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// Stage encodes res and queues it, and returns what waits until Redis has
+// its entry, as Publish would have it (effector.StagedSink). The first wait
+// called appends every result staged by then, in staged order, in one
+// pipeline; each wait it covered returns its own XADD's outcome, and later
+// waits of the same pipeline return at once. When a connection fails part
+// way, some entries of the pipeline may be in the stream though their waits
+// fail: Serve publishes those results again, and the stream holds them
+// twice, which consumers deduplicating by intent id already tolerate.
+func (s *Sink) Stage(ctx context.Context, res intent.Result) (wait func() error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redisstream: publishing the result of intent %q to %q: %w", res.IntentID, s.stream, err)
+	}
 	b, err := res.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("redisstream: encoding the result of intent %q: %w", res.IntentID, err)
+		return nil, fmt.Errorf("redisstream: encoding the result of intent %q: %w", res.IntentID, err)
 	}
-	err = s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: []any{IntentIDField, res.IntentID, ResultField, string(b)}}).Err()
-	if err != nil {
-		return fmt.Errorf("redisstream: publishing the result of intent %q to %q: %w", res.IntentID, s.stream, err)
+	return s.w.Stage(ctx, entry{id: res.IntentID, result: string(b)})
+}
+
+// write appends es to the stream in one pipeline.
+func (s *Sink) write(ctx context.Context, es []entry, errs []error) {
+	cmds := make([]*redis.StringCmd, len(es))
+	pipe := s.rdb.Pipeline()
+	for i, e := range es {
+		cmds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: []any{IntentIDField, e.id, ResultField, e.result}})
 	}
-	return nil
+	_, _ = pipe.Exec(ctx) // each command holds its own error
+	for i, c := range cmds {
+		if err := c.Err(); err != nil {
+			errs[i] = fmt.Errorf("redisstream: publishing the result of intent %q to %q: %w", es[i].id, s.stream, err)
+		}
+	}
 }
 
 // Results reads every result in the results stream, in order: a helper for
