@@ -364,11 +364,15 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 	}
 }
 
-// wrappingSource wraps each delivery's Ack, as a middleware source might.
+// wrappingSource wraps each delivery's Ack, as a middleware source might,
+// and, as Delivery.Acker's doc asks, its Acker too (wrapBatch), or clears it.
 type wrappingSource struct {
 	effector.Source
-	mu    sync.Mutex
-	acked map[string]int
+	wrapBatch bool
+	mu        sync.Mutex
+	acked     map[string]int // acknowledgements seen, by position
+	batches   int            // AckBatch calls seen
+	inner     effector.BatchAcker
 }
 
 func (w *wrappingSource) Receive(ctx context.Context) (effector.Delivery, error) {
@@ -386,34 +390,76 @@ func (w *wrappingSource) Receive(ctx context.Context) (effector.Delivery, error)
 		w.mu.Unlock()
 		return nil
 	}
+	if w.wrapBatch && d.Acker != nil {
+		if w.inner == nil { // written once, before any AckBatch reads it
+			w.inner = d.Acker
+		}
+		d.Acker = w
+	} else {
+		d.Acker = nil
+	}
 	return d, nil
 }
 
-// Batching acknowledgements still calls each delivery's own Ack, so a source
-// that wraps a JSONL file source's deliveries sees every one of them.
-func TestServeJSONLBatchesCallTheDeliverysOwnAck(t *testing.T) {
+// AckBatch acknowledges ds through the inner source's AckBatch, handing it
+// the deliveries with its own Acker, and counts them.
+func (w *wrappingSource) AckBatch(ctx context.Context, ds []effector.Delivery) error {
+	inner := slices.Clone(ds)
+	for i := range inner {
+		inner[i].Acker = w.inner
+	}
+	if err := w.inner.AckBatch(ctx, inner); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.batches++
+	for _, d := range ds {
+		w.acked[d.Pos]++
+	}
+	return nil
+}
+
+// A source that wraps a JSONL file source's deliveries and their Ack sees
+// every acknowledgement, once, whether it clears Acker (each delivery is
+// then acknowledged through its Ack) or wraps it (in batches).
+func TestServeJSONLWrapperOfAckSeesEveryAcknowledgement(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	const n = 50
-	intents, _, ends := batchInput(t, dir, "wrap", n)
-	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-	src, err := effector.OpenJSONLFile(intents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	w := &wrappingSource{Source: src, acked: map[string]int{}}
-	if err := effector.Serve(context.Background(), w, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
-		effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
-		t.Fatalf("Serve: %v", err)
-	}
-	for i := range n {
-		if pos := fmt.Sprintf("%s:%d", intents, i+1); w.acked[pos] != 1 {
-			t.Errorf("%s acknowledged %d times through its own Ack, want once", pos, w.acked[pos])
-		}
-	}
-	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
-		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	for _, tc := range []struct {
+		name      string
+		wrapBatch bool
+	}{
+		{"when it clears Acker, through each Ack", false},
+		{"when it wraps Acker, through its AckBatch", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			const n = 50
+			intents, _, ends := batchInput(t, dir, "wrap", n)
+			e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+			src, err := effector.OpenJSONLFile(intents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			w := &wrappingSource{Source: src, wrapBatch: tc.wrapBatch, acked: map[string]int{}}
+			if err := effector.Serve(context.Background(), w, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+				effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
+				t.Fatalf("Serve: %v", err)
+			}
+			for i := range n {
+				if pos := fmt.Sprintf("%s:%d", intents, i+1); w.acked[pos] != 1 {
+					t.Errorf("%s acknowledged %d times through the wrapper, want once", pos, w.acked[pos])
+				}
+			}
+			if tc.wrapBatch && w.batches == 0 {
+				t.Errorf("the wrapper's AckBatch was never called")
+			}
+			if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
+				t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+			}
+		})
 	}
 }
 
