@@ -559,3 +559,65 @@ func TestJSONLSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
 		t.Errorf("ReceiveBatch handed over %q, want every line in file order %q", got, want)
 	}
 }
+
+// AckBatch on a file source marks a batch's lines and saves the checkpoint
+// once, never past a line not acknowledged; it refuses a batch with a
+// delivery it did not hand out, marking none of it; and acknowledging a
+// line again through its Ack is harmless.
+func TestJSONLAckBatchSavesTheCheckpointOncePerBatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 6
+	intents, all, ends := batchInput(t, dir, "ackbatch", n)
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx := context.Background()
+	var ds []effector.Delivery
+	for len(ds) < n {
+		if ds, err = src.ReceiveBatch(ctx, n-len(ds), ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ds {
+		if d.Acker != src {
+			t.Fatalf("delivery %s has Acker %v, want its source", d.Pos, d.Acker)
+		}
+	}
+	saves := func() int64 { return effector.JSONLFsyncs(effector.NewJSONLSink(io.Discard), src) / 2 }
+
+	foreign := ds[0]
+	foreign.Intent = all[0] // the same intent, not the one this delivery decoded
+	if err := src.AckBatch(ctx, []effector.Delivery{foreign, ds[1]}); err == nil {
+		t.Fatal("AckBatch took a delivery it did not hand out")
+	}
+	if err := src.AckBatch(ctx, ds[1:4]); err != nil {
+		t.Fatalf("AckBatch of lines 2-4: %v", err)
+	}
+	if _, line := readCheckpoint(t, intents+".ack"); line != 0 {
+		t.Fatalf("checkpoint at line %d with line 1 unacknowledged, want 0", line)
+	}
+	before := saves()
+	if err := src.AckBatch(ctx, []effector.Delivery{ds[0], ds[4]}); err != nil {
+		t.Fatalf("AckBatch of lines 1 and 5: %v", err)
+	}
+	if got := saves() - before; got != 1 {
+		t.Errorf("AckBatch of 2 lines saved the checkpoint %d times, want 1", got)
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); line != 5 || off != ends[4] {
+		t.Fatalf("checkpoint at line %d (byte %d), want line 5 (byte %d)", line, off, ends[4])
+	}
+	for _, d := range ds[:5] {
+		if err := d.Ack(ctx); err != nil {
+			t.Fatalf("Ack of %s after its batch: %v", d.Pos, err)
+		}
+	}
+	if err := ds[5].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	}
+}

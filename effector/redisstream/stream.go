@@ -39,6 +39,11 @@ const (
 // Source is an effector.Source reading intents from a Redis stream as one
 // consumer of a consumer group. It is not safe for concurrent Receive calls
 // (Serve makes one at a time); acknowledgements may come from any goroutine.
+// It is an effector.BatchAcker: Serve acknowledges its deliveries in
+// batches, one XACK each. It remembers the entry id of each intent it hands
+// out until the intent is acknowledged; one a Serve left unanswered is
+// remembered until the Source is dropped (its entry is delivered again with
+// an intent of its own).
 type Source struct {
 	rdb                     redis.UniversalClient
 	stream, group, consumer string
