@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/handedout"
 )
 
 // DefaultMaxLineBytes is the longest JSONL line a JSONLSource reads as an
@@ -70,8 +71,9 @@ type JSONLSource struct {
 
 	readErr error // the reader's final error, read after lines is closed
 
-	ckpt     *checkpoint   // nil for a plain stream
-	tornWait time.Duration // how long a file source waits for a torn line's rest
+	ckpt     *checkpoint          // nil for a plain stream
+	lineOf   handedout.Table[int] // a file's intents read and not acknowledged: their checkpoint index
+	tornWait time.Duration        // how long a file source waits for a torn line's rest
 }
 
 // DefaultTornLineWait is how long a JSONL file source waits for the rest of
@@ -235,6 +237,37 @@ func (s *JSONLSource) ReceiveBatch(ctx context.Context, max int, buf []Delivery)
 
 var _ BatchSource = (*JSONLSource)(nil)
 
+// AckBatch implements BatchAcker for a file's deliveries: it marks every
+// line of ds answered in the checkpoint, then saves the checkpoint once,
+// and returns nil once the checkpoint on disk covers them all. It refuses a
+// batch holding a delivery this source did not hand out or has already
+// acknowledged, marking nothing (Serve then acknowledges each alone).
+func (s *JSONLSource) AckBatch(ctx context.Context, ds []Delivery) error {
+	if s.ckpt == nil {
+		return nil // a plain stream's deliveries need no acknowledgement
+	}
+	idx := make([]int, len(ds))
+	for k, d := range ds {
+		i, ok := s.lineOf.Get(d.Intent)
+		if !ok || d.Intent == nil {
+			return fmt.Errorf("effector: %s: AckBatch was given the delivery of %s, which this source did not hand out or has acknowledged already; acknowledge it with its own Ack", s.name, d.Pos)
+		}
+		idx[k] = i
+	}
+	for _, i := range idx {
+		s.ckpt.mark(i)
+	}
+	if err := s.ckpt.commit(); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		s.lineOf.Delete(d.Intent)
+	}
+	return nil
+}
+
+var _ BatchAcker = (*JSONLSource)(nil)
+
 // Close stops reading and closes the file, if OpenJSONLFile opened one.
 func (s *JSONLSource) Close() error {
 	var err error
@@ -339,15 +372,20 @@ func (s *JSONLSource) read(r *bufio.Reader, offset int64, line int) {
 		}
 		if s.ckpt != nil {
 			i := s.ckpt.add(offset, line, false)
+			in := d.Intent
 			d.Ack = func(ctx context.Context) error {
-				if b, ok := ctx.Value(ackBatchKey{}).(*ackBatch); ok {
-					s.ckpt.mark(i) // Serve saves the checkpoint once for the batch
-					b.ckpt = s.ckpt
-					return nil
+				if err := s.ckpt.ack(i); err != nil {
+					return err
 				}
-				return s.ckpt.ack(i)
+				if in != nil {
+					s.lineOf.Delete(in)
+				}
+				return nil
 			}
-			d.batchAck = true
+			if in != nil {
+				s.lineOf.Put(in, i)
+				d.Acker = s
+			}
 		}
 		select {
 		case s.lines <- d:

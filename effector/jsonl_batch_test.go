@@ -364,11 +364,15 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 	}
 }
 
-// wrappingSource wraps each delivery's Ack, as a middleware source might.
+// wrappingSource wraps each delivery's Ack, as a middleware source might,
+// and, as Delivery.Acker's doc asks, its Acker too (wrapBatch), or clears it.
 type wrappingSource struct {
 	effector.Source
-	mu    sync.Mutex
-	acked map[string]int
+	wrapBatch bool
+	mu        sync.Mutex
+	acked     map[string]int // acknowledgements seen, by position
+	batches   int            // AckBatch calls seen
+	inner     effector.BatchAcker
 }
 
 func (w *wrappingSource) Receive(ctx context.Context) (effector.Delivery, error) {
@@ -386,34 +390,76 @@ func (w *wrappingSource) Receive(ctx context.Context) (effector.Delivery, error)
 		w.mu.Unlock()
 		return nil
 	}
+	if w.wrapBatch && d.Acker != nil {
+		if w.inner == nil { // written once, before any AckBatch reads it
+			w.inner = d.Acker
+		}
+		d.Acker = w
+	} else {
+		d.Acker = nil
+	}
 	return d, nil
 }
 
-// Batching acknowledgements still calls each delivery's own Ack, so a source
-// that wraps a JSONL file source's deliveries sees every one of them.
-func TestServeJSONLBatchesCallTheDeliverysOwnAck(t *testing.T) {
+// AckBatch acknowledges ds through the inner source's AckBatch, handing it
+// the deliveries with its own Acker, and counts them.
+func (w *wrappingSource) AckBatch(ctx context.Context, ds []effector.Delivery) error {
+	inner := slices.Clone(ds)
+	for i := range inner {
+		inner[i].Acker = w.inner
+	}
+	if err := w.inner.AckBatch(ctx, inner); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.batches++
+	for _, d := range ds {
+		w.acked[d.Pos]++
+	}
+	return nil
+}
+
+// A source that wraps a JSONL file source's deliveries and their Ack sees
+// every acknowledgement, once, whether it clears Acker (each delivery is
+// then acknowledged through its Ack) or wraps it (in batches).
+func TestServeJSONLWrapperOfAckSeesEveryAcknowledgement(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	const n = 50
-	intents, _, ends := batchInput(t, dir, "wrap", n)
-	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-	src, err := effector.OpenJSONLFile(intents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	w := &wrappingSource{Source: src, acked: map[string]int{}}
-	if err := effector.Serve(context.Background(), w, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
-		effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
-		t.Fatalf("Serve: %v", err)
-	}
-	for i := range n {
-		if pos := fmt.Sprintf("%s:%d", intents, i+1); w.acked[pos] != 1 {
-			t.Errorf("%s acknowledged %d times through its own Ack, want once", pos, w.acked[pos])
-		}
-	}
-	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
-		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+	for _, tc := range []struct {
+		name      string
+		wrapBatch bool
+	}{
+		{"when it clears Acker, through each Ack", false},
+		{"when it wraps Acker, through its AckBatch", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			const n = 50
+			intents, _, ends := batchInput(t, dir, "wrap", n)
+			e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+			src, err := effector.OpenJSONLFile(intents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			w := &wrappingSource{Source: src, wrapBatch: tc.wrapBatch, acked: map[string]int{}}
+			if err := effector.Serve(context.Background(), w, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+				effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
+				t.Fatalf("Serve: %v", err)
+			}
+			for i := range n {
+				if pos := fmt.Sprintf("%s:%d", intents, i+1); w.acked[pos] != 1 {
+					t.Errorf("%s acknowledged %d times through the wrapper, want once", pos, w.acked[pos])
+				}
+			}
+			if tc.wrapBatch && w.batches == 0 {
+				t.Errorf("the wrapper's AckBatch was never called")
+			}
+			if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
+				t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
+			}
+		})
 	}
 }
 
@@ -511,5 +557,67 @@ func TestJSONLSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ReceiveBatch handed over %q, want every line in file order %q", got, want)
+	}
+}
+
+// AckBatch on a file source marks a batch's lines and saves the checkpoint
+// once, never past a line not acknowledged; it refuses a batch with a
+// delivery it did not hand out, marking none of it; and acknowledging a
+// line again through its Ack is harmless.
+func TestJSONLAckBatchSavesTheCheckpointOncePerBatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 6
+	intents, all, ends := batchInput(t, dir, "ackbatch", n)
+	src, err := effector.OpenJSONLFile(intents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx := context.Background()
+	var ds []effector.Delivery
+	for len(ds) < n {
+		if ds, err = src.ReceiveBatch(ctx, n-len(ds), ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ds {
+		if d.Acker != src {
+			t.Fatalf("delivery %s has Acker %v, want its source", d.Pos, d.Acker)
+		}
+	}
+	saves := func() int64 { return effector.JSONLFsyncs(effector.NewJSONLSink(io.Discard), src) / 2 }
+
+	foreign := ds[0]
+	foreign.Intent = all[0] // the same intent, not the one this delivery decoded
+	if err := src.AckBatch(ctx, []effector.Delivery{foreign, ds[1]}); err == nil {
+		t.Fatal("AckBatch took a delivery it did not hand out")
+	}
+	if err := src.AckBatch(ctx, ds[1:4]); err != nil {
+		t.Fatalf("AckBatch of lines 2-4: %v", err)
+	}
+	if _, line := readCheckpoint(t, intents+".ack"); line != 0 {
+		t.Fatalf("checkpoint at line %d with line 1 unacknowledged, want 0", line)
+	}
+	before := saves()
+	if err := src.AckBatch(ctx, []effector.Delivery{ds[0], ds[4]}); err != nil {
+		t.Fatalf("AckBatch of lines 1 and 5: %v", err)
+	}
+	if got := saves() - before; got != 1 {
+		t.Errorf("AckBatch of 2 lines saved the checkpoint %d times, want 1", got)
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); line != 5 || off != ends[4] {
+		t.Fatalf("checkpoint at line %d (byte %d), want line 5 (byte %d)", line, off, ends[4])
+	}
+	for _, d := range ds[:5] {
+		if err := d.Ack(ctx); err != nil {
+			t.Fatalf("Ack of %s after its batch: %v", d.Pos, err)
+		}
+	}
+	if err := ds[5].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, line := readCheckpoint(t, intents+".ack"); line != n || off != ends[n-1] {
+		t.Fatalf("checkpoint at line %d (byte %d), want the end %d (byte %d)", line, off, n, ends[n-1])
 	}
 }

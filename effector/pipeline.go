@@ -463,6 +463,7 @@ func (pl *pipeline) publish(it *item) {
 			publish = func() error { return s.sink.Publish(pl.work, fi.res) }
 		default:
 			fi.wait = func() error { return s.sink.Publish(pl.work, fi.res) }
+			fi.publish = true
 		}
 		if publish != nil && !s.retry(pl.work, pl.stop, it.d, "publishing the result of", publish) {
 			pl.left(it)

@@ -42,19 +42,34 @@ type Delivery struct {
 	// the intent was refused and dead-lettered, or the entry is no intent).
 	// Nil means the source needs no acknowledgement.
 	Ack func(ctx context.Context) error
-
-	// batchAck is set by a JSONL file source, whose Ack, called with an
-	// ackBatch in its context, marks the line answered in the checkpoint
-	// and leaves the save to Serve, once for the batch.
-	batchAck bool
+	// Acker, when set, acknowledges this delivery together with others of
+	// its source: Serve acknowledges an intent's delivery with others
+	// through Acker.AckBatch in place of Ack (one round trip for many).
+	// Ack stays set: it is the fallback when AckBatch fails, and the path of
+	// an entry that is no intent (a source that sets no Ack has those
+	// acknowledged through AckBatch, one at a time). Nil: Serve calls Ack
+	// alone. Serve groups
+	// deliveries by Acker with ==, so it must be comparable: a pointer, as
+	// the sources' are.
+	//
+	// A source that hands out another's deliveries and wraps their Ack (to
+	// count, log, or fail acknowledgements) must wrap Acker too, with a
+	// BatchAcker that does the same for a batch and passes the deliveries on
+	// with the inner Acker, or set it to nil; otherwise Serve acknowledges
+	// through the inner Acker and its wrapped Ack is never called.
+	Acker BatchAcker
 }
 
-// ackBatchKey is the context key of an *ackBatch.
-type ackBatchKey struct{}
-
-// ackBatch collects, from one Ack called with it in the context, the
-// checkpoint the Ack marked and Serve must save.
-type ackBatch struct{ ckpt *checkpoint }
+// BatchAcker acknowledges many deliveries of one source in one call (one
+// XACK with many ids, one DELETE ... WHERE id = ANY, one checkpoint save).
+type BatchAcker interface {
+	// AckBatch acknowledges ds, deliveries handed out with this BatchAcker
+	// as their Acker, whose results are durable. It returns nil only once
+	// every one is acknowledged. On an error Serve acknowledges each of
+	// them again through its own Ack (with backoff), so acknowledging a
+	// delivery twice must be harmless.
+	AckBatch(ctx context.Context, ds []Delivery) error
+}
 
 // Source hands out intents to execute.
 type Source interface {
@@ -503,6 +518,7 @@ type finishItem struct {
 	d       Delivery
 	res     intent.Result
 	wait    func() error // the staged result's fsync; nil when published
+	publish bool         // wait is the result's whole Publish
 	refused bool
 }
 
@@ -542,11 +558,16 @@ func (s *server) answeredOne(ctx context.Context, it *finishItem) {
 	}
 }
 
+// ack acknowledges d alone: through its Ack, or, from a source that set
+// only an Acker, through a batch of one.
 func ack(ctx context.Context, d Delivery) error {
-	if d.Ack == nil {
-		return nil
+	switch {
+	case d.Ack != nil:
+		return d.Ack(ctx)
+	case d.Acker != nil:
+		return d.Acker.AckBatch(ctx, []Delivery{d})
 	}
-	return d.Ack(ctx)
+	return nil
 }
 
 // retry runs step until it returns nil (true) or it fails after work or stop

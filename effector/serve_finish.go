@@ -8,27 +8,28 @@ import (
 
 // finisher finishes the intents Serve's workers hand off, in batches: it
 // takes every intent handed off by then, waits for their results to be
-// durable (the first wait writes and fsyncs every result staged by then, so
-// the rest return at once), marks them answered in their checkpoint, saves
-// the checkpoint once, and counts them answered. Meanwhile the workers go on,
-// and what they hand off gathers for the next batch: the batch adapts to the
-// load. While other intents are being processed, a batch waits for their
-// results up to batchTarget intents or maxBatchDelay; when none is, it starts
-// at once, so a lone intent is finished at once, or, handed off while a batch
-// is being committed, after that batch's fsync and save.
+// durable (a staged result's wait: the first writes and fsyncs every result
+// staged by then, so the rest return at once), acknowledges those of one
+// source with one BatchAcker.AckBatch (one XACK, one DELETE, one checkpoint
+// save), and counts them answered. Meanwhile the workers go on, and what
+// they hand off gathers for the next batch: the batch adapts to the load.
+// While other intents are being processed, a batch waits for their results
+// up to batchTarget intents or maxBatchDelay; when none is, it starts at
+// once, so a lone intent is finished at once, or, handed off while a batch
+// is being acknowledged, after that batch.
 //
-// So the checkpoint is saved once per batch, and only after every result it
-// covers is synced: a crash mid-batch leaves it before the batch, whose
-// lines are delivered again. It never passes a line not answered, as marking
-// moves it only over a contiguous prefix of answered lines (workers finish
-// out of order).
+// So a delivery is acknowledged only after its result is durable, and a
+// JSONL file's checkpoint is saved once per batch: a crash mid-batch leaves
+// it before the batch, whose lines are delivered again.
 //
-// Deliveries from other sources (whose Ack cannot be batched) are finished
-// one a goroutine, concurrently, as their acknowledgements are round trips
-// of their own. A delivery whose fsync or checkpoint save fails leaves the
-// batch for that one-a-goroutine path, which retries it with backoff without
-// holding up the others: there its Ack is called again, without the batch,
-// and returns only once the checkpoint is saved.
+// A result that a sink publishes whole (a Sink that is no StagedSink, with
+// more than one worker) is published in a goroutine of its own, beside the
+// others, before its intent joins a batch. Deliveries with no Acker are
+// finished one a goroutine, concurrently, as their acknowledgements are
+// round trips of their own. A delivery whose result's wait or whose batch's
+// AckBatch fails leaves the batch for that one-a-goroutine path, which
+// retries it with backoff without holding up the others: there its own Ack
+// is called, and it is counted answered once that returns nil.
 type finisher struct {
 	s          *server
 	work, stop context.Context
@@ -40,8 +41,16 @@ type finisher struct {
 	wake       chan struct{} // one token: the queue grew or closed
 	done       chan struct{}
 	single     sync.WaitGroup // one-a-goroutine finishes
+	publishing sync.WaitGroup // publishes that then join a batch
 	batch      []*finishItem  // reused arrays
-	mark       []markedItem
+	groups     []ackGroup
+}
+
+// ackGroup is a batch's intents of one BatchAcker.
+type ackGroup struct {
+	acker BatchAcker
+	items []*finishItem
+	ds    []Delivery
 }
 
 func newFinisher(s *server, work, stop context.Context, release func()) *finisher {
@@ -50,7 +59,7 @@ func newFinisher(s *server, work, stop context.Context, release func()) *finishe
 	return f
 }
 
-// maxBatchDelay is the longest a JSONL batch waits to grow while more
+// maxBatchDelay is the longest a batch waits to grow while more
 // results are coming, and batchTarget the size at which it stops waiting:
 // a batch starts at once when no other intent is being processed (a lone
 // intent is not delayed), when it holds batchTarget intents, or when its
@@ -63,10 +72,27 @@ const (
 // add hands it off to be finished; busy says other intents are being
 // processed, whose results may join its batch.
 func (f *finisher) add(it *finishItem, busy bool) {
-	if !it.d.batchAck {
+	if it.d.Acker == nil {
 		f.goFinish(it, nil, false)
 		return
 	}
+	if it.publish {
+		// Its wait is a whole Publish, a round trip: run it beside the
+		// others', then join a batch.
+		f.publishing.Go(func() {
+			if err := it.wait(); err != nil {
+				f.goFinishHere(it, err)
+				return
+			}
+			it.wait = nil
+			f.enqueue(it, f.s.processing.Load() > 0)
+		})
+		return
+	}
+	f.enqueue(it, busy)
+}
+
+func (f *finisher) enqueue(it *finishItem, busy bool) {
 	f.mu.Lock()
 	if len(f.queue) == 0 {
 		f.first = time.Now()
@@ -89,13 +115,11 @@ func (f *finisher) poke() {
 
 // close returns once everything handed off is finished (or given up).
 func (f *finisher) close() {
+	f.publishing.Wait() // they may still join a batch
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
+	f.poke()
 	<-f.done
 	f.single.Wait()
 }
@@ -105,6 +129,12 @@ func (f *finisher) goFinish(it *finishItem, waitErr error, waited bool) {
 		defer f.release()
 		f.s.finish(f.work, f.stop, it, waitErr, waited)
 	})
+}
+
+// goFinishHere is goFinish in a goroutine of the finisher's own.
+func (f *finisher) goFinishHere(it *finishItem, waitErr error) {
+	defer f.release()
+	f.s.finish(f.work, f.stop, it, waitErr, true)
 }
 
 func (f *finisher) loop() {
@@ -148,13 +178,11 @@ func (f *finisher) loop() {
 	}
 }
 
-// finish finishes one batch. Each delivery's own Ack is called (a source
-// may wrap the JSONL source's), with an ackBatch in its context, so that the
-// JSONL source's marks the line and leaves the save for once per batch.
+// finish finishes one batch: it waits for each staged result, then
+// acknowledges the intents of each BatchAcker (a Serve has one source, so
+// mostly one) with one AckBatch.
 func (f *finisher) finish(batch []*finishItem) {
-	marked := f.mark[:0]
-	ab := &ackBatch{}
-	actx := context.WithValue(f.work, ackBatchKey{}, ab)
+	groups := f.groups[:0]
 	for _, it := range batch {
 		if it.wait != nil {
 			if err := it.wait(); err != nil {
@@ -162,35 +190,37 @@ func (f *finisher) finish(batch []*finishItem) {
 				continue
 			}
 		}
-		ab.ckpt = nil
-		if err := ack(actx, it.d); err != nil {
-			f.goFinish(it, nil, true) // its Ack, retried without the batch
-			continue
+		i := 0
+		for i < len(groups) && groups[i].acker != it.d.Acker {
+			i++
 		}
-		marked = append(marked, markedItem{it, ab.ckpt})
+		if i == len(groups) {
+			if i < cap(groups) {
+				groups = groups[:i+1]
+				groups[i].acker = it.d.Acker
+			} else {
+				groups = append(groups, ackGroup{acker: it.d.Acker})
+			}
+		}
+		groups[i].items = append(groups[i].items, it)
+		groups[i].ds = append(groups[i].ds, it.d)
 	}
-	// Save each checkpoint once (a Serve has one source, so one).
-	var ck *checkpoint
-	var err error
-	for _, m := range marked {
-		if m.ckpt != nil && m.ckpt != ck {
-			ck = m.ckpt
-			err = ck.commit()
+	for i := range groups {
+		g := &groups[i]
+		if err := g.acker.AckBatch(f.work, g.ds); err != nil {
+			f.s.log.WarnContext(f.work, "effector: acknowledging a batch failed; acknowledging each of its intents alone", "intents", len(g.ds), "error", err.Error())
+			for _, it := range g.items {
+				f.goFinish(it, nil, true) // its own Ack, retried with backoff
+			}
+		} else {
+			for _, it := range g.items {
+				f.s.answeredOne(f.work, it)
+				f.release()
+			}
 		}
-		if m.ckpt != nil && err != nil {
-			// Its Ack, retried without the batch, retries the save.
-			f.goFinish(m.it, nil, true)
-			continue
-		}
-		f.s.answeredOne(f.work, m.it)
-		f.release()
+		clear(g.items)
+		clear(g.ds)
+		g.acker, g.items, g.ds = nil, g.items[:0], g.ds[:0]
 	}
-	clear(marked)
-	f.mark = marked
-}
-
-// markedItem is an intent whose Ack marked ckpt (nil: none) in a batch.
-type markedItem struct {
-	it   *finishItem
-	ckpt *checkpoint
+	f.groups = groups[:0]
 }

@@ -89,6 +89,7 @@ func (s *failingAckSource) Receive(ctx context.Context) (effector.Delivery, erro
 		}
 		return ack(ctx)
 	}
+	d.Acker = nil // Serve must acknowledge through the Ack wrapped here (Delivery.Acker's doc)
 	return d, nil
 }
 

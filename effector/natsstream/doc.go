@@ -22,7 +22,8 @@
 // While Serve holds an intent the source signals the server it is in
 // progress, so a long tool never outlives AckWait; Serve acknowledges an
 // intent only after its result is published, and the acknowledgement waits
-// for the server's confirmation (a double ack). So delivery is at least
+// for the server's confirmation (a double ack; those of the intents finished
+// together are sent at once: Source.AckBatch). So delivery is at least
 // once: an effector that dies or stalls past AckWait leaves its intents to
 // come back to another, and the dedup store answers those that ran. AckWait
 // must not exceed the effector's claim lease (see Source). Each delivery

@@ -14,6 +14,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/handedout"
 )
 
 // Defaults of the source's options.
@@ -126,6 +127,9 @@ type Source struct {
 	// one, whose in-progress signals would otherwise keep it from ever
 	// being delivered again.
 	held map[uint64]jetstream.Msg
+	// msgs finds again the message of each intent handed out, for AckBatch,
+	// until it is acknowledged.
+	msgs handedout.Table[heldMsg]
 
 	// abandoned runs while a fetch a cancelled Receive gave up is still
 	// open on the server, giving back what it gets.
@@ -133,6 +137,12 @@ type Source struct {
 
 	stop chan struct{}
 	done chan struct{}
+}
+
+// heldMsg is a message handed out, with its stream sequence.
+type heldMsg struct {
+	m   jetstream.Msg
+	seq uint64
 }
 
 // fetched is a fetched message with its metadata, read once.
@@ -144,6 +154,7 @@ type fetched struct {
 var (
 	_ effector.Source      = (*Source)(nil)
 	_ effector.BatchSource = (*Source)(nil)
+	_ effector.BatchAcker  = (*Source)(nil)
 )
 
 // NewSource makes the durable consumer of the queue's intents, or takes the
@@ -415,15 +426,55 @@ func (s *Source) deadLetterMax(ctx context.Context, m jetstream.Msg, md *jetstre
 func (s *Source) delivery(f fetched) effector.Delivery {
 	m, seq := f.m, f.md.Sequence.Stream
 	d := effector.Delivery{Offset: -1, Pos: s.q.intents + "/" + strconv.FormatUint(seq, 10), Deliveries: int(f.md.NumDelivered)}
-	d.Ack = func(ctx context.Context) error { return s.ack(ctx, m, seq, d.Pos) }
 	in := new(intent.Intent)
 	if err := in.UnmarshalJSON(m.Data()); err != nil {
+		d.Ack = func(ctx context.Context) error { return s.ack(ctx, m, seq, d.Pos) }
 		d.Bytes = m.Data()
 		d.Err = fmt.Errorf("natsstream: entry %s: %w (publish intents with Queue.Add)", d.Pos, err)
 		return d
 	}
-	d.Intent = in
+	d.Ack = func(ctx context.Context) error {
+		if err := s.ack(ctx, m, seq, d.Pos); err != nil {
+			return err
+		}
+		s.msgs.Delete(in)
+		return nil
+	}
+	d.Intent, d.Acker = in, s
+	s.msgs.Put(in, heldMsg{m, seq})
 	return d
+}
+
+// AckBatch implements effector.BatchAcker: it double-acks every delivery
+// of ds at once, the acknowledgements in flight together on the connection,
+// and returns nil once the server has confirmed them all. Each is
+// acknowledged as Ack does (retried while the server does not answer, a
+// message already acknowledged taken as done), so acknowledging one twice
+// is harmless. It refuses a batch holding a delivery this Source did not
+// hand out or has acknowledged already, acknowledging none of it (Serve
+// then acknowledges each with its Ack).
+func (s *Source) AckBatch(ctx context.Context, ds []effector.Delivery) error {
+	ms := make([]heldMsg, len(ds))
+	for i, d := range ds {
+		h, ok := s.msgs.Get(d.Intent)
+		if !ok {
+			return fmt.Errorf("natsstream: AckBatch was given %s, which this source (consumer %q) did not hand out or has acknowledged already: acknowledge it with its own Ack", d.Pos, s.consumer)
+		}
+		ms[i] = h
+	}
+	errs := make([]error, len(ds))
+	var wg sync.WaitGroup
+	for i, h := range ms {
+		wg.Go(func() { errs[i] = s.ack(ctx, h.m, h.seq, ds[i].Pos) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		s.msgs.Delete(d.Intent)
+	}
+	return nil
 }
 
 // ack acknowledges m and waits for the server to confirm it (a double
@@ -466,6 +517,7 @@ func (s *Source) Close(ctx context.Context) error {
 	}
 	clear(s.held)
 	s.mu.Unlock()
+	s.msgs.Clear()
 	s.buf = nil
 	var errs []error
 	for _, m := range held {

@@ -17,7 +17,9 @@
 // invisible until its lease ends, and counts one more delivery. Serve
 // acknowledges a delivery only after its result is published, and the
 // acknowledgement deletes the row, fenced by the claim's token (an owner
-// whose lease lapsed and was taken over deletes nothing). So delivery is at
+// whose lease lapsed and was taken over deletes nothing); the rows of the
+// intents finished together are deleted in one statement (Source.AckBatch).
+// So delivery is at
 // least once: a consumer that dies, hangs or loses its connection after
 // claiming leaves its rows to come back when their leases end, and the dedup
 // store answers a delivery of an intent that already ran with its recorded

@@ -20,6 +20,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/groupcommit"
+	"github.com/beam-agents/toolreg/internal/handedout"
 )
 
 // Defaults of the options below.
@@ -78,6 +79,7 @@ type Source struct {
 	buf       []row     // claimed, not yet handed out
 	claimedAt time.Time // when buf was claimed, by this host's clock
 	acks      *groupcommit.Group[ackIn]
+	claims    handedout.Table[ackIn] // the intents handed out, until acknowledged: row and claim token
 
 	wake      chan struct{} // a notification (or a lost connection) since the last claim
 	startOnce sync.Once
@@ -85,7 +87,10 @@ type Source struct {
 	done      chan struct{}
 }
 
-var _ effector.Source = (*Source)(nil)
+var (
+	_ effector.Source     = (*Source)(nil)
+	_ effector.BatchAcker = (*Source)(nil)
+)
 
 type row struct {
 	id, token  int64
@@ -296,16 +301,50 @@ func (s *Source) delivery(r row) effector.Delivery {
 		}
 		return d
 	}
-	d.Intent = in
+	d.Intent, d.Acker = in, s
+	s.claims.Put(in, ackIn{r.id, r.token})
 	// A row whose token changed was taken over after this lease ran out: its
 	// new owner acknowledges it, so deleting nothing is no error.
 	d.Ack = func(ctx context.Context) error {
 		if err := s.acks.Do(ctx, ackIn{r.id, r.token}).Err; err != nil {
 			return fmt.Errorf("pgqueue: acknowledging row %s (intent %q): %w", pos, in.ID, err)
 		}
+		s.claims.Delete(in)
 		return nil
 	}
 	return d
+}
+
+// AckBatch implements effector.BatchAcker: it deletes the rows of every
+// delivery in ds with one statement and one commit, each row only where
+// its claim's token still holds, as Ack does (a row taken over after its
+// lease ran out is its new owner's to acknowledge, so deleting nothing is no
+// error; deleting it twice neither). It refuses a batch holding a delivery
+// this Source did not hand out or has acknowledged already, deleting none
+// of it (Serve then acknowledges each with its Ack).
+func (s *Source) AckBatch(ctx context.Context, ds []effector.Delivery) error {
+	rows := make([]ackIn, 0, len(ds))
+	for _, d := range ds {
+		r, ok := s.claims.Get(d.Intent)
+		if !ok {
+			return fmt.Errorf("pgqueue: AckBatch was given %s, which this source (queue %q) did not hand out or has acknowledged already: acknowledge it with its own Ack", d.Pos, s.q.name)
+		}
+		rows = append(rows, r)
+	}
+	// In id order, as the group commit does, so that concurrent deletes
+	// lock rows in one order.
+	slices.SortFunc(rows, func(a, b ackIn) int { return cmp.Compare(a.id, b.id) })
+	ids, tokens := make([]int64, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i], tokens[i] = r.id, r.token
+	}
+	if _, err := s.q.pool.Exec(ctx, ackSQL, ids, tokens); err != nil {
+		return fmt.Errorf("pgqueue: acknowledging %d rows of queue %q: %w", len(rows), s.q.name, err)
+	}
+	for _, d := range ds {
+		s.claims.Delete(d.Intent)
+	}
+	return nil
 }
 
 const releaseSQL = `UPDATE toolreg_queue_intents q
@@ -323,6 +362,7 @@ func (s *Source) Close(ctx context.Context) error {
 		s.cancel()
 		<-s.done
 	}
+	s.claims.Clear() // deliveries left unanswered: their leases lapse
 	return s.release(ctx)
 }
 

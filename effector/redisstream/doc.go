@@ -4,7 +4,8 @@
 //
 // A Source reads intents from a stream in a consumer group (XREADGROUP), so
 // each entry goes to one effector of the group. An entry stays in the group's
-// pending list until Serve acknowledges it (XACK), which it does only after
+// pending list until Serve acknowledges it (XACK, one for each batch of
+// intents finished together: Source.AckBatch), which it does only after
 // the intent's result is published to the results stream by a Sink (XADD). An
 // entry a consumer left pending (the effector died, or hangs) is reclaimed by
 // another consumer with XAUTOCLAIM once it has been idle for the reclaim idle

@@ -11,6 +11,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/handedout"
 	"github.com/beam-agents/toolreg/internal/staged"
 )
 
@@ -39,6 +40,11 @@ const (
 // Source is an effector.Source reading intents from a Redis stream as one
 // consumer of a consumer group. It is not safe for concurrent Receive calls
 // (Serve makes one at a time); acknowledgements may come from any goroutine.
+// It is an effector.BatchAcker: Serve acknowledges its deliveries in
+// batches, one XACK each. It remembers the entry id of each intent it hands
+// out until the intent is acknowledged; one a Serve left unanswered is
+// remembered until the Source is dropped (its entry is delivered again with
+// an intent of its own).
 type Source struct {
 	rdb                     redis.UniversalClient
 	stream, group, consumer string
@@ -50,9 +56,14 @@ type Source struct {
 	ownCursor   string           // where the read of our own pending entries is; "" when done
 	claimCursor string           // XAUTOCLAIM's cursor through the group's pending list
 	nextClaim   time.Time
+
+	ids handedout.Table[string] // entry ids of the intents handed out, until acknowledged
 }
 
-var _ effector.Source = (*Source)(nil)
+var (
+	_ effector.Source     = (*Source)(nil)
+	_ effector.BatchAcker = (*Source)(nil)
+)
 
 // Option configures NewSource.
 type Option func(*Source)
@@ -255,6 +266,7 @@ func (s *Source) readNew(ctx context.Context) error {
 
 func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 	id := m.ID
+	var in *intent.Intent // set below when the entry is an intent
 	d := effector.Delivery{
 		Pos:        s.stream + "/" + id,
 		Offset:     -1,
@@ -262,6 +274,9 @@ func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 		Ack: func(ctx context.Context) error {
 			if err := s.rdb.XAck(ctx, s.stream, s.group, id).Err(); err != nil {
 				return fmt.Errorf("redisstream: acknowledging %s/%s: %w", s.stream, id, err)
+			}
+			if in != nil {
+				s.ids.Delete(in)
 			}
 			return nil
 		},
@@ -275,14 +290,40 @@ func (s *Source) delivery(m redis.XMessage) effector.Delivery {
 		d.Err = fmt.Errorf("redisstream: entry %s has no field %q: it is no intent (write intents with redisstream.Add)", d.Pos, IntentField)
 		return d
 	}
-	in := new(intent.Intent)
-	if err := in.UnmarshalJSON([]byte(raw)); err != nil {
+	dec := new(intent.Intent)
+	if err := dec.UnmarshalJSON([]byte(raw)); err != nil {
 		d.Bytes = []byte(raw)
 		d.Err = fmt.Errorf("redisstream: entry %s, field %q: %w", d.Pos, IntentField, err)
 		return d
 	}
-	d.Intent = in
+	in, d.Intent, d.Acker = dec, dec, s
+	s.ids.Put(in, id)
 	return d
+}
+
+// AckBatch implements effector.BatchAcker: it acknowledges every delivery
+// of ds with one XACK of all their entry ids (a Source reads one stream as
+// one group, so one command covers them). It refuses a batch holding a
+// delivery this Source did not hand out or has acknowledged already,
+// acknowledging none of it (Serve then acknowledges each with its Ack).
+// Acknowledging an entry twice is harmless: XACK skips one no longer
+// pending.
+func (s *Source) AckBatch(ctx context.Context, ds []effector.Delivery) error {
+	ids := make([]string, 0, len(ds))
+	for _, d := range ds {
+		id, ok := s.ids.Get(d.Intent)
+		if !ok {
+			return fmt.Errorf("redisstream: AckBatch was given %s, which this source (stream %q, group %q) did not hand out or has acknowledged already: acknowledge it with its own Ack", d.Pos, s.stream, s.group)
+		}
+		ids = append(ids, id)
+	}
+	if err := s.rdb.XAck(ctx, s.stream, s.group, ids...).Err(); err != nil {
+		return fmt.Errorf("redisstream: acknowledging %d entries of %q: %w", len(ids), s.stream, err)
+	}
+	for _, d := range ds {
+		s.ids.Delete(d.Intent)
+	}
+	return nil
 }
 
 // Add appends in to the intents stream and returns the entry's id.

@@ -109,11 +109,15 @@ func BenchmarkServe(b *testing.B, src effector.Source, sink effector.Sink, e *ef
 
 // ackCounter closes all once want deliveries are acknowledged.
 type ackCounter struct {
-	want int64
-	n    atomic.Int64
-	all  chan struct{}
+	want  int64
+	n     atomic.Int64
+	all   chan struct{}
+	inner effector.BatchAcker // the source's, set by wrap (a Serve has one source)
 }
 
+// wrap counts d's acknowledgement, through its Ack or, as Delivery.Acker's
+// doc asks of a wrapper, in a batch through the counter's AckBatch, so that
+// Serve acknowledges d as it would unwrapped.
 func (a *ackCounter) wrap(d effector.Delivery) effector.Delivery {
 	ack := d.Ack
 	d.Ack = func(ctx context.Context) error {
@@ -122,12 +126,37 @@ func (a *ackCounter) wrap(d effector.Delivery) effector.Delivery {
 				return err
 			}
 		}
-		if a.n.Add(1) == a.want {
-			close(a.all)
-		}
+		a.count(1)
 		return nil
 	}
+	if d.Acker != nil {
+		if a.inner == nil { // written once, before any AckBatch reads it
+			a.inner = d.Acker
+		}
+		d.Acker = a
+	}
 	return d
+}
+
+// AckBatch acknowledges ds through the source's AckBatch, with the source's
+// own Acker, and counts them.
+func (a *ackCounter) AckBatch(ctx context.Context, ds []effector.Delivery) error {
+	inner := make([]effector.Delivery, len(ds))
+	copy(inner, ds)
+	for i := range inner {
+		inner[i].Acker = a.inner
+	}
+	if err := a.inner.AckBatch(ctx, inner); err != nil {
+		return err
+	}
+	a.count(int64(len(ds)))
+	return nil
+}
+
+func (a *ackCounter) count(n int64) {
+	if now := a.n.Add(n); now >= a.want && now-n < a.want {
+		close(a.all)
+	}
 }
 
 // countingSource counts the acknowledgements of src's deliveries.
