@@ -95,9 +95,11 @@ type Match struct {
 // the last and all far less than the word itself: "rain" finds "weather"
 // weakly; a word of a definition counts as evidence, not as matching the
 // query's word). A tool's score is then scaled by the share of the query's
-// words it matched, so that a tool answering the whole request outranks one
-// matching a single word; matches below a tenth of the best are dropped. Nothing is downloaded and no model
-// runs: the WordNet table is embedded (package internal/lexicon).
+// words it matched, a word matched through a synonym or hypernym counting
+// less than one matched itself, so that a tool answering the whole request
+// outranks one matching a single word; matches below a tenth of the best are
+// dropped. Nothing is downloaded and no model runs: the WordNet table is
+// embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
 // that is never searched pays nothing for it; BuildSearchIndex builds it
@@ -346,10 +348,10 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	}
 	mp := maskPool.Get().(*[]uint64)
 	defer maskPool.Put(mp)
-	if cap(*mp) < x.n {
-		*mp = make([]uint64, x.n)
+	if cap(*mp) < matchLevels*x.n {
+		*mp = make([]uint64, matchLevels*x.n)
 	}
-	*mp = (*mp)[:x.n]
+	*mp = (*mp)[:matchLevels*x.n]
 	masks := *mp
 	clear(masks)
 	n := float64(x.n)
@@ -361,25 +363,53 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 		}
 		df := float64(len(ps))
 		idf := t.weight * math.Log(1+(n-df+0.5)/(df+0.5))
+		level := matchLevel(t.weight)
 		for _, p := range ps {
 			tf := float64(p.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*x.lengths[p.doc]/avg)
 			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
-			masks[p.doc] |= t.words
+			masks[matchLevels*int(p.doc)+level] |= t.words
 		}
 	}
 	// Coordination: a tool's score is scaled by the share of the query's
-	// words it matched (itself, one typo away or related), so that a tool
-	// answering the whole request outranks one that matches one word many
-	// times or in its name.
+	// words it matched (itself, one typo away or related, each counted by
+	// how closely: levelCredit), so that a tool answering the whole request
+	// outranks one that matches one word many times or in its name.
 	if nwords > 1 {
-		for doc, m := range masks {
-			if scores[doc] > 0 {
-				scores[doc] *= float64(bits.OnesCount64(m)) / float64(nwords)
+		for doc, s := range scores {
+			if s > 0 {
+				var credit float64
+				var seen uint64 // the words matched at a closer level
+				for l, m := range masks[matchLevels*doc : matchLevels*doc+matchLevels] {
+					credit += levelCredit[l] * float64(bits.OnesCount64(m&^seen))
+					seen |= m
+				}
+				scores[doc] *= credit / float64(nwords)
 			}
 		}
 	}
 	return sp
+}
+
+// Coordination counts a query word a tool matches by how closely it
+// matched: the word itself or one typo away fully, a synonym or derived form
+// half, a hypernym a quarter ("support", two hypernyms above "order", is weak
+// evidence that a support tool is about orders). Tuned on the tuning half:
+// counting every match fully, as before, put a support tool first for "the
+// status of order 88123".
+const matchLevels = 3
+
+var levelCredit = [matchLevels]float64{1, 0.5, 0.25} // read-only
+
+// matchLevel returns the level of coordination of a query term of weight w.
+func matchLevel(w float64) int {
+	switch {
+	case w >= weightTypo: // the word, or a typo of it
+		return 0
+	case w >= weightTypo*relationWeight[lexicon.Synonym]: // a synonym or derived form
+		return 1
+	}
+	return 2
 }
 
 // maskPool holds the slices of which query words each tool matched, as

@@ -473,3 +473,21 @@ func TestSearchExpandsWithWordNetBelowThePersonsWords(t *testing.T) {
 		}
 	}
 }
+
+// A tool that matches a query word only through a distant relation (support
+// is two hypernyms above order) gets little credit for covering that word:
+// the ticket tool, with "status" in its description and the tag "support",
+// does not outrank the order tool, "order" in its name, for "status of
+// order 88123" by seeming to answer both words.
+func TestSearchCreditsAWordByHowCloselyItMatched(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "list_tickets", Description: "List tickets by status or assignee.", Tags: []string{"support"}},
+		&toolreg.Spec{Name: "get_order", Description: "Look up an order by its number."},
+		&toolreg.Spec{Name: "send_email", Description: "Send an email."},
+		&toolreg.Spec{Name: "play_track", Description: "Play a song."},
+		&toolreg.Spec{Name: "book_hotel", Description: "Book a hotel room."})
+	if got := names(r.Search(registry.Query{Text: "what's the status of order 88123"})); len(got) == 0 || got[0] != "get_order" {
+		t.Errorf("Search(status of order) = %v, want get_order first", got)
+	}
+}
