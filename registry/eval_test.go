@@ -59,14 +59,19 @@ type evalFigures struct {
 	answered, none int // requests some tool answers; requests none does
 	p1, r3, mrr    float64
 	quiet          int // of the none requests, how many matched nothing
+	// noise is the mean number of matches of the none requests (of at most
+	// 10): what a model asking for a tool nobody wrote is offered. Unlike
+	// quiet, it moves with every match a ranking drops or adds, so its
+	// ceiling (in evalFloors) fails on a ranking that offers more.
+	noise float64
 }
 
 func (f evalFigures) String() string {
-	return fmt.Sprintf("precision@1 %.3f, recall@3 %.3f, MRR %.3f over %d requests; %d of %d requests for no tool matched nothing",
-		f.p1, f.r3, f.mrr, f.answered, f.quiet, f.none)
+	return fmt.Sprintf("precision@1 %.3f, recall@3 %.3f, MRR %.3f over %d requests; %d of %d requests for no tool matched nothing, and they matched %.2f tools on average",
+		f.p1, f.r3, f.mrr, f.answered, f.quiet, f.none, f.noise)
 }
 
-// below lists the figures of f under floor's, each with both values.
+// below lists the figures of f worse than floor's, each with both values.
 func (f evalFigures) below(floor evalFigures) []string {
 	var out []string
 	for _, c := range []struct {
@@ -76,6 +81,10 @@ func (f evalFigures) below(floor evalFigures) []string {
 		if c.got < c.want {
 			out = append(out, fmt.Sprintf("%s %.4g < %.4g", c.name, c.got, c.want))
 		}
+	}
+	// noise is a ceiling: lower is better.
+	if f.noise > floor.noise {
+		out = append(out, fmt.Sprintf("the mean matches of a request for no tool %.4g > %.4g", f.noise, floor.noise))
 	}
 	return out
 }
@@ -88,6 +97,7 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 		got := search(r.text)
 		if r.want == nil {
 			f.none++
+			f.noise += float64(len(got))
 			if len(got) == 0 {
 				f.quiet++
 			} else if misses {
@@ -116,6 +126,9 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 	}
 	n := float64(f.answered)
 	f.p1, f.r3, f.mrr = f.p1/n, f.r3/n, f.mrr/n
+	if f.none > 0 {
+		f.noise /= float64(f.none)
+	}
 	return f
 }
 
@@ -130,12 +143,15 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 // matched through a relation counting less in coordination: tune 0.541,
 // 0.672, 0.617; held-out 0.612, 0.714, 0.656; second 0.314, 0.471, 0.421;
 // third 0.476, 0.659, 0.578 (recall@3 of tune, MRR of second and third one
-// request's rank lower each).
+// request's rank lower each). The requests for no tool are also measured by
+// how many tools they match on average (noise, a ceiling, not a floor): most
+// sets have no request that matches nothing, so their quiet floor of 0
+// could not fail; a ranking that offers more tools for them fails noise.
 var evalFloors = map[string]evalFigures{
-	"tune":    {p1: 0.540, r3: 0.672, mrr: 0.616, quiet: 1},
-	"heldout": {p1: 0.612, r3: 0.714, mrr: 0.655, quiet: 0},
-	"second":  {p1: 0.314, r3: 0.471, mrr: 0.421, quiet: 0},
-	"third":   {p1: 0.476, r3: 0.658, mrr: 0.577, quiet: 0},
+	"tune":    {p1: 0.540, r3: 0.672, mrr: 0.616, quiet: 1, noise: 6.67},
+	"heldout": {p1: 0.612, r3: 0.714, mrr: 0.655, quiet: 0, noise: 6.00},
+	"second":  {p1: 0.314, r3: 0.471, mrr: 0.421, quiet: 0, noise: 8.50},
+	"third":   {p1: 0.476, r3: 0.658, mrr: 0.577, quiet: 0, noise: 3.40},
 }
 
 // TestSearchEvaluation measures the offline ranking on the evaluation set of
@@ -166,7 +182,7 @@ func TestSearchEvaluation(t *testing.T) {
 		t.Logf("%s: %v", half, got)
 		floor := evalFloors[half]
 		if below := got.below(floor); len(below) > 0 {
-			t.Errorf("%s: %v\nbelow the figures reached when the ranking was last tuned: %s (evalFloors): mend the ranking, or lower the floor and say why in its comment", half, got, strings.Join(below, ", "))
+			t.Errorf("%s: %v\nshort of the figures reached when the ranking was last tuned: %s (evalFloors): mend the ranking, or lower the floor and say why in its comment", half, got, strings.Join(below, ", "))
 		}
 	}
 }
