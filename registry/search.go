@@ -81,10 +81,10 @@ type Match struct {
 // that matches none of the words is not returned, nor is a withdrawn remote
 // tool (toolreg.Tool.Withdrawn).
 //
-// The ranking is BM25 over each tool's name, title, tags, keywords,
+// The ranking is BM25F over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties
 // included): the name weighs most, then title, tags and keywords, then the
-// description, params least; two neighbouring words of the query found side
+// description, params least, and many params do not dilute the rest; two neighbouring words of the query found side
 // by side count as a phrase, above the same words apart. Words are stemmed
 // (Snowball English) and stop words dropped. A query word the registry lacks
 // also matches the registry's words one edit away (one typo, in a word of
@@ -211,6 +211,21 @@ const (
 	maxExpandedTerms = 256
 )
 
+// The index keeps a tool's terms in two groups of fields, each with its own
+// length (BM25F): the head (name, title, tags, keywords, description), what
+// the tool is, and the params, what it takes. A tool's head is normalised by
+// the length of heads, at BM25's usual b; its params by nothing, so that a
+// tool with many params is not ranked down for a word of its name or
+// description, as it was when one length counted both (a tool's params say
+// little about how much of its head a word is).
+const (
+	groupHead = iota
+	groupParams
+	fieldGroups
+)
+
+var fieldB = [fieldGroups]float64{groupHead: bm25B, groupParams: 0} // read-only
+
 // BM25's constants, at their usual values.
 const (
 	bm25K1 = 1.2
@@ -224,25 +239,26 @@ const (
 type searchIndex struct {
 	mu       sync.RWMutex
 	n        int
-	ids      map[string]int32 // term -> its index in postings
-	terms    []string         // by term id
-	postings [][]posting      // by term id; each in document order
-	lengths  []float64        // each tool's weighted length
-	total    float64          // the sum of lengths
+	ids      map[string]int32       // term -> its index in postings
+	terms    []string               // by term id
+	postings [][]posting            // by term id; each in document order
+	lengths  [][fieldGroups]float64 // each tool's weighted length, by group of fields
+	total    [fieldGroups]float64   // the sums of lengths
 
 	// The state of add, reused from tool to tool: building allocates a
 	// string only for a term not seen before.
 	scan   termScanner
 	doc    int32
 	weight float64
-	length float64
+	length [fieldGroups]float64
+	group  int // the group of the field being added
 	emit   func(term []byte)
 }
 
-// posting is one tool's weighted frequency of a term.
+// posting is one tool's weighted frequency of a term, by group of fields.
 type posting struct {
 	doc int32
-	tf  float32
+	tf  [fieldGroups]float32
 }
 
 // postingsOf returns the postings of term, or nil.
@@ -268,9 +284,9 @@ func (x *searchIndex) addTerm(term []byte) {
 	if len(ps) == 0 || ps[len(ps)-1].doc != x.doc {
 		ps = append(ps, posting{doc: x.doc})
 	}
-	ps[len(ps)-1].tf += float32(x.weight)
+	ps[len(ps)-1].tf[x.group] += float32(x.weight)
 	x.postings[id] = ps
-	x.length += x.weight
+	x.length[x.group] += x.weight
 }
 
 // add indexes spec as document n.
@@ -279,7 +295,7 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 		x.ids = make(map[string]int32)
 		x.emit = x.addTerm
 	}
-	x.doc, x.length = int32(x.n), 0
+	x.doc, x.length, x.group = int32(x.n), [fieldGroups]float64{}, groupHead
 	field := func(text string, weight float64, compound bool) {
 		x.weight = weight
 		x.scan.scan(text, compound, x.emit)
@@ -313,9 +329,12 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 		}
 		params(s.Properties)
 	}
+	x.group = groupParams
 	params(spec.Params)
 	x.lengths = append(x.lengths, x.length)
-	x.total += x.length
+	for g := range x.total {
+		x.total[g] += x.length[g]
+	}
 	x.n++
 }
 
@@ -343,7 +362,7 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	*sp = (*sp)[:x.n]
 	scores := *sp
 	clear(scores)
-	if x.n == 0 || x.total == 0 {
+	if x.n == 0 || x.total == [fieldGroups]float64{} {
 		return sp
 	}
 	mp := maskPool.Get().(*[]uint64)
@@ -355,7 +374,10 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	masks := *mp
 	clear(masks)
 	n := float64(x.n)
-	avg := x.total / n
+	var avg [fieldGroups]float64
+	for g := range avg {
+		avg[g] = max(x.total[g]/n, 1e-9) // a registry whose tools take no params has no params' length
+	}
 	for _, t := range terms {
 		ps := x.postingsOf(t.term)
 		if len(ps) == 0 {
@@ -365,9 +387,15 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 		idf := t.weight * math.Log(1+(n-df+0.5)/(df+0.5))
 		level := matchLevel(t.weight)
 		for _, p := range ps {
-			tf := float64(p.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*x.lengths[p.doc]/avg)
-			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
+			var tf float64
+			for g, f := range p.tf {
+				if f > 0 {
+					tf += float64(f) / (1 - fieldB[g] + fieldB[g]*x.lengths[p.doc][g]/avg[g])
+				}
+			}
+			// BM25F: each group's frequency normalised by its length, then
+			// saturated once for the term.
+			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + bm25K1)
 			masks[matchLevels*int(p.doc)+level] |= t.words
 		}
 	}

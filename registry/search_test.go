@@ -491,3 +491,30 @@ func TestSearchCreditsAWordByHowCloselyItMatched(t *testing.T) {
 		t.Errorf("Search(status of order) = %v, want get_order first", got)
 	}
 }
+
+// A tool's params do not dilute the words of its name and description: two
+// tools described alike rank alike for those words, however many params one
+// takes (when one length counted both, the one with more params ranked
+// lower).
+func TestSearchParamsDoNotDiluteTheDescription(t *testing.T) {
+	t.Parallel()
+	many := &toolreg.Spec{Name: "invoice_one", Description: "Fetch an invoice."}
+	for _, p := range strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november") {
+		many.Params = append(many.Params, &toolreg.Param{Name: p, Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "The " + p + " setting of the request."}})
+	}
+	few := &toolreg.Spec{Name: "invoice_two", Description: "Fetch an invoice."}
+	r := registryOf(t, many, few, &toolreg.Spec{Name: "send_email", Description: "Send an email."})
+	ms := r.Search(registry.Query{Text: "fetch an invoice"})
+	if len(ms) < 2 || ms[0].Tool.Name() != "invoice_one" || ms[0].Score != ms[1].Score {
+		t.Fatalf("Search(fetch an invoice) = %v: want invoice_one and invoice_two scored alike, in registration order", matchesString(ms))
+	}
+}
+
+// matchesString shows matches with their scores, for a failure message.
+func matchesString(ms []registry.Match) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%s %.4g; ", m.Tool.Name(), m.Score)
+	}
+	return b.String()
+}
