@@ -171,6 +171,7 @@ func (r *Registry) searchIndex() *searchIndex {
 		for idx.n < len(r.tools) {
 			idx.add(r.tools[idx.n].Spec())
 		}
+		idx.normalise()
 		idx.mu.Unlock()
 	}
 	return idx
@@ -211,11 +212,11 @@ const (
 	maxExpandedTerms = 256
 )
 
-// The index keeps a tool's terms in two groups of fields, each with its own
-// length (BM25F): the head (name, title, tags, keywords, description), what
-// the tool is, and the params, what it takes. A tool's head is normalised by
-// the length of heads, at BM25's usual b; its params by nothing, so that a
-// tool with many params is not ranked down for a word of its name or
+// The index keeps a tool's terms in two groups of fields (BM25F): the head
+// (name, title, tags, keywords, description), what the tool is, and the
+// params, what it takes. A tool's head is normalised by its length against
+// the mean head's, at BM25's usual b; its params by nothing, so that a tool
+// with many params is not ranked down for a word of its name or
 // description, as it was when one length counted both (a tool's params say
 // little about how much of its head a word is).
 const (
@@ -223,8 +224,6 @@ const (
 	groupParams
 	fieldGroups
 )
-
-var fieldB = [fieldGroups]float64{groupHead: bm25B, groupParams: 0} // read-only
 
 // BM25's constants, at their usual values.
 const (
@@ -244,6 +243,10 @@ type searchIndex struct {
 	postings [][]posting            // by term id; each in document order
 	lengths  [][fieldGroups]float64 // each tool's weighted length, by group of fields
 	total    [fieldGroups]float64   // the sums of lengths
+	// headNorm is, by tool, what its head's frequencies are multiplied by:
+	// BM25's length normalisation, against the mean length of heads, which
+	// normalise brings up to date as tools are added.
+	headNorm []float32
 
 	// The state of add, reused from tool to tool: building allocates a
 	// string only for a term not seen before.
@@ -338,6 +341,18 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 	x.n++
 }
 
+// normalise computes headNorm for the tools indexed so far.
+func (x *searchIndex) normalise() {
+	avg := x.total[groupHead] / float64(x.n)
+	x.headNorm = slices.Grow(x.headNorm[:0], x.n)[:x.n]
+	for doc, l := range x.lengths {
+		x.headNorm[doc] = 1
+		if avg > 0 { // else every head is stop words, and matches nothing
+			x.headNorm[doc] = float32(1 / (1 - bm25B + bm25B*l[groupHead]/avg))
+		}
+	}
+}
+
 // scorePool holds score slices, so that a search allocates none: at 10,000
 // tools one is 80 kB, and a service searching each turn would otherwise make
 // the garbage collector run for them.
@@ -374,10 +389,6 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	masks := *mp
 	clear(masks)
 	n := float64(x.n)
-	var avg [fieldGroups]float64
-	for g := range avg {
-		avg[g] = max(x.total[g]/n, 1e-9) // a registry whose tools take no params has no params' length
-	}
 	for _, t := range terms {
 		ps := x.postingsOf(t.term)
 		if len(ps) == 0 {
@@ -387,14 +398,9 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 		idf := t.weight * math.Log(1+(n-df+0.5)/(df+0.5))
 		level := matchLevel(t.weight)
 		for _, p := range ps {
-			var tf float64
-			for g, f := range p.tf {
-				if f > 0 {
-					tf += float64(f) / (1 - fieldB[g] + fieldB[g]*x.lengths[p.doc][g]/avg[g])
-				}
-			}
-			// BM25F: each group's frequency normalised by its length, then
-			// saturated once for the term.
+			// BM25F: the head's frequency normalised by its length, the
+			// params' not, then the two saturated together.
+			tf := float64(p.tf[groupHead]*x.headNorm[p.doc] + p.tf[groupParams])
 			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + bm25K1)
 			masks[matchLevels*int(p.doc)+level] |= t.words
 		}
@@ -406,12 +412,10 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	if nwords > 1 {
 		for doc, s := range scores {
 			if s > 0 {
-				var credit float64
-				var seen uint64 // the words matched at a closer level
-				for l, m := range masks[matchLevels*doc : matchLevels*doc+matchLevels] {
-					credit += levelCredit[l] * float64(bits.OnesCount64(m&^seen))
-					seen |= m
-				}
+				m := masks[matchLevels*doc : matchLevels*doc+matchLevels : matchLevels*doc+matchLevels]
+				credit := levelCredit[0]*float64(bits.OnesCount64(m[0])) +
+					levelCredit[1]*float64(bits.OnesCount64(m[1]&^m[0])) +
+					levelCredit[2]*float64(bits.OnesCount64(m[2]&^(m[0]|m[1])))
 				scores[doc] *= credit / float64(nwords)
 			}
 		}
