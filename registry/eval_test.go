@@ -145,12 +145,16 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 // third 0.476, 0.659, 0.578 (recall@3 of tune, MRR of second and third one
 // request's rank lower each). BM25F, params not diluting a tool's head:
 // tune 0.541, 0.689, 0.620; held-out unchanged; second 0.314, 0.500, 0.428;
-// third 0.476, 0.675, 0.579. The requests for no tool are also measured by
+// third 0.476, 0.675, 0.579. A term that is one query word and related to
+// another credited for each at its own level (it gave the related word full
+// credit): tune 0.525, 0.689, 0.612 (one request lost: "content" had
+// answered "example" of "read the contents of https://example.com" fully);
+// the other sets unchanged. The requests for no tool are also measured by
 // how many tools they match on average (noise, a ceiling, not a floor): most
 // sets have no request that matches nothing, so their quiet floor of 0
 // could not fail; a ranking that offers more tools for them fails noise.
 var evalFloors = map[string]evalFigures{
-	"tune":    {p1: 0.540, r3: 0.688, mrr: 0.619, quiet: 1, noise: 6.67},
+	"tune":    {p1: 0.524, r3: 0.688, mrr: 0.611, quiet: 1, noise: 6.67},
 	"heldout": {p1: 0.612, r3: 0.714, mrr: 0.655, quiet: 0, noise: 6.00},
 	"second":  {p1: 0.314, r3: 0.500, mrr: 0.427, quiet: 0, noise: 8.50},
 	"third":   {p1: 0.476, r3: 0.674, mrr: 0.578, quiet: 0, noise: 3.40},

@@ -84,8 +84,9 @@ type Match struct {
 // The ranking is BM25F over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties
 // included): the name weighs most, then title, tags and keywords, then the
-// description, params least, and many params do not dilute the rest; two neighbouring words of the query found side
-// by side count as a phrase, above the same words apart. Words are stemmed
+// description, params least, and many params do not dilute the rest; two
+// neighbouring words of the query found side by side count as a phrase,
+// above the same words apart. Words are stemmed
 // (Snowball English) and stop words dropped. A query word the registry lacks
 // also matches the registry's words one edit away (one typo, in a word of
 // five letters or more that is no common English word: "contract" is not a
@@ -362,9 +363,10 @@ var scorePool = sync.Pool{New: func() any { return new([]float64) }}
 type queryTerm struct {
 	term   string
 	weight float64
-	// words has bit i set when the term is the query's word i, one typo
-	// from it, or related to it; 0 for a pair of words and a compound.
-	words uint64
+	// words[l] has bit i set when the term is the query's word i or one
+	// typo from it (level 0), or related to it (level 1 or 2, by how
+	// closely: matchLevel); all 0 for a pair of words and a compound.
+	words [matchLevels]uint64
 }
 
 // score returns every indexed tool's BM25 score for terms, by document, in a
@@ -396,13 +398,15 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 		}
 		df := float64(len(ps))
 		idf := t.weight * math.Log(1+(n-df+0.5)/(df+0.5))
-		level := matchLevel(t.weight)
 		for _, p := range ps {
 			// BM25F: the head's frequency normalised by its length, the
 			// params' not, then the two saturated together.
 			tf := float64(p.tf[groupHead]*x.headNorm[p.doc] + p.tf[groupParams])
 			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + bm25K1)
-			masks[matchLevels*int(p.doc)+level] |= t.words
+			m := masks[matchLevels*int(p.doc) : matchLevels*int(p.doc)+matchLevels : matchLevels*int(p.doc)+matchLevels]
+			m[0] |= t.words[0]
+			m[1] |= t.words[1]
+			m[2] |= t.words[2]
 		}
 	}
 	// Coordination: a tool's score is scaled by the share of the query's
@@ -433,7 +437,9 @@ const matchLevels = 3
 
 var levelCredit = [matchLevels]float64{1, 0.5, 0.25} // read-only
 
-// matchLevel returns the level of coordination of a query term of weight w.
+// matchLevel returns the level of coordination of a query term of weight w:
+// the weight says how it relates to the query's word (relationWeight,
+// weightTypo).
 func matchLevel(w float64) int {
 	switch {
 	case w >= weightTypo: // the word, or a typo of it
@@ -463,14 +469,16 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	add := func(term string, w float64) {
 		if i, ok := at[term]; ok {
 			out[i].weight = max(out[i].weight, w)
-			out[i].words |= bit
+			out[i].words[matchLevel(w)] |= bit
 			return
 		}
 		if _, ok := x.ids[term]; !ok || len(out) == maxExpandedTerms {
 			return
 		}
 		at[term] = len(out)
-		out = append(out, queryTerm{term, w, bit})
+		t := queryTerm{term: term, weight: w}
+		t.words[matchLevel(w)] = bit
+		out = append(out, t)
 	}
 	for _, t := range queryTermsOf(text) {
 		add(t, 1)

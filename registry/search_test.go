@@ -518,3 +518,20 @@ func matchesString(ms []registry.Match) string {
 	}
 	return b.String()
 }
+
+// A term that is one of the query's words and also related to another
+// (content: the word "contents", and a hypernym of "example") answers the
+// other only as a relation does: a tool with "content" does not seem to
+// answer "example" fully.
+func TestSearchCreditsATermForEachWordByItsRelationToIt(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "fetch_url", Description: "Fetch a URL and return its text content."},
+		&toolreg.Spec{Name: "show_example", Description: "Show a sample request."},
+		&toolreg.Spec{Name: "send_email", Description: "Send an email."},
+		&toolreg.Spec{Name: "play_track", Description: "Play a song."})
+	ms := r.Search(registry.Query{Text: "contents of the example"})
+	if len(ms) == 0 || ms[0].Tool.Name() != "show_example" {
+		t.Fatalf("Search(contents of the example) = %v: want show_example first", matchesString(ms))
+	}
+}
