@@ -59,14 +59,19 @@ type evalFigures struct {
 	answered, none int // requests some tool answers; requests none does
 	p1, r3, mrr    float64
 	quiet          int // of the none requests, how many matched nothing
+	// noise is the mean number of matches of the none requests (of at most
+	// 10): what a model asking for a tool nobody wrote is offered. Unlike
+	// quiet, it moves with every match a ranking drops or adds, so its
+	// ceiling (in evalFloors) fails on a ranking that offers more.
+	noise float64
 }
 
 func (f evalFigures) String() string {
-	return fmt.Sprintf("precision@1 %.3f, recall@3 %.3f, MRR %.3f over %d requests; %d of %d requests for no tool matched nothing",
-		f.p1, f.r3, f.mrr, f.answered, f.quiet, f.none)
+	return fmt.Sprintf("precision@1 %.3f, recall@3 %.3f, MRR %.3f over %d requests; %d of %d requests for no tool matched nothing, and they matched %.2f tools on average",
+		f.p1, f.r3, f.mrr, f.answered, f.quiet, f.none, f.noise)
 }
 
-// below lists the figures of f under floor's, each with both values.
+// below lists the figures of f worse than floor's, each with both values.
 func (f evalFigures) below(floor evalFigures) []string {
 	var out []string
 	for _, c := range []struct {
@@ -76,6 +81,10 @@ func (f evalFigures) below(floor evalFigures) []string {
 		if c.got < c.want {
 			out = append(out, fmt.Sprintf("%s %.4g < %.4g", c.name, c.got, c.want))
 		}
+	}
+	// noise is a ceiling: lower is better.
+	if f.noise > floor.noise {
+		out = append(out, fmt.Sprintf("the mean matches of a request for no tool %.4g > %.4g", f.noise, floor.noise))
 	}
 	return out
 }
@@ -88,6 +97,7 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 		got := search(r.text)
 		if r.want == nil {
 			f.none++
+			f.noise += float64(len(got))
 			if len(got) == 0 {
 				f.quiet++
 			} else if misses {
@@ -116,6 +126,9 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 	}
 	n := float64(f.answered)
 	f.p1, f.r3, f.mrr = f.p1/n, f.r3/n, f.mrr/n
+	if f.none > 0 {
+		f.noise /= float64(f.none)
+	}
 	return f
 }
 
@@ -125,11 +138,26 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 // quiet; held-out 0.571, 0.602, 0.602, 4 of 5 quiet. After issue 34's first
 // round: tune 0.492, 0.664, 0.592, 1 of 3; held-out 0.592, 0.714, 0.654,
 // 0 of 5; second 0.314, 0.457, 0.419, 0 of 2 (the second set was written
-// after that round, before the third).
+// after that round, before the third). Round four: the third set, with its
+// own tools, written before any change: 0.476, 0.659, 0.584, 0 of 5. A word
+// matched through a relation counting less in coordination: tune 0.541,
+// 0.672, 0.617; held-out 0.612, 0.714, 0.656; second 0.314, 0.471, 0.421;
+// third 0.476, 0.659, 0.578 (recall@3 of tune, MRR of second and third one
+// request's rank lower each). BM25F, params not diluting a tool's head:
+// tune 0.541, 0.689, 0.620; held-out unchanged; second 0.314, 0.500, 0.428;
+// third 0.476, 0.675, 0.579. A term that is one query word and related to
+// another credited for each at its own level (it gave the related word full
+// credit): tune 0.525, 0.689, 0.612 (one request lost: "content" had
+// answered "example" of "read the contents of https://example.com" fully);
+// the other sets unchanged. The requests for no tool are also measured by
+// how many tools they match on average (noise, a ceiling, not a floor): most
+// sets have no request that matches nothing, so their quiet floor of 0
+// could not fail; a ranking that offers more tools for them fails noise.
 var evalFloors = map[string]evalFigures{
-	"tune":    {p1: 0.508, r3: 0.680, mrr: 0.606, quiet: 1},
-	"heldout": {p1: 0.591, r3: 0.714, mrr: 0.644, quiet: 0},
-	"second":  {p1: 0.314, r3: 0.471, mrr: 0.424, quiet: 0},
+	"tune":    {p1: 0.524, r3: 0.688, mrr: 0.611, quiet: 1, noise: 6.67},
+	"heldout": {p1: 0.612, r3: 0.714, mrr: 0.655, quiet: 0, noise: 6.00},
+	"second":  {p1: 0.314, r3: 0.500, mrr: 0.427, quiet: 0, noise: 8.50},
+	"third":   {p1: 0.476, r3: 0.674, mrr: 0.578, quiet: 0, noise: 3.40},
 }
 
 // TestSearchEvaluation measures the offline ranking on the evaluation set of
@@ -137,21 +165,30 @@ var evalFloors = map[string]evalFigures{
 // prints precision@1, recall@3 and MRR for each half with -v.
 func TestSearchEvaluation(t *testing.T) {
 	t.Parallel()
-	r := loadRegistry(t, "testdata/searcheval/tools")
-	search := func(text string) []string {
-		return names(r.Search(registry.Query{Text: text, Limit: 10}))
+	// Each set of requests with the tools it is asked of.
+	sets := []struct{ name, tools string }{
+		{"tune", "tools"}, {"heldout", "tools"}, {"second", "tools"}, {"third", "tools3"},
 	}
-	halves := []string{"tune", "heldout", "second"}
 	if *evalTuning {
-		halves = halves[:1]
+		sets = sets[:1]
 	}
-	for _, half := range halves {
+	registries := map[string]*registry.Registry{}
+	for _, set := range sets {
+		half := set.name
+		r := registries[set.tools]
+		if r == nil {
+			r = loadRegistry(t, "testdata/searcheval/"+set.tools)
+			registries[set.tools] = r
+		}
+		search := func(text string) []string {
+			return names(r.Search(registry.Query{Text: text, Limit: 10}))
+		}
 		reqs := readEvalRequests(t, "testdata/searcheval/"+half+".tsv")
 		got := evaluate(t, search, reqs, *evalMisses && half == "tune")
 		t.Logf("%s: %v", half, got)
 		floor := evalFloors[half]
 		if below := got.below(floor); len(below) > 0 {
-			t.Errorf("%s: %v\nbelow the figures reached when the ranking was last tuned: %s (evalFloors): mend the ranking, or lower the floor and say why in its comment", half, got, strings.Join(below, ", "))
+			t.Errorf("%s: %v\nshort of the figures reached when the ranking was last tuned: %s (evalFloors): mend the ranking, or lower the floor and say why in its comment", half, got, strings.Join(below, ", "))
 		}
 	}
 }

@@ -81,11 +81,12 @@ type Match struct {
 // that matches none of the words is not returned, nor is a withdrawn remote
 // tool (toolreg.Tool.Withdrawn).
 //
-// The ranking is BM25 over each tool's name, title, tags, keywords,
+// The ranking is BM25F over each tool's name, title, tags, keywords,
 // description, and its params' names and descriptions (nested properties
 // included): the name weighs most, then title, tags and keywords, then the
-// description, params least; two neighbouring words of the query found side
-// by side count as a phrase, above the same words apart. Words are stemmed
+// description, params least, and many params do not dilute the rest; two
+// neighbouring words of the query found side by side count as a phrase,
+// above the same words apart. Words are stemmed
 // (Snowball English) and stop words dropped. A query word the registry lacks
 // also matches the registry's words one edit away (one typo, in a word of
 // five letters or more that is no common English word: "contract" is not a
@@ -95,9 +96,11 @@ type Match struct {
 // the last and all far less than the word itself: "rain" finds "weather"
 // weakly; a word of a definition counts as evidence, not as matching the
 // query's word). A tool's score is then scaled by the share of the query's
-// words it matched, so that a tool answering the whole request outranks one
-// matching a single word; matches below a tenth of the best are dropped. Nothing is downloaded and no model
-// runs: the WordNet table is embedded (package internal/lexicon).
+// words it matched, a word matched through a synonym or hypernym counting
+// less than one matched itself, so that a tool answering the whole request
+// outranks one matching a single word; matches below a tenth of the best are
+// dropped. Nothing is downloaded and no model runs: the WordNet table is
+// embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
 // that is never searched pays nothing for it; BuildSearchIndex builds it
@@ -169,6 +172,7 @@ func (r *Registry) searchIndex() *searchIndex {
 		for idx.n < len(r.tools) {
 			idx.add(r.tools[idx.n].Spec())
 		}
+		idx.normalise()
 		idx.mu.Unlock()
 	}
 	return idx
@@ -209,6 +213,19 @@ const (
 	maxExpandedTerms = 256
 )
 
+// The index keeps a tool's terms in two groups of fields (BM25F): the head
+// (name, title, tags, keywords, description), what the tool is, and the
+// params, what it takes. A tool's head is normalised by its length against
+// the mean head's, at BM25's usual b; its params by nothing, so that a tool
+// with many params is not ranked down for a word of its name or
+// description, as it was when one length counted both (a tool's params say
+// little about how much of its head a word is).
+const (
+	groupHead = iota
+	groupParams
+	fieldGroups
+)
+
 // BM25's constants, at their usual values.
 const (
 	bm25K1 = 1.2
@@ -222,25 +239,30 @@ const (
 type searchIndex struct {
 	mu       sync.RWMutex
 	n        int
-	ids      map[string]int32 // term -> its index in postings
-	terms    []string         // by term id
-	postings [][]posting      // by term id; each in document order
-	lengths  []float64        // each tool's weighted length
-	total    float64          // the sum of lengths
+	ids      map[string]int32       // term -> its index in postings
+	terms    []string               // by term id
+	postings [][]posting            // by term id; each in document order
+	lengths  [][fieldGroups]float64 // each tool's weighted length, by group of fields
+	total    [fieldGroups]float64   // the sums of lengths
+	// headNorm is, by tool, what its head's frequencies are multiplied by:
+	// BM25's length normalisation, against the mean length of heads, which
+	// normalise brings up to date as tools are added.
+	headNorm []float32
 
 	// The state of add, reused from tool to tool: building allocates a
 	// string only for a term not seen before.
 	scan   termScanner
 	doc    int32
 	weight float64
-	length float64
+	length [fieldGroups]float64
+	group  int // the group of the field being added
 	emit   func(term []byte)
 }
 
-// posting is one tool's weighted frequency of a term.
+// posting is one tool's weighted frequency of a term, by group of fields.
 type posting struct {
 	doc int32
-	tf  float32
+	tf  [fieldGroups]float32
 }
 
 // postingsOf returns the postings of term, or nil.
@@ -266,9 +288,9 @@ func (x *searchIndex) addTerm(term []byte) {
 	if len(ps) == 0 || ps[len(ps)-1].doc != x.doc {
 		ps = append(ps, posting{doc: x.doc})
 	}
-	ps[len(ps)-1].tf += float32(x.weight)
+	ps[len(ps)-1].tf[x.group] += float32(x.weight)
 	x.postings[id] = ps
-	x.length += x.weight
+	x.length[x.group] += x.weight
 }
 
 // add indexes spec as document n.
@@ -277,7 +299,7 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 		x.ids = make(map[string]int32)
 		x.emit = x.addTerm
 	}
-	x.doc, x.length = int32(x.n), 0
+	x.doc, x.length, x.group = int32(x.n), [fieldGroups]float64{}, groupHead
 	field := func(text string, weight float64, compound bool) {
 		x.weight = weight
 		x.scan.scan(text, compound, x.emit)
@@ -311,10 +333,25 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 		}
 		params(s.Properties)
 	}
+	x.group = groupParams
 	params(spec.Params)
 	x.lengths = append(x.lengths, x.length)
-	x.total += x.length
+	for g := range x.total {
+		x.total[g] += x.length[g]
+	}
 	x.n++
+}
+
+// normalise computes headNorm for the tools indexed so far.
+func (x *searchIndex) normalise() {
+	avg := x.total[groupHead] / float64(x.n)
+	x.headNorm = slices.Grow(x.headNorm[:0], x.n)[:x.n]
+	for doc, l := range x.lengths {
+		x.headNorm[doc] = 1
+		if avg > 0 { // else every head is stop words, and matches nothing
+			x.headNorm[doc] = float32(1 / (1 - bm25B + bm25B*l[groupHead]/avg))
+		}
+	}
 }
 
 // scorePool holds score slices, so that a search allocates none: at 10,000
@@ -326,9 +363,10 @@ var scorePool = sync.Pool{New: func() any { return new([]float64) }}
 type queryTerm struct {
 	term   string
 	weight float64
-	// words has bit i set when the term is the query's word i, one typo
-	// from it, or related to it; 0 for a pair of words and a compound.
-	words uint64
+	// words[l] has bit i set when the term is the query's word i or one
+	// typo from it (level 0), or related to it (level 1 or 2, by how
+	// closely: matchLevel); all 0 for a pair of words and a compound.
+	words [matchLevels]uint64
 }
 
 // score returns every indexed tool's BM25 score for terms, by document, in a
@@ -341,19 +379,18 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	*sp = (*sp)[:x.n]
 	scores := *sp
 	clear(scores)
-	if x.n == 0 || x.total == 0 {
+	if x.n == 0 || x.total == [fieldGroups]float64{} {
 		return sp
 	}
 	mp := maskPool.Get().(*[]uint64)
 	defer maskPool.Put(mp)
-	if cap(*mp) < x.n {
-		*mp = make([]uint64, x.n)
+	if cap(*mp) < matchLevels*x.n {
+		*mp = make([]uint64, matchLevels*x.n)
 	}
-	*mp = (*mp)[:x.n]
+	*mp = (*mp)[:matchLevels*x.n]
 	masks := *mp
 	clear(masks)
 	n := float64(x.n)
-	avg := x.total / n
 	for _, t := range terms {
 		ps := x.postingsOf(t.term)
 		if len(ps) == 0 {
@@ -362,24 +399,55 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 		df := float64(len(ps))
 		idf := t.weight * math.Log(1+(n-df+0.5)/(df+0.5))
 		for _, p := range ps {
-			tf := float64(p.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*x.lengths[p.doc]/avg)
-			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
-			masks[p.doc] |= t.words
+			// BM25F: the head's frequency normalised by its length, the
+			// params' not, then the two saturated together.
+			tf := float64(p.tf[groupHead]*x.headNorm[p.doc] + p.tf[groupParams])
+			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + bm25K1)
+			m := masks[matchLevels*int(p.doc) : matchLevels*int(p.doc)+matchLevels : matchLevels*int(p.doc)+matchLevels]
+			m[0] |= t.words[0]
+			m[1] |= t.words[1]
+			m[2] |= t.words[2]
 		}
 	}
 	// Coordination: a tool's score is scaled by the share of the query's
-	// words it matched (itself, one typo away or related), so that a tool
-	// answering the whole request outranks one that matches one word many
-	// times or in its name.
+	// words it matched (itself, one typo away or related, each counted by
+	// how closely: levelCredit), so that a tool answering the whole request
+	// outranks one that matches one word many times or in its name.
 	if nwords > 1 {
-		for doc, m := range masks {
-			if scores[doc] > 0 {
-				scores[doc] *= float64(bits.OnesCount64(m)) / float64(nwords)
+		for doc, s := range scores {
+			if s > 0 {
+				m := masks[matchLevels*doc : matchLevels*doc+matchLevels : matchLevels*doc+matchLevels]
+				credit := levelCredit[0]*float64(bits.OnesCount64(m[0])) +
+					levelCredit[1]*float64(bits.OnesCount64(m[1]&^m[0])) +
+					levelCredit[2]*float64(bits.OnesCount64(m[2]&^(m[0]|m[1])))
+				scores[doc] *= credit / float64(nwords)
 			}
 		}
 	}
 	return sp
+}
+
+// Coordination counts a query word a tool matches by how closely it
+// matched: the word itself or one typo away fully, a synonym or derived form
+// half, a hypernym a quarter ("support", two hypernyms above "order", is weak
+// evidence that a support tool is about orders). Tuned on the tuning half:
+// counting every match fully, as before, put a support tool first for "the
+// status of order 88123".
+const matchLevels = 3
+
+var levelCredit = [matchLevels]float64{1, 0.5, 0.25} // read-only
+
+// matchLevel returns the level of coordination of a query term of weight w:
+// the weight says how it relates to the query's word (relationWeight,
+// weightTypo).
+func matchLevel(w float64) int {
+	switch {
+	case w >= weightTypo: // the word, or a typo of it
+		return 0
+	case w >= weightTypo*relationWeight[lexicon.Synonym]: // a synonym or derived form
+		return 1
+	}
+	return 2
 }
 
 // maskPool holds the slices of which query words each tool matched, as
@@ -401,14 +469,16 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	add := func(term string, w float64) {
 		if i, ok := at[term]; ok {
 			out[i].weight = max(out[i].weight, w)
-			out[i].words |= bit
+			out[i].words[matchLevel(w)] |= bit
 			return
 		}
 		if _, ok := x.ids[term]; !ok || len(out) == maxExpandedTerms {
 			return
 		}
 		at[term] = len(out)
-		out = append(out, queryTerm{term, w, bit})
+		t := queryTerm{term: term, weight: w}
+		t.words[matchLevel(w)] = bit
+		out = append(out, t)
 	}
 	for _, t := range queryTermsOf(text) {
 		add(t, 1)

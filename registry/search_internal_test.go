@@ -51,6 +51,8 @@ func TestTerms(t *testing.T) {
 		{"e-mail", true, "email|e|mail|e mail"},
 		{"refundOrder", true, "refundorder|refund|order|refund order"},
 		{"HTTPServer", false, "http|server|http server"},
+		{"open PRs, URLs and IDs", true, "open|prs|url|id|open prs|prs url|url id"},
+		{"HTTPServers listUserIDs", true, "httpservers|listuserids|http|server|list|user|id|http server|server list|list user|user id"},
 		{"oauth2Token", false, "oauth2|token|oauth2 token"},
 		{"Invoices, queries; statuses and classes", false, "invoic|queri|status|class|invoic queri|queri status|status class"},
 		{"status class bus", false, "status|class|bus|status class|class bus"},

@@ -473,3 +473,65 @@ func TestSearchExpandsWithWordNetBelowThePersonsWords(t *testing.T) {
 		}
 	}
 }
+
+// A tool that matches a query word only through a distant relation (support
+// is two hypernyms above order) gets little credit for covering that word:
+// the ticket tool, with "status" in its description and the tag "support",
+// does not outrank the order tool, "order" in its name, for "status of
+// order 88123" by seeming to answer both words.
+func TestSearchCreditsAWordByHowCloselyItMatched(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "list_tickets", Description: "List tickets by status or assignee.", Tags: []string{"support"}},
+		&toolreg.Spec{Name: "get_order", Description: "Look up an order by its number."},
+		&toolreg.Spec{Name: "send_email", Description: "Send an email."},
+		&toolreg.Spec{Name: "play_track", Description: "Play a song."},
+		&toolreg.Spec{Name: "book_hotel", Description: "Book a hotel room."})
+	if got := names(r.Search(registry.Query{Text: "what's the status of order 88123"})); len(got) == 0 || got[0] != "get_order" {
+		t.Errorf("Search(status of order) = %v, want get_order first", got)
+	}
+}
+
+// A tool's params do not dilute the words of its name and description: two
+// tools described alike rank alike for those words, however many params one
+// takes (when one length counted both, the one with more params ranked
+// lower).
+func TestSearchParamsDoNotDiluteTheDescription(t *testing.T) {
+	t.Parallel()
+	many := &toolreg.Spec{Name: "invoice_one", Description: "Fetch an invoice."}
+	for _, p := range strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november") {
+		many.Params = append(many.Params, &toolreg.Param{Name: p, Schema: toolreg.Schema{Type: toolreg.TypeString, Description: "The " + p + " setting of the request."}})
+	}
+	few := &toolreg.Spec{Name: "invoice_two", Description: "Fetch an invoice."}
+	r := registryOf(t, many, few, &toolreg.Spec{Name: "send_email", Description: "Send an email."})
+	ms := r.Search(registry.Query{Text: "fetch an invoice"})
+	if len(ms) < 2 || ms[0].Tool.Name() != "invoice_one" || ms[0].Score != ms[1].Score {
+		t.Fatalf("Search(fetch an invoice) = %v: want invoice_one and invoice_two scored alike, in registration order", matchesString(ms))
+	}
+}
+
+// matchesString shows matches with their scores, for a failure message.
+func matchesString(ms []registry.Match) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%s %.4g; ", m.Tool.Name(), m.Score)
+	}
+	return b.String()
+}
+
+// A term that is one of the query's words and also related to another
+// (content: the word "contents", and a hypernym of "example") answers the
+// other only as a relation does: a tool with "content" does not seem to
+// answer "example" fully.
+func TestSearchCreditsATermForEachWordByItsRelationToIt(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "fetch_url", Description: "Fetch a URL and return its text content."},
+		&toolreg.Spec{Name: "show_example", Description: "Show a sample request."},
+		&toolreg.Spec{Name: "send_email", Description: "Send an email."},
+		&toolreg.Spec{Name: "play_track", Description: "Play a song."})
+	ms := r.Search(registry.Query{Text: "contents of the example"})
+	if len(ms) == 0 || ms[0].Tool.Name() != "show_example" {
+		t.Fatalf("Search(contents of the example) = %v: want show_example first", matchesString(ms))
+	}
+}

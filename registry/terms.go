@@ -202,7 +202,10 @@ func isJoiner(r rune) bool { return r == '_' || r == '-' }
 // splits at the same places.
 func isHump(rs []rune, i int) bool {
 	lowerToUpper := (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])) && unicode.IsUpper(rs[i])
-	acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1])
+	// An acronym's plural (PRs, URLs, IDs) is one word, not an acronym
+	// followed by a hump.
+	plural := i+2 == len(rs) && rs[i+1] == 's'
+	acronymEnd := i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i+1]) && !plural
 	return lowerToUpper || acronymEnd
 }
 
