@@ -9,8 +9,9 @@
 #     native batches, ClaimBatch of 100 then CompleteBatch of those 100)
 #     against 100 intents per transaction (or pipeline), written with the
 #     same kind of ids (goal: >= 0.5x at 16 and 64 workers);
-#   jsonl: BenchmarkServeJSONL (effector.Serve over durable JSONL at 1 and 16
-#     workers) against a copy that fsyncs once per 100 lines (goal: >= 0.5x);
+#   jsonl: effector/jsonl's BenchmarkServe (effector.Serve over durable
+#     JSONL at 1 and 16 workers) against a copy that fsyncs once per 100
+#     lines (goal: >= 0.5x);
 #   serve: sqlitestore's BenchmarkServe (effector.Serve at 1 and 16 workers
 #     over an in-memory JSONL stream, and over a JSONL file to a JSONL file,
 #     into SQLite) against 100 claims then 100 completions per transaction
@@ -134,7 +135,7 @@ for p in "${paths[@]}"; do
 	redis) run ./effector/redisstore/ '^BenchmarkProcessWorkers$' 'impl=floor-pipeline100$' ;;
 	redis-durable) run ./effector/redisstore/ '^BenchmarkProcessWorkersDurable$' 'impl=floor-pipeline100$' ;;
 	postgres) run ./effector/pgstore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
-	jsonl) run ./effector/ '^BenchmarkServeJSONL$' 'impl=floor-copy-fsync-per-100$' ;;
+	jsonl) run ./effector/jsonl/ '^BenchmarkServe$' 'impl=floor-copy-fsync-per-100$' ;;
 	serve)
 		benchtime="${serve_n}x" run ./effector/sqlitestore/ '^BenchmarkServe$' 'impl=floor-batch100$'
 		benchtime="${serve_n}x" run ./effector/pgstore/ '^BenchmarkServe$' 'impl=floor-batch100/'
