@@ -54,6 +54,7 @@ func BenchmarkServe(b *testing.B) {
 	}
 
 	b.Run("impl=floor-copy-fsync-per-100", func(b *testing.B) {
+		b.ReportAllocs()
 		dir := b.TempDir()
 		in := input(b, dir)
 		b.ResetTimer()
@@ -102,6 +103,7 @@ func BenchmarkServe(b *testing.B) {
 	})
 	for _, workers := range []int{1, 16} {
 		b.Run("impl=serve/workers="+strconv.Itoa(workers), func(b *testing.B) {
+			b.ReportAllocs()
 			dir := b.TempDir()
 			in := input(b, dir)
 			e, calls := effectortest.Effector(b, effector.NewMemoryStore())
