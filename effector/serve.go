@@ -46,7 +46,9 @@ type Delivery struct {
 	// its source: Serve acknowledges an intent's delivery with others
 	// through Acker.AckBatch in place of Ack (one round trip for many).
 	// Ack stays set: it is the fallback when AckBatch fails, and the path of
-	// an entry that is no intent. Nil: Serve calls Ack alone. Serve groups
+	// an entry that is no intent (a source that sets no Ack has those
+	// acknowledged through AckBatch, one at a time). Nil: Serve calls Ack
+	// alone. Serve groups
 	// deliveries by Acker with ==, so it must be comparable: a pointer, as
 	// the sources' are.
 	//
@@ -555,11 +557,16 @@ func (s *server) answeredOne(ctx context.Context, it *finishItem) {
 	}
 }
 
+// ack acknowledges d alone: through its Ack, or, from a source that set
+// only an Acker, through a batch of one.
 func ack(ctx context.Context, d Delivery) error {
-	if d.Ack == nil {
-		return nil
+	switch {
+	case d.Ack != nil:
+		return d.Ack(ctx)
+	case d.Acker != nil:
+		return d.Acker.AckBatch(ctx, []Delivery{d})
 	}
-	return d.Ack(ctx)
+	return nil
 }
 
 // retry runs step until it returns nil (true) or it fails after work or stop

@@ -193,3 +193,38 @@ func TestServeMixesDeliveriesWithAndWithoutAnAcker(t *testing.T) {
 		}
 	}
 }
+
+// A source that sets an Acker and no Ack has the deliveries of a failed
+// batch acknowledged one by one through AckBatch, never counted answered
+// unacknowledged.
+func TestServeFallsBackToBatchesOfOneWhenTheSourceSetsNoAck(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	ins := intents("batchack-noack", n)
+	a := &batchAcker{inBatch: map[string]int{}}
+	failures := 1
+	a.fail = func() error {
+		if failures == 0 {
+			return nil
+		}
+		failures--
+		return errors.New("connection lost mid-batch")
+	}
+	src := newBatchAckSource(ins, a)
+	for i := range src.ds {
+		src.ds[i].Ack = nil
+	}
+	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
+	if err := effector.Serve(context.Background(), src, newResultSink(), e, effector.WithWorkers(4),
+		effector.WithRetryBackoff(time.Millisecond, 10*time.Millisecond), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, failed := a.stats(); failed == 0 {
+		t.Fatal("no AckBatch failed: the test proves nothing")
+	}
+	for _, in := range ins {
+		if got := a.of(in.ID); got != 1 {
+			t.Errorf("intent %s acknowledged %d times through AckBatch, want once", in.ID, got)
+		}
+	}
+}

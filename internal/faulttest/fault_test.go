@@ -474,6 +474,24 @@ func restartMidRun(t *testing.T, server, storeArg string, seed uint64, restart f
 // kill interrupted may execute twice. Then SIGTERM stops the rest gracefully.
 func TestStreams(t *testing.T) {
 	t.Parallel()
+	streamsKilled(t, inTool, 1)
+}
+
+// TestStreamsKilledAfterCompletion kills a consumer of four (with four
+// workers, so that its acknowledgements go in batches) after a completion
+// is durable and before its result is published and its batch
+// acknowledged: the other consumers reclaim its entries and answer them
+// from the store.
+func TestStreamsKilledAfterCompletion(t *testing.T) {
+	t.Parallel()
+	streamsKilled(t, afterComplete, 4)
+}
+
+// streamsKilled serves a Redis stream with four consumers, the first of
+// which (with workers workers) kills itself at point, and checks that no
+// intent is lost and that an intent runs twice only where the kill fell
+// between its run and its durable completion.
+func streamsKilled(t *testing.T, point string, workers int) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	rdb := srv.Client(t)
@@ -503,10 +521,11 @@ func TestStreams(t *testing.T) {
 			"-downstream", fs.downstream, "-kills", fs.kills, "-completes", fs.completes,
 			"-lease", "2s", "-timeout", "500ms", "-reclaim-idle", "2500ms"}
 		if i == 0 {
-			// One worker: the kill interrupts the intent it names, and may cut
-			// the completions of the intents that worker ran just before it,
-			// which Serve's completer had not yet made durable.
-			args = append(args, "-workers", "1", "-kill-at", inTool, "-kill-n", "8")
+			// With one worker, an in-tool kill interrupts the intent it
+			// names, and may cut the completions of the intents that worker
+			// ran just before it, which Serve's completer had not yet made
+			// durable.
+			args = append(args, "-workers", strconv.Itoa(workers), "-kill-at", point, "-kill-n", "8")
 		} else {
 			args = append(args, "-workers", "4")
 		}
@@ -546,7 +565,7 @@ func TestStreams(t *testing.T) {
 	}
 
 	calls := downstreamCalls(t, fs.downstream)
-	r := tally(t, fmt.Sprintf("streams, %d consumers, 1 killed in-tool (redis)", procs), ids, calls, published())
+	r := tally(t, fmt.Sprintf("streams, %d consumers, 1 killed %s (redis)", procs, point), ids, calls, published())
 	killed := lines(t, fs.kills)
 	if len(killed) != 1 {
 		t.Fatalf("kills.log: %q, want one kill", killed)

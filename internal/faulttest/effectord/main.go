@@ -25,6 +25,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/effector/natsstore"
+	"github.com/beam-agents/toolreg/effector/pgqueue"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
@@ -66,6 +67,8 @@ type flags struct {
 	keyPrefix  string
 	stream     string
 	consumer   string
+	queue      string
+	queueLease time.Duration
 	reclaim    time.Duration
 	toolDelay  time.Duration
 	tornWait   time.Duration
@@ -99,6 +102,8 @@ func main() {
 	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
 	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
+	flag.StringVar(&f.queue, "queue", "", "read intents from, and publish results to, the Postgres queue of this name in the -store database (a postgres:// URL) instead of files")
+	flag.DurationVar(&f.queueLease, "queue-lease", 2*time.Second, "with -queue, how long a claimed row stays invisible to other consumers")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
 	flag.DurationVar(&f.storeTO, "store-timeout", -1, "the effector's store timeout (default: what the lease leaves after the tool timeout and effector.LeaseMargin, at most 5s)")
 	flag.DurationVar(&f.drain, "drain", 30*time.Second, "Serve's drain timeout after SIGTERM")
@@ -131,12 +136,13 @@ func run(f flags, log *slog.Logger) error {
 	if f.killAt != "" && !slices.Contains(killPoints, f.killAt) {
 		return fmt.Errorf("-kill-at=%q: want one of %s", f.killAt, strings.Join(killPoints, ", "))
 	}
-	if (f.stream == "" && (f.in == "" || f.out == "")) || f.downstream == "" {
-		return errors.New("-downstream, and -in and -out or -stream, are required")
+	if (f.stream == "" && f.queue == "" && (f.in == "" || f.out == "")) || f.downstream == "" {
+		return errors.New("-downstream, and -in and -out, -stream or -queue, are required")
 	}
 	k := &killer{point: f.killAt, n: f.killN, notes: f.kills}
 
 	var store effector.DedupStore
+	var pgPool *pgxpool.Pool // the store's, for -queue
 	kind, where, _ := strings.Cut(f.store, ":")
 	switch kind {
 	case "sqlite":
@@ -180,7 +186,7 @@ func run(f flags, log *slog.Logger) error {
 			return err
 		}
 		defer s.Close()
-		store = s
+		store, pgPool = s, pool
 	case "nats", "tls":
 		// A bucket on a JetStream cluster, as a service opens it by URL;
 		// the store retries each request until a leader answers.
@@ -245,6 +251,21 @@ func run(f flags, log *slog.Logger) error {
 			return err
 		}
 		return effector.Serve(ctx, src, redisstream.NewSink(rdb, "results"), e, opts...)
+	}
+	if f.queue != "" {
+		if pgPool == nil {
+			return errors.New("-queue needs a postgres:// -store: the queue lives in the store's database")
+		}
+		q, err := pgqueue.Open(ctx, pgPool, f.queue)
+		if err != nil {
+			return err
+		}
+		src, err := q.NewSource(pgqueue.WithLease(f.queueLease), pgqueue.WithPollInterval(100*time.Millisecond), pgqueue.WithLogger(log))
+		if err != nil {
+			return err
+		}
+		defer src.Close(context.WithoutCancel(ctx))
+		return effector.Serve(ctx, src, q.Sink(), e, opts...)
 	}
 	src, err := jsonl.OpenFile(f.in, jsonl.WithTornLineWait(f.tornWait))
 	if err != nil {
