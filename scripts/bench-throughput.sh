@@ -99,6 +99,13 @@ vsbase() {
 	git worktree add --detach "$wt" "$base" >/dev/null
 	trap 'git worktree remove --force "$wt"; rm -rf "$tmp"' RETURN
 	cp effector/sqlitestore/bench_serve_test.go "$wt/effector/sqlitestore/"
+	# A baseline from before the JSONL transport moved out of effector into
+	# effector/jsonl (issue 32) has it under its old names.
+	if [ ! -d "$wt/effector/jsonl" ]; then
+		sed -i -e '/"github.com\/beam-agents\/toolreg\/effector\/jsonl"/d' \
+			-e 's/jsonl\.OpenFile(/effector.OpenJSONLFile(/g; s/jsonl\.NewSource(/effector.NewJSONLSource(/g; s/jsonl\.NewSink(/effector.NewJSONLSink(/g' \
+			"$wt/effector/sqlitestore/bench_serve_test.go"
+	fi
 	(cd "$wt" && go test -c -o "$tmp/base.test" ./effector/sqlitestore/)
 	go test -c -o "$tmp/this.test" ./effector/sqlitestore/
 	echo "== vs $base ($(git -C "$wt" rev-parse --short HEAD)): BenchmarkServe at ${serve_n}x, BenchmarkProcessWorkers at ${process_n}x, -count $count, in turns"
