@@ -7,11 +7,12 @@
 // byte offset and line number after the last line acknowledged, written
 // atomically and fsynced), and Serve acknowledges a line only once its
 // result is durable in the results file (a Sink fsyncs before Publish
-// returns). So a restarted effector resumes after the checkpoint and
-// delivers again only lines whose results may not be on disk; the dedup
-// store answers those that ran with the recorded result. A result line may
-// therefore appear twice, always the same result: consumers deduplicate by
-// intent id. A Source on a plain stream (NewSource) cannot redeliver: its
+// returns); the lines of the intents finished together move the checkpoint
+// with one save (Source.AckBatch), never past a line not yet answered. So a
+// restarted effector resumes after the checkpoint and delivers again only
+// lines whose results may not be on disk; the dedup store answers those that
+// ran with the recorded result. A result line may therefore appear twice,
+// always the same result: consumers deduplicate by intent id. A Source on a plain stream (NewSource) cannot redeliver: its
 // acknowledgements do nothing, and the producer must resend intents that
 // have no result line when an effector dies.
 //
