@@ -53,4 +53,12 @@
 // The DedupStore here, MemoryStore, serves one process; durable stores live
 // in subpackages, and every store passes the conformance suite in package
 // storetest.
+//
+// Serve runs an effector as a service: it receives intents from a Source,
+// publishes their results to a Sink, and acknowledges each intent only once
+// its result is published. This package holds Serve and the contracts a
+// transport implements (Source, Sink, and BatchSource, BatchAcker and
+// StagedSink for batches); the transports are drivers in subpackages: jsonl
+// (a file with a checkpoint, or stdin and stdout), redisstream (Redis
+// Streams), pgqueue (a Postgres table) and natsstream (NATS JetStream).
 package effector

@@ -445,7 +445,7 @@ func (pl *pipeline) renew(items []*item) {
 
 // publish hands a durable item to the sink and then the finisher, in the
 // completer's goroutine, in the order items reached the completer. A
-// StagedSink (JSONLSink, the transports' Sinks) stages it here, and the
+// StagedSink (jsonl's Sink, the transports' Sinks) stages it here, and the
 // finisher waits for it; with more than one worker, another sink's Publish
 // runs in the finisher, beside the others'.
 func (pl *pipeline) publish(it *item) {

@@ -231,7 +231,7 @@ func WithServeLogger(l *slog.Logger) ServeOption {
 // UnansweredError is what Serve returns when it stopped with deliveries it
 // received but could not answer (their result was not published, or not
 // acknowledged) before the drain timeout. Their sources deliver them again
-// (a JSONLSource once it is opened again: the one Serve used does not go
+// (a jsonl.Source once it is opened again: the one Serve used does not go
 // back over lines it handed out); the store answers any that ran with their
 // recorded result.
 type UnansweredError struct {
@@ -272,9 +272,9 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	}
 	switch {
 	case source == nil:
-		return errors.New("effector: Serve was given a nil source: pass where intents come from, such as OpenJSONLFile's or redisstream.NewSource's")
+		return errors.New("effector: Serve was given a nil source: pass where intents come from, such as jsonl.OpenFile's or redisstream.NewSource's")
 	case sink == nil:
-		return errors.New("effector: Serve was given a nil sink: pass where results go, such as NewJSONLSink's or redisstream.NewSink's")
+		return errors.New("effector: Serve was given a nil sink: pass where results go, such as jsonl.NewSink's or redisstream.NewSink's")
 	case p == nil:
 		return errors.New("effector: Serve was given a nil processor: pass the *Effector that New returns")
 	case cfg.workers < 1:
@@ -338,7 +338,7 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	slots := make(chan struct{}, cfg.workers+2*prefetch) // two batches being claimed
 	jobs := make(chan *item, cfg.workers+2*prefetch)
 	// The completer hands each intent whose result is durable to the
-	// sink, and then to finish: wait for a staged result (JSONLSink) to be
+	// sink, and then to finish: wait for a staged result (jsonl's Sink) to be
 	// durable, then acknowledge it. Up to maxFinishing of those wait at
 	// once, so their fsyncs and checkpoint saves are shared.
 	finishing := make(chan struct{}, max(cfg.workers, maxFinishing))
@@ -503,10 +503,10 @@ const maxFinishing = 1024
 // line a consumer may read twice) needs nothing more. An error from Stage
 // itself is retried, with backoff, by Stage again.
 //
-// JSONLSink and the Sinks of natsstream, redisstream and pgqueue are
-// StagedSinks. A wrapper of a sink (one counting, one logging) hides Stage
-// unless it implements it too, which makes Serve publish through Publish,
-// one result at a time.
+// The Sinks of jsonl, natsstream, redisstream and pgqueue are StagedSinks.
+// A wrapper of a sink (one counting, one logging) hides Stage unless it
+// implements it too, which makes Serve publish through Publish, one result
+// at a time.
 type StagedSink interface {
 	Sink
 	Stage(ctx context.Context, res intent.Result) (wait func() error, err error)

@@ -12,6 +12,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 )
 
@@ -50,8 +51,8 @@ func ExampleServe() {
 	stream := strings.Repeat(string(line)+"\n", 2) // delivered twice
 
 	err = effector.Serve(context.Background(),
-		effector.NewJSONLSource(strings.NewReader(stream), "stdin"),
-		effector.NewJSONLSink(os.Stdout), e,
+		jsonl.NewSource(strings.NewReader(stream), "stdin"),
+		jsonl.NewSink(os.Stdout), e,
 		effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		log.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
@@ -67,7 +68,7 @@ func TestServeStagesResultsOnAStagedSinkAndRepublishesAFailedWait(t *testing.T) 
 	}
 	intents := filepath.Join(dir, "intents.jsonl")
 	writeFile(t, intents, input.String())
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}

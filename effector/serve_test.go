@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
@@ -116,7 +117,7 @@ func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 	writeFile(t, intents, input.String())
 	results := filepath.Join(dir, "results.jsonl")
 
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 	e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e,
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e,
 		effector.WithWorkers(3), effector.WithServeLogger(logger)); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
@@ -204,12 +205,12 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
 
 	// First run: three results published, the fourth fails; then shutdown.
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, calls := effectortest.Effector(t, serveStore(t, storePath))
-	sink := &failingSink{Sink: effector.NewJSONLSink(appendFile(t, results)), n: 3, failed: make(chan struct{})}
+	sink := &failingSink{Sink: jsonl.NewSink(appendFile(t, results)), n: 3, failed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-sink.failed; cancel() }()
 	err = effector.Serve(ctx, src, sink, e, quiet, effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
@@ -226,13 +227,13 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	}
 
 	// Second run, as a restarted effector: a new store handle on the same file.
-	src, err = effector.OpenJSONLFile(intents)
+	src, err = jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	e2, calls2 := effectortest.Effector(t, serveStore(t, storePath))
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e2, quiet); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e2, quiet); err != nil {
 		t.Fatalf("second Serve: %v", err)
 	}
 	got := serveResults(t, results)
@@ -274,10 +275,10 @@ func TestServeShutdown(t *testing.T) {
 		go pw.Write([]byte(serveLine(t, effectortest.Intent("e", 3, 0))))
 		ctx, cancelCtx := context.WithCancel(context.Background())
 		out = new(bytes.Buffer)
-		sink := &lockedSink{w: effector.NewJSONLSink(out)}
+		sink := &lockedSink{w: jsonl.NewSink(out)}
 		served = make(chan error, 1)
 		go func() {
-			served <- effector.Serve(ctx, effector.NewJSONLSource(pr, "pipe"), sink, e, quiet, effector.WithDrainTimeout(drain))
+			served <- effector.Serve(ctx, jsonl.NewSource(pr, "pipe"), sink, e, quiet, effector.WithDrainTimeout(drain))
 		}()
 		<-entered
 		return cancelCtx, release, out, served, store
@@ -369,8 +370,8 @@ func TestServeStopsOnASourceErrorAfterAnsweringWhatItRead(t *testing.T) {
 	in := effectortest.Intent("e", 4, 0)
 	var out bytes.Buffer
 	err := effector.Serve(context.Background(),
-		effector.NewJSONLSource(brokenReader{strings.NewReader(serveLine(t, in))}, "dev"),
-		effector.NewJSONLSink(&out), e, effector.WithServeLogger(slog.New(slog.DiscardHandler)))
+		jsonl.NewSource(brokenReader{strings.NewReader(serveLine(t, in))}, "dev"),
+		jsonl.NewSink(&out), e, effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	if err == nil || !strings.Contains(err.Error(), "reading dev after line 1: device unplugged") {
 		t.Fatalf("Serve = %v, want the source's error naming where it happened", err)
 	}
@@ -379,65 +380,11 @@ func TestServeStopsOnASourceErrorAfterAnsweringWhatItRead(t *testing.T) {
 	}
 }
 
-func TestJSONLSourceRefusesHostileLines(t *testing.T) {
-	t.Parallel()
-	good := effectortest.Intent("e", 5, 0)
-	long := `{"intent_id":"` + strings.Repeat("x", 1000) + `"}`
-	input := long + "\n" + `{"intent_id":"a","bogus":1}` + "\n" + "\xff\xfe\n" + serveLine(t, good)
-	src := effector.NewJSONLSource(strings.NewReader(input), "in", effector.WithMaxLineBytes(400))
-	tests := []struct {
-		name string
-		want string
-	}{
-		{"a line longer than the limit is refused, naming the limit", "in:1: line is longer than 400 bytes"},
-		{"an unknown field is refused, naming its line", `in:2: toolreg: decoding ToolIntent JSON`},
-		{"bytes that are not JSON are refused, naming their line", "in:3:"},
-	}
-	for _, tt := range tests {
-		d, err := src.Receive(context.Background())
-		if err != nil {
-			t.Fatalf("%s: Receive: %v", tt.name, err)
-		}
-		if d.Err == nil || !strings.Contains(d.Err.Error(), tt.want) || d.Intent != nil {
-			t.Errorf("%s: delivery error = %v, want one containing %q and no intent", tt.name, d.Err, tt.want)
-		}
-	}
-	d, err := src.Receive(context.Background())
-	if err != nil || d.Err != nil || d.Intent == nil || d.Intent.ID != good.ID || d.Pos != "in:4" {
-		t.Fatalf("the good line after the bad ones: %+v, %v; want its intent at in:4", d, err)
-	}
-	if _, err := src.Receive(context.Background()); !errors.Is(err, io.EOF) {
-		t.Fatalf("Receive after the last line = %v, want io.EOF", err)
-	}
-}
-
-func TestOpenJSONLFileRefusesABadCheckpoint(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	intents := filepath.Join(dir, "in.jsonl")
-	writeFile(t, intents, "\n")
-	tests := []struct {
-		name, checkpoint, want string
-	}{
-		{"garbage is refused", "hello", `holds "hello", want "<byte offset> <line number>"`},
-		{"an offset past the end is refused", "99 3\n", "past the end of"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			writeFile(t, intents+".ack", tt.checkpoint)
-			_, err := effector.OpenJSONLFile(intents)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("OpenJSONLFile = %v, want an error containing %q", err, tt.want)
-			}
-		})
-	}
-}
-
 func TestServeRefusesBadOptions(t *testing.T) {
 	t.Parallel()
 	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-	src := effector.NewJSONLSource(strings.NewReader(""), "empty")
-	sink := effector.NewJSONLSink(io.Discard)
+	src := jsonl.NewSource(strings.NewReader(""), "empty")
+	sink := jsonl.NewSink(io.Discard)
 	tests := []struct {
 		name string
 		opt  effector.ServeOption
@@ -466,45 +413,6 @@ func TestServeRefusesBadOptions(t *testing.T) {
 			if err := effector.Serve(context.Background(), c.src, c.sink, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Serve = %v, want an error containing %q", err, c.want)
 			}
-		}
-	})
-}
-
-// FuzzJSONLSource feeds arbitrary bytes: every line becomes a delivery with an
-// intent or an error, positions count up, and nothing panics or hangs.
-func FuzzJSONLSource(f *testing.F) {
-	f.Add([]byte("{}\n\n{\"intent_id\":\"x\"}\n"))
-	f.Add([]byte("\xff\n" + strings.Repeat("a", 300)))
-	f.Add([]byte(`{"intent_id":"i","entity_key":"ZQ==","seq":"1","step_index":0,"tool_name":"apply","args_json":"{}","created_at_ms":1,"expires_at_ms":2,"attempt":1,"kind":"TOOL"}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		src := effector.NewJSONLSource(bytes.NewReader(data), "f", effector.WithMaxLineBytes(64))
-		prev := 0
-		for {
-			d, err := src.Receive(context.Background())
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				t.Fatalf("Receive: %v", err)
-			}
-			if (d.Intent == nil) == (d.Err == nil) {
-				t.Fatalf("delivery at %s has intent %v and error %v: want exactly one", d.Pos, d.Intent != nil, d.Err)
-			}
-			if d.Err != nil && (d.Offset < 0 || d.Offset > int64(len(data)) || !bytes.HasPrefix(data[d.Offset:], d.Bytes)) {
-				t.Fatalf("delivery at %s: bytes %q at offset %d are not the input's", d.Pos, d.Bytes, d.Offset)
-			}
-			var te *effector.TornLineError
-			if errors.As(d.Err, &te) && bytes.HasSuffix(data, []byte("\n")) {
-				t.Fatalf("delivery at %s reports a torn line, but the input ends with a newline", d.Pos)
-			}
-			if d.Intent != nil && !bytes.Contains(data, []byte("\n")) {
-				t.Fatalf("delivery at %s is an intent read from input with no newline at all", d.Pos)
-			}
-			var line int
-			if _, err := fmt.Sscanf(d.Pos, "f:%d", &line); err != nil || line <= prev {
-				t.Fatalf("position %q after line %d", d.Pos, prev)
-			}
-			prev = line
 		}
 	})
 }

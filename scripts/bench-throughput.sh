@@ -9,8 +9,9 @@
 #     native batches, ClaimBatch of 100 then CompleteBatch of those 100)
 #     against 100 intents per transaction (or pipeline), written with the
 #     same kind of ids (goal: >= 0.5x at 16 and 64 workers);
-#   jsonl: BenchmarkServeJSONL (effector.Serve over durable JSONL at 1 and 16
-#     workers) against a copy that fsyncs once per 100 lines (goal: >= 0.5x);
+#   jsonl: effector/jsonl's BenchmarkServe (effector.Serve over durable
+#     JSONL at 1 and 16 workers) against a copy that fsyncs once per 100
+#     lines (goal: >= 0.5x);
 #   serve: sqlitestore's BenchmarkServe (effector.Serve at 1 and 16 workers
 #     over an in-memory JSONL stream, and over a JSONL file to a JSONL file,
 #     into SQLite) against 100 claims then 100 completions per transaction
@@ -98,6 +99,13 @@ vsbase() {
 	git worktree add --detach "$wt" "$base" >/dev/null
 	trap 'git worktree remove --force "$wt"; rm -rf "$tmp"' RETURN
 	cp effector/sqlitestore/bench_serve_test.go "$wt/effector/sqlitestore/"
+	# A baseline from before the JSONL transport moved out of effector into
+	# effector/jsonl (issue 32) has it under its old names.
+	if [ ! -d "$wt/effector/jsonl" ]; then
+		sed -i -e '/"github.com\/beam-agents\/toolreg\/effector\/jsonl"/d' \
+			-e 's/jsonl\.OpenFile(/effector.OpenJSONLFile(/g; s/jsonl\.NewSource(/effector.NewJSONLSource(/g; s/jsonl\.NewSink(/effector.NewJSONLSink(/g' \
+			"$wt/effector/sqlitestore/bench_serve_test.go"
+	fi
 	(cd "$wt" && go test -c -o "$tmp/base.test" ./effector/sqlitestore/)
 	go test -c -o "$tmp/this.test" ./effector/sqlitestore/
 	echo "== vs $base ($(git -C "$wt" rev-parse --short HEAD)): BenchmarkServe at ${serve_n}x, BenchmarkProcessWorkers at ${process_n}x, -count $count, in turns"
@@ -134,7 +142,7 @@ for p in "${paths[@]}"; do
 	redis) run ./effector/redisstore/ '^BenchmarkProcessWorkers$' 'impl=floor-pipeline100$' ;;
 	redis-durable) run ./effector/redisstore/ '^BenchmarkProcessWorkersDurable$' 'impl=floor-pipeline100$' ;;
 	postgres) run ./effector/pgstore/ '^BenchmarkProcessWorkers$' 'impl=floor-batch100$' ;;
-	jsonl) run ./effector/ '^BenchmarkServeJSONL$' 'impl=floor-copy-fsync-per-100$' ;;
+	jsonl) run ./effector/jsonl/ '^BenchmarkServe$' 'impl=floor-copy-fsync-per-100$' ;;
 	serve)
 		benchtime="${serve_n}x" run ./effector/sqlitestore/ '^BenchmarkServe$' 'impl=floor-batch100$'
 		benchtime="${serve_n}x" run ./effector/pgstore/ '^BenchmarkServe$' 'impl=floor-batch100/'

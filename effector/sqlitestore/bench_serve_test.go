@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
@@ -95,7 +96,7 @@ func BenchmarkServe(b *testing.B) {
 			if err := os.WriteFile(in, data, 0o644); err != nil {
 				b.Fatal(err)
 			}
-			js, err := effector.OpenJSONLFile(in)
+			js, err := jsonl.OpenFile(in)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -105,11 +106,11 @@ func BenchmarkServe(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer out.Close()
-			src, sink = js, effector.NewJSONLSink(out)
+			src, sink = js, jsonl.NewSink(out)
 		} else {
-			js := effector.NewJSONLSource(bufio.NewReader(bytes.NewReader(data)), "bench")
+			js := jsonl.NewSource(bufio.NewReader(bytes.NewReader(data)), "bench")
 			defer js.Close()
-			src, sink = js, effector.NewJSONLSink(io.Discard)
+			src, sink = js, jsonl.NewSink(io.Discard)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 )
 
@@ -27,7 +28,7 @@ func ServeIntents(b *testing.B) []*intent.Intent {
 }
 
 // JSONLFile writes ins, one JSON line each, to a file in a temporary
-// directory and returns a source reading it (OpenJSONLFile, with its
+// directory and returns a source reading it (jsonl.OpenFile, with its
 // checkpoint) and a sink appending results to another file there: the JSONL
 // transport as a deployment runs it, both fsynced. Both are closed when b
 // ends.
@@ -46,7 +47,7 @@ func JSONLFile(b *testing.B, ins []*intent.Intent) (effector.Source, effector.Si
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	src, err := effector.OpenJSONLFile(path)
+	src, err := jsonl.OpenFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func JSONLFile(b *testing.B, ins []*intent.Intent) (effector.Source, effector.Si
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { out.Close() })
-	return src, effector.NewJSONLSink(out)
+	return src, jsonl.NewSink(out)
 }
 
 // BenchmarkServe serves ins (already in src, which must hold nothing else)

@@ -5,7 +5,7 @@
 // run one at a time, in the order their items were staged. There is no
 // timer: a lone item is written as soon as it is waited for, and items
 // gather while a write is under way, so the batch grows with the load (as
-// effector.JSONLSink shares one fsync among the lines staged before it).
+// jsonl.Sink shares one fsync among the lines staged before it).
 //
 // It refuses nothing; a sink encodes and checks an item before staging it.
 package staged

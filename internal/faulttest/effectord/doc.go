@@ -34,7 +34,7 @@
 // effector must give up after -max-attempts (effector.WithMaxAttempts) and
 // hand to the dead-letter sink. Dead letters (poison intents, and entries
 // that are no intent, with their offset and bytes) are appended to -dead.
-// -torn-wait is effector.WithTornLineWait: a last line without its newline
+// -torn-wait is jsonl.WithTornLineWait: a last line without its newline
 // ends the run with an error once it has passed.
 //
 // -stop-in-tool=ID makes the process SIGSTOP itself inside the tool, before

@@ -23,6 +23,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/effector/natsstore"
 	"github.com/beam-agents/toolreg/effector/pgqueue"
 	"github.com/beam-agents/toolreg/effector/pgstore"
@@ -109,7 +110,7 @@ func main() {
 	flag.Int64Var(&f.failAfter, "fail-complete-after", 0, "after this many Completes, fail every Complete for -fail-complete-for (a full disk, a lost connection); 0: never")
 	flag.DurationVar(&f.failFor, "fail-complete-for", 0, "how long Completes fail after -fail-complete-after")
 	flag.DurationVar(&f.toolDelay, "tool-delay", 0, "the tool's run time after its downstream call, so a run lasts at least intents x delay / workers")
-	flag.DurationVar(&f.tornWait, "torn-wait", effector.DefaultTornLineWait, "how long to wait for the rest of a torn last line")
+	flag.DurationVar(&f.tornWait, "torn-wait", jsonl.DefaultTornLineWait, "how long to wait for the rest of a torn last line")
 	flag.IntVar(&f.maxAtt, "max-attempts", effector.DefaultMaxAttempts, "the effector's attempt limit")
 	flag.StringVar(&f.poison, "poison", "", "SIGKILL self inside the tool every time it runs this intent id")
 	flag.StringVar(&f.dead, "dead", "", "file to append dead letters to")
@@ -266,7 +267,7 @@ func run(f flags, log *slog.Logger) error {
 		defer src.Close(context.WithoutCancel(ctx))
 		return effector.Serve(ctx, src, q.Sink(), e, opts...)
 	}
-	src, err := effector.OpenJSONLFile(f.in, effector.WithTornLineWait(f.tornWait))
+	src, err := jsonl.OpenFile(f.in, jsonl.WithTornLineWait(f.tornWait))
 	if err != nil {
 		return err
 	}
@@ -276,7 +277,7 @@ func run(f flags, log *slog.Logger) error {
 		return err
 	}
 	defer out.Close()
-	return effector.Serve(ctx, src, effector.NewJSONLSink(out), e, opts...)
+	return effector.Serve(ctx, src, jsonl.NewSink(out), e, opts...)
 }
 
 // killer SIGKILLs this process the n-th time it reaches its point.

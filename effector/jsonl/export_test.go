@@ -1,10 +1,10 @@
-package effector
+package jsonl
 
 import "io"
 
-// HookJSONLSink replaces s's writer and fsync, for tests that fail writes or
+// HookSink replaces s's writer and fsync, for tests that fail writes or
 // "crash" between a write and its fsync: w wraps the writer, sync the fsync.
-func HookJSONLSink(s *JSONLSink, w func(io.Writer) io.Writer, sync func(real func() error) error) {
+func HookSink(s *Sink, w func(io.Writer) io.Writer, sync func(real func() error) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w != nil {
@@ -16,10 +16,10 @@ func HookJSONLSink(s *JSONLSink, w func(io.Writer) io.Writer, sync func(real fun
 	}
 }
 
-// JSONLFsyncs returns the fsyncs a sink and a file source's checkpoint have
+// Fsyncs returns the fsyncs a sink and a file source's checkpoint have
 // done: one per sink batch, two per checkpoint save (the file's and its
 // directory's), for benchmarks to report beside their floors'.
-func JSONLFsyncs(sink *JSONLSink, src *JSONLSource) int64 {
+func Fsyncs(sink *Sink, src *Source) int64 {
 	n := sink.syncs.Load()
 	if src.ckpt != nil {
 		src.ckpt.mu.Lock()

@@ -1,4 +1,4 @@
-package effector
+package jsonl
 
 import (
 	"bytes"
@@ -12,13 +12,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
 )
 
 // Concurrent publishers share fsyncs, and none returns before an fsync that
 // began after its own line was written: each line is within the bytes the
 // file held when some fsync began, by the time its Publish returns.
-func TestJSONLSinkGroupsFsyncsAndReturnsOnlyWhenSynced(t *testing.T) {
+func TestSinkGroupsFsyncsAndReturnsOnlyWhenSynced(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "results.jsonl")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -26,7 +27,7 @@ func TestJSONLSinkGroupsFsyncsAndReturnsOnlyWhenSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sink := NewJSONLSink(f)
+	sink := NewSink(f)
 	var syncedBytes atomic.Int64 // the file's size when the last fsync began
 	realSync := sink.sync
 	sink.sync = func() error {
@@ -86,12 +87,12 @@ func TestCheckpointGroupsSavesAndReturnsOnlyWhenSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := filepath.Join(dir, "intents.jsonl.ack")
-	src, err := OpenJSONLFile(intents, WithCheckpointFile(ck))
+	src, err := OpenFile(intents, WithCheckpointFile(ck))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	ds := make([]Delivery, n)
+	ds := make([]effector.Delivery, n)
 	for i := range ds {
 		if ds[i], err = src.Receive(context.Background()); err != nil {
 			t.Fatal(err)

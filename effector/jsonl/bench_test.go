@@ -1,4 +1,4 @@
-package effector_test
+package jsonl_test
 
 import (
 	"bufio"
@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
-// BenchmarkServeJSONL serves b.N intents from a JSONL file to a JSONL file
+// BenchmarkServe serves b.N intents from a JSONL file to a JSONL file
 // (durable: each result synced, the checkpoint saved, before an intent counts
 // as answered) with 1 and 16 workers, on the in-memory store so that the
 // transport is what is measured, and reports intents/s beside the floor the
@@ -24,7 +25,7 @@ import (
 // a checkpoint (write, fsync, rename, directory fsync) after each fsync.
 // Each reports fsyncs/100intents too: on this machine an fsync costs CPU
 // (about 0.3 ms of system time), so the count matters under load.
-func BenchmarkServeJSONL(b *testing.B) {
+func BenchmarkServe(b *testing.B) {
 	input := func(b *testing.B, dir string) string {
 		path := filepath.Join(dir, "intents.jsonl")
 		f, err := os.Create(path)
@@ -53,6 +54,7 @@ func BenchmarkServeJSONL(b *testing.B) {
 	}
 
 	b.Run("impl=floor-copy-fsync-per-100", func(b *testing.B) {
+		b.ReportAllocs()
 		dir := b.TempDir()
 		in := input(b, dir)
 		b.ResetTimer()
@@ -101,10 +103,11 @@ func BenchmarkServeJSONL(b *testing.B) {
 	})
 	for _, workers := range []int{1, 16} {
 		b.Run("impl=serve/workers="+strconv.Itoa(workers), func(b *testing.B) {
+			b.ReportAllocs()
 			dir := b.TempDir()
 			in := input(b, dir)
 			e, calls := effectortest.Effector(b, effector.NewMemoryStore())
-			src, err := effector.OpenJSONLFile(in)
+			src, err := jsonl.OpenFile(in)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,13 +119,13 @@ func BenchmarkServeJSONL(b *testing.B) {
 			defer out.Close()
 			b.ResetTimer()
 			start := time.Now()
-			sink := effector.NewJSONLSink(out)
+			sink := jsonl.NewSink(out)
 			if err := effector.Serve(context.Background(), src, sink, e, effector.WithWorkers(workers), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
 				b.Fatal(err)
 			}
 			perSec(b, start)
 			b.StopTimer()
-			b.ReportMetric(100*float64(effector.JSONLFsyncs(sink, src))/float64(b.N), "fsyncs/100intents")
+			b.ReportMetric(100*float64(jsonl.Fsyncs(sink, src))/float64(b.N), "fsyncs/100intents")
 			if calls.Total() != b.N {
 				b.Fatalf("%d calls for %d intents", calls.Total(), b.N)
 			}
@@ -130,7 +133,7 @@ func BenchmarkServeJSONL(b *testing.B) {
 	}
 }
 
-// saveCheckpoint writes a checkpoint as OpenJSONLFile's source does.
+// saveCheckpoint writes a checkpoint as OpenFile's source does.
 func saveCheckpoint(b *testing.B, path string, offset int64, line int) {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", offset, line), 0o644); err != nil {

@@ -1,4 +1,4 @@
-package effector_test
+package jsonl_test
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
@@ -24,7 +25,7 @@ import (
 // hostileQuiet is the logger option of the hostile tests.
 var hostileQuiet = effector.WithServeLogger(slog.New(slog.DiscardHandler))
 
-// hostileDisk models the results file's disk under a JSONLSink: what the
+// hostileDisk models the results file's disk under a Sink: what the
 // sink wrote since the last fsync is pending, a successful fsync makes it
 // durable, and a failed one loses it, as Linux does (the kernel marks the
 // pages whose writeback failed clean, reports the error once, and a later
@@ -40,8 +41,8 @@ type hostileDisk struct {
 	onSync func(n int, pending []byte) (fail bool)
 }
 
-func (d *hostileDisk) hook(t *testing.T, sink *effector.JSONLSink) {
-	effector.HookJSONLSink(sink, func(w io.Writer) io.Writer { return diskWriter{d, w} }, func(real func() error) error {
+func (d *hostileDisk) hook(t *testing.T, sink *jsonl.Sink) {
+	jsonl.HookSink(sink, func(w io.Writer) io.Writer { return diskWriter{d, w} }, func(real func() error) error {
 		d.mu.Lock()
 		d.syncs++
 		n, pending := d.syncs, d.pending
@@ -173,9 +174,9 @@ func failedFsyncs(t *testing.T, from, to int) {
 		}
 		return false
 	}
-	sink := effector.NewJSONLSink(appendFile(t, results))
+	sink := jsonl.NewSink(appendFile(t, results))
 	disk.hook(t, sink)
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +245,10 @@ func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testin
 		intents, all, _ := batchInput(t, dir, "enospc", n)
 		results := filepath.Join(dir, "results.jsonl")
 		e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
-		sink := effector.NewJSONLSink(appendFile(t, results))
+		sink := jsonl.NewSink(appendFile(t, results))
 		disk := &fullDisk{failed: make(chan struct{})}
-		effector.HookJSONLSink(sink, func(w io.Writer) io.Writer { disk.w = w; return disk }, nil)
-		src, err := effector.OpenJSONLFile(intents)
+		jsonl.HookSink(sink, func(w io.Writer) io.Writer { disk.w = w; return disk }, nil)
+		src, err := jsonl.OpenFile(intents)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,10 +359,10 @@ func TestServeJSONLCancelledMidBatchAcknowledgesOnlyDurableResults(t *testing.T)
 				}
 				return false
 			}
-			sink := effector.NewJSONLSink(appendFile(t, results))
+			sink := jsonl.NewSink(appendFile(t, results))
 			disk.hook(t, sink)
 			writes := 0
-			effector.HookJSONLSink(sink, func(w io.Writer) io.Writer {
+			jsonl.HookSink(sink, func(w io.Writer) io.Writer {
 				return writerFunc(func(p []byte) (int, error) {
 					if writes++; at == "write" && writes == 1 {
 						cancel()
@@ -369,7 +370,7 @@ func TestServeJSONLCancelledMidBatchAcknowledgesOnlyDurableResults(t *testing.T)
 					return w.Write(p)
 				})
 			}, nil)
-			src, err := effector.OpenJSONLFile(intents)
+			src, err := jsonl.OpenFile(intents)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -502,11 +503,11 @@ func TestServeJSONLHostileLinesInABatchAreAnsweredAndNeverHoldTheCheckpoint(t *t
 		dead = append(dead, d)
 		return nil
 	})
-	src, err := effector.OpenJSONLFile(intents, effector.WithMaxLineBytes(limit))
+	src, err := jsonl.OpenFile(intents, jsonl.WithMaxLineBytes(limit))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet, deadLetter, effector.WithWorkers(8)); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, hostileQuiet, deadLetter, effector.WithWorkers(8)); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	src.Close()
@@ -546,7 +547,7 @@ func TestServeJSONLHostileLinesInABatchAreAnsweredAndNeverHoldTheCheckpoint(t *t
 	}
 
 	// A restart delivers nothing again.
-	src, err = effector.OpenJSONLFile(intents, effector.WithMaxLineBytes(limit))
+	src, err = jsonl.OpenFile(intents, jsonl.WithMaxLineBytes(limit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +576,7 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 	results := filepath.Join(dir, "results.jsonl")
 	db := filepath.Join(dir, "dedup.db")
 	e, calls := effectortest.Effector(t, serveStore(t, db))
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +584,7 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(ctx, src, effector.NewJSONLSink(appendFile(t, results)), e, effector.WithWorkers(4),
+		done <- effector.Serve(ctx, src, jsonl.NewSink(appendFile(t, results)), e, effector.WithWorkers(4),
 			effector.WithServeLogger(slog.New(slog.NewTextHandler(&logs, nil))), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
 	}()
 	for {
@@ -677,12 +678,12 @@ func TestServeJSONLFollowsAProducerWritingHalfLinesWhileItRuns(t *testing.T) {
 	}
 	e, calls := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
 	results := filepath.Join(dir, "results.jsonl")
-	src, err := effector.OpenJSONLFile(intents, effector.WithTornLineWait(time.Hour))
+	src, err := jsonl.OpenFile(intents, jsonl.WithTornLineWait(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, hostileQuiet, effector.WithWorkers(4)); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, hostileQuiet, effector.WithWorkers(4)); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	ids, bad := wholeResults(t, results)
@@ -748,9 +749,9 @@ func TestServeJSONLOutOfOrderCompletionNeverMovesTheCheckpointPastADurableGap(t 
 	}
 	e, calls := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
 	disk.onSync = func(int, []byte) bool { check(); return false }
-	sink := effector.NewJSONLSink(appendFile(t, results))
+	sink := jsonl.NewSink(appendFile(t, results))
 	disk.hook(t, sink)
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -777,12 +778,12 @@ func TestServeJSONLOutOfOrderCompletionNeverMovesTheCheckpointPastADurableGap(t 
 // test.
 func serveToEnd(t *testing.T, intents, results string, p effector.Processor, opts ...effector.ServeOption) {
 	t.Helper()
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), p, append([]effector.ServeOption{hostileQuiet}, opts...)...); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), p, append([]effector.ServeOption{hostileQuiet}, opts...)...); err != nil {
 		t.Fatalf("Serve of %s to its end: %v", intents, err)
 	}
 }

@@ -1,4 +1,4 @@
-package effector_test
+package jsonl_test
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
@@ -102,7 +103,7 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
 
 	f := appendFile(t, results)
-	sink := effector.NewJSONLSink(f)
+	sink := jsonl.NewSink(f)
 	var mu sync.Mutex
 	var durable []byte // the results file as its last fsync left it
 	syncs := 0
@@ -119,7 +120,7 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 			}
 		}
 	}
-	effector.HookJSONLSink(sink, nil, func(real func() error) error {
+	jsonl.HookSink(sink, nil, func(real func() error) error {
 		mu.Lock()
 		defer mu.Unlock()
 		check()
@@ -143,7 +144,7 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 		durable = b
 		return nil
 	})
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +174,12 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 		t.Fatalf("checkpoint at the end (%d) after a kill mid-run", line)
 	}
 
-	src, err = effector.OpenJSONLFile(intents)
+	src, err = jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, quiet, effector.WithWorkers(4)); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, quiet, effector.WithWorkers(4)); err != nil {
 		t.Fatalf("Serve after the kill: %v", err)
 	}
 	b, err := os.ReadFile(results)
@@ -228,9 +229,9 @@ func TestServeJSONLResultWriteThatFailsMidLineIsRetriedWhole(t *testing.T) {
 			intents, all, _ := batchInput(t, dir, "wfail", n)
 			results := filepath.Join(dir, "results.jsonl")
 			e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-			sink := effector.NewJSONLSink(appendFile(t, results))
-			effector.HookJSONLSink(sink, func(w io.Writer) io.Writer { return &failingWriter{w: w, fail: fail} }, nil)
-			src, err := effector.OpenJSONLFile(intents)
+			sink := jsonl.NewSink(appendFile(t, results))
+			jsonl.HookSink(sink, func(w io.Writer) io.Writer { return &failingWriter{w: w, fail: fail} }, nil)
+			src, err := jsonl.OpenFile(intents)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,14 +274,14 @@ func TestServeJSONLCheckpointNeverPassesAnUnansweredIntent(t *testing.T) {
 		return nil
 	}
 	e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e,
+		done <- effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e,
 			effector.WithWorkers(8), effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	}()
 	// Wait until every other intent's result is published.
@@ -324,7 +325,7 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 	}
 	results := filepath.Join(dir, "results.jsonl")
 	e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, results)), e, effector.WithWorkers(4),
+		done <- effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, effector.WithWorkers(4),
 			effector.WithServeLogger(slog.New(slog.NewTextHandler(&logs, nil))), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
 	}()
 	for {
@@ -438,13 +439,13 @@ func TestServeJSONLWrapperOfAckSeesEveryAcknowledgement(t *testing.T) {
 			const n = 50
 			intents, _, ends := batchInput(t, dir, "wrap", n)
 			e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-			src, err := effector.OpenJSONLFile(intents)
+			src, err := jsonl.OpenFile(intents)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer src.Close()
 			w := &wrappingSource{Source: src, wrapBatch: tc.wrapBatch, acked: map[string]int{}}
-			if err := effector.Serve(context.Background(), w, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+			if err := effector.Serve(context.Background(), w, jsonl.NewSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
 				effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
 				t.Fatalf("Serve: %v", err)
 			}
@@ -479,14 +480,14 @@ func TestServeJSONLBatchDoesNotWaitForAnIntentStillRunning(t *testing.T) {
 		return nil
 	}
 	e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(context.Background(), src, effector.NewJSONLSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+		done <- effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
 			effector.WithWorkers(1), effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	}()
 	// The test's own timeout bounds this wait.
@@ -510,11 +511,11 @@ func TestServeJSONLBatchDoesNotWaitForAnIntentStillRunning(t *testing.T) {
 	}
 }
 
-// TestJSONLSourceReceiveBatchHandsOverTheLinesRead: ReceiveBatch waits for
+// TestSourceReceiveBatchHandsOverTheLinesRead: ReceiveBatch waits for
 // the first line, then hands over the lines already read, at most max, in
 // file order, and io.EOF with the last of them; an undecodable line comes as
 // a delivery with its error, in its place.
-func TestJSONLSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
+func TestSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
 	var want []string
@@ -532,7 +533,7 @@ func TestJSONLSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
 			want = append(want, "")
 		}
 	}
-	src := effector.NewJSONLSource(strings.NewReader(b.String()), "rb.jsonl")
+	src := jsonl.NewSource(strings.NewReader(b.String()), "rb.jsonl")
 	defer src.Close()
 	ctx := context.Background()
 	var got []string
@@ -564,12 +565,12 @@ func TestJSONLSourceReceiveBatchHandsOverTheLinesRead(t *testing.T) {
 // once, never past a line not acknowledged; it refuses a batch with a
 // delivery it did not hand out, marking none of it; and acknowledging a
 // line again through its Ack is harmless.
-func TestJSONLAckBatchSavesTheCheckpointOncePerBatch(t *testing.T) {
+func TestAckBatchSavesTheCheckpointOncePerBatch(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	const n = 6
 	intents, all, ends := batchInput(t, dir, "ackbatch", n)
-	src, err := effector.OpenJSONLFile(intents)
+	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +587,7 @@ func TestJSONLAckBatchSavesTheCheckpointOncePerBatch(t *testing.T) {
 			t.Fatalf("delivery %s has Acker %v, want its source", d.Pos, d.Acker)
 		}
 	}
-	saves := func() int64 { return effector.JSONLFsyncs(effector.NewJSONLSink(io.Discard), src) / 2 }
+	saves := func() int64 { return jsonl.Fsyncs(jsonl.NewSink(io.Discard), src) / 2 }
 
 	foreign := ds[0]
 	foreign.Intent = all[0] // the same intent, not the one this delivery decoded

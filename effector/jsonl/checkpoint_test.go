@@ -1,4 +1,4 @@
-package effector
+package jsonl
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestACheckpointAckIsRetriedUntilSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := filepath.Join(dir, "intents.jsonl.ack")
-	src, err := OpenJSONLFile(intents, WithCheckpointFile(ck))
+	src, err := OpenFile(intents, WithCheckpointFile(ck))
 	if err != nil {
 		t.Fatal(err)
 	}

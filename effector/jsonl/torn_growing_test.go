@@ -1,4 +1,4 @@
-package effector_test
+package jsonl_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
@@ -27,7 +27,7 @@ func TestALastLineStillBeingWrittenIsWaitedForAsLongAsItGrows(t *testing.T) {
 	pieces := 30
 	step := max(1, len(line)/pieces)
 	writeFile(t, path, line[:step]) // the source finds the line begun
-	src, err := effector.OpenJSONLFile(path, effector.WithTornLineWait(wait))
+	src, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(wait))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package effector_test
+package jsonl_test
 
 import (
 	"context"
@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
-func receiveAck(t *testing.T, src *effector.JSONLSource) effector.Delivery {
+func receiveAck(t *testing.T, src *jsonl.Source) effector.Delivery {
 	t.Helper()
 	d, err := src.Receive(context.Background())
 	if err != nil {
@@ -41,7 +42,7 @@ func TestATornLastLineIsNeitherReadNorCheckpointedPastAndIsReadWholeAfterARestar
 	cut := len(last) / 2
 	writeFile(t, path, whole+last[:cut]) // the writer crashed mid-line
 
-	src, err := effector.OpenJSONLFile(path, effector.WithTornLineWait(0))
+	src, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestATornLastLineIsNeitherReadNorCheckpointedPastAndIsReadWholeAfterARestar
 		}
 	}
 	d, err := src.Receive(context.Background())
-	var te *effector.TornLineError
+	var te *jsonl.TornLineError
 	if !errors.As(err, &te) {
 		t.Fatalf("Receive at the torn line = %+v, %v; want a *TornLineError, and no delivery", d, err)
 	}
@@ -73,7 +74,7 @@ func TestATornLastLineIsNeitherReadNorCheckpointedPastAndIsReadWholeAfterARestar
 		t.Fatal(err)
 	}
 	f.Close()
-	again, err := effector.OpenJSONLFile(path, effector.WithTornLineWait(0))
+	again, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestAFileSourceWaitsForTheRestOfATornLine(t *testing.T) {
 	c := effectortest.Intent("wait", 1, 0)
 	last := serveLine(t, c)
 	writeFile(t, path, last[:10])
-	src, err := effector.OpenJSONLFile(path, effector.WithTornLineWait(20*time.Second))
+	src, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +117,12 @@ func TestATornLastLineAtTheEndOfAStreamIsDeadLetteredWithItsBytesAndOffset(t *te
 	t.Parallel()
 	a := effectortest.Intent("stream", 1, 0)
 	first := serveLine(t, a)
-	src := effector.NewJSONLSource(strings.NewReader(first+`{"intent_id":"half`), "stdin")
+	src := jsonl.NewSource(strings.NewReader(first+`{"intent_id":"half`), "stdin")
 	if d := receiveAck(t, src); d.Intent == nil {
 		t.Fatalf("first delivery = %+v, want an intent", d)
 	}
 	d := receiveAck(t, src)
-	var te *effector.TornLineError
+	var te *jsonl.TornLineError
 	if d.Intent != nil || !errors.As(d.Err, &te) || string(d.Bytes) != `{"intent_id":"half` || d.Offset != int64(len(first)) {
 		t.Fatalf("delivery of the fragment = %+v, want a *TornLineError with its bytes at offset %d", d, len(first))
 	}
@@ -134,7 +135,7 @@ func TestALineThatDoesNotDecodeGoesToTheDeadLetterSinkWithItsBytesAndOffset(t *t
 	a, b := effectortest.Intent("dead", 1, 0), effectortest.Intent("dead", 1, 1)
 	garbage := `{"intent_id": 12, oops}`
 	writeFile(t, path, serveLine(t, a)+garbage+"\n"+serveLine(t, b))
-	src, err := effector.OpenJSONLFile(path)
+	src, err := jsonl.OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestALineThatDoesNotDecodeGoesToTheDeadLetterSinkWithItsBytesAndOffset(t *t
 	e, calls := effectortest.Effector(t, effector.NewMemoryStore())
 	var mu sync.Mutex
 	var dead []effector.Delivery
-	sink := effector.NewJSONLSink(io.Discard)
+	sink := jsonl.NewSink(io.Discard)
 	err = effector.Serve(context.Background(), src, sink, e, effector.WithServeLogger(slog.New(slog.DiscardHandler)),
 		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
 			mu.Lock()

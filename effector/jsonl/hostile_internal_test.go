@@ -1,4 +1,4 @@
-package effector
+package jsonl
 
 import (
 	"bufio"
@@ -59,7 +59,7 @@ func TestAFileLineOneByteTooLongIsTooLongWhenItsNewlineComesLater(t *testing.T) 
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := newJSONLSource("in", limit, ck)
+			s := newSource("in", limit, ck)
 			s.tornWait = time.Hour
 			defer s.Close()
 			go s.read(bufio.NewReader(&pieces{pieces: tc.pieces}), 0, 0)
