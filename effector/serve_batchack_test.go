@@ -66,18 +66,21 @@ func newBatchAckSource(ins []*intent.Intent, a *batchAcker) *batchSource {
 
 // One Serve over n deliveries of a source with a BatchAcker acknowledges
 // them all in far fewer AckBatch calls than n, and calls no delivery's own
-// Ack. The sink holds every result until all n are being published, so
-// they reach the finisher together, as they do under load.
+// Ack. The sink holds every result until all n are being published, and the
+// first AckBatch waits until all n are published, so the rest gather behind
+// it as they do under load (without that wait, a loaded machine's scheduler
+// decides how they gather, and the count with it).
 func TestServeAcknowledgesDeliveriesInBatches(t *testing.T) {
 	t.Parallel()
 	const n = 100
 	ins := intents("batchack", n)
-	a := &batchAcker{inBatch: map[string]int{}}
+	published := make(chan struct{})
+	a := &batchAcker{inBatch: map[string]int{}, fail: func() error { <-published; return nil }}
 	src := newBatchAckSource(ins, a)
 	e, calls := effectortest.Effector(t, effector.NewMemoryStore())
 	sink := newResultSink()
 	var mu sync.Mutex
-	started, all := 0, make(chan struct{})
+	started, returned, all := 0, 0, make(chan struct{})
 	sink.publish = func(intent.Result) error {
 		mu.Lock()
 		if started++; started == n {
@@ -85,6 +88,11 @@ func TestServeAcknowledgesDeliveriesInBatches(t *testing.T) {
 		}
 		mu.Unlock()
 		<-all
+		mu.Lock()
+		if returned++; returned == n {
+			close(published)
+		}
+		mu.Unlock()
 		return nil
 	}
 	if err := effector.Serve(context.Background(), src, sink, e, effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
