@@ -18,12 +18,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/natsstore"
+	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
 	"github.com/beam-agents/toolreg/effector/redisstream"
@@ -65,6 +68,7 @@ type flags struct {
 	keyPrefix  string
 	stream     string
 	consumer   string
+	ackWait    time.Duration
 	reclaim    time.Duration
 	toolDelay  time.Duration
 	tornWait   time.Duration
@@ -96,7 +100,8 @@ func main() {
 	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
 	flag.IntVar(&f.batch, "batch", 1, "Serve's batch size (WithBatchSize): 1 claims each intent alone, so a kill after a claim interrupts that intent only")
 	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
-	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
+	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port, or the NATS JetStream queue of nats://host:port[,host:port...]/<queue>, instead of files")
+	flag.DurationVar(&f.ackWait, "ack-wait", 0, "with a nats:// -stream, the consumer's AckWait (default: the lease)")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
 	flag.DurationVar(&f.storeTO, "store-timeout", -1, "the effector's store timeout (default: what the lease leaves after the tool timeout and effector.LeaseMargin, at most 5s)")
@@ -235,6 +240,9 @@ func run(f flags, log *slog.Logger) error {
 		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
 			return dead.line(fmt.Sprintf("entry %s %d %q %q", d.Pos, d.Offset, d.Bytes, d.Err.Error()))
 		})}
+	if strings.HasPrefix(f.stream, "nats://") {
+		return serveNATS(ctx, f, e, opts, log)
+	}
 	if f.stream != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: f.stream, MaxRetries: -1, DialTimeout: time.Second})
 		defer rdb.Close()
@@ -256,6 +264,60 @@ func run(f flags, log *slog.Logger) error {
 	}
 	defer out.Close()
 	return effector.Serve(ctx, src, effector.NewJSONLSink(out), e, opts...)
+}
+
+// serveNATS serves the queue f.stream names (nats://hosts/queue, package
+// effector/natsstream) through its shared durable consumer, publishing
+// results to its results stream, until SIGTERM. The connection reconnects
+// for ever and the queue retries each request until a leader answers: a
+// node or the whole cluster restarting must look like a slow transport,
+// not a failure.
+func serveNATS(ctx context.Context, f flags, e *effector.Effector, opts []effector.ServeOption, log *slog.Logger) error {
+	servers, queue, err := natsStream(f.stream)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(servers, nats.Name("effectord"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("-stream=%q: %w", f.stream, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	q, err := natsstream.Open(ctx, js, queue, natsstream.WithRequestTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	ackWait := f.ackWait
+	if ackWait == 0 {
+		ackWait = f.lease
+	}
+	src, err := q.NewSource(ctx, natsstream.WithAckWait(ackWait), natsstream.WithLease(e.Lease()),
+		natsstream.WithBatch(max(f.batch, 1)), natsstream.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	// Given back after Serve returns, with a context of its own: ctx is
+	// cancelled by then.
+	defer src.Close(context.WithoutCancel(ctx))
+	return effector.Serve(ctx, src, q.Sink(), e, opts...)
+}
+
+// natsStream splits -stream=nats://host:port[,host:port...]/<queue> into
+// the servers, as nats.Connect takes them, and the queue's name.
+func natsStream(raw string) (servers, queue string, err error) {
+	rest, _ := strings.CutPrefix(raw, "nats://")
+	hosts, queue, ok := strings.Cut(rest, "/")
+	if !ok || hosts == "" || queue == "" {
+		return "", "", fmt.Errorf("-stream=%q: want nats://host:port[,host:port...]/<queue>", raw)
+	}
+	hs := strings.Split(hosts, ",")
+	for i, h := range hs {
+		hs[i] = "nats://" + h
+	}
+	return strings.Join(hs, ","), queue, nil
 }
 
 // killer SIGKILLs this process the n-th time it reaches its point.
