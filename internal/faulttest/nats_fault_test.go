@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -42,8 +43,9 @@ func TestNATSCluster(t *testing.T) {
 }
 
 // The effectors' settings where no process dies or stalls: a lease far
-// above a leader election on a loaded machine (seconds), so that a claim
-// never lapses while its owner waits for the cluster, and an AckWait (at
+// above a leader election on a loaded machine (seconds), so that no claim
+// lapses while its owner waits for the cluster (a claim an outage left with
+// no owner does wait the lease out: see reclaimNote), and an AckWait (at
 // most the lease, as natsstream demands) after which the server delivers
 // again an intent whose acknowledgement a leader change lost: the store
 // answers it from the recorded result.
@@ -108,6 +110,28 @@ func (r *natsRun) waitCalls(t *testing.T, n int) {
 	waitFor(t, procTimeout, fmt.Sprintf("%d downstream calls", n), func() bool { return r.calls(t) >= n })
 }
 
+// waitServing waits until every effector started has made a downstream
+// call: all of them serve when the fault comes (one still starting would
+// meet the fault, or the SIGTERM at the end, in its start-up instead).
+func (r *natsRun) waitServing(t *testing.T) {
+	t.Helper()
+	waitFor(t, procTimeout, fmt.Sprintf("a downstream call from each of the %d effectors", len(r.ps)), func() bool {
+		calls := downstreamCalls(t, r.fs.downstream)
+		serving := map[int]bool{}
+		for _, cs := range calls {
+			for _, c := range cs {
+				serving[c.pid] = true
+			}
+		}
+		for _, p := range r.ps {
+			if !serving[p.cmd.Process.Pid] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // msgs returns how many messages stream holds, or false while the cluster
 // does not answer (a leader not yet elected, every node stopped).
 func (r *natsRun) msgs(stream string) (uint64, bool) {
@@ -135,13 +159,18 @@ func (r *natsRun) waitAnswered(t *testing.T) {
 	})
 }
 
-// stop SIGTERMs the effectors still running and waits for them: each must
-// exit by itself, unkilled (a SIGKILLed one was waited for already).
-func (r *natsRun) stop(t *testing.T) {
+// stop SIGTERMs the effectors still running and waits for them: each
+// but those of killed (SIGKILLed, waited for already) must have lived to
+// the SIGTERM and exited by itself, every delivery answered or left for
+// redelivery; one that failed on its own fails the test.
+func (r *natsRun) stop(t *testing.T, killed ...*proc) {
 	t.Helper()
 	for _, p := range r.ps {
 		select {
 		case <-p.done:
+			if !slices.Contains(killed, p) {
+				t.Errorf("effectord %d exited before the SIGTERM: %v; stderr:\n%s", p.cmd.Process.Pid, p.err, p.stderr)
+			}
 			continue
 		default:
 		}
@@ -150,6 +179,26 @@ func (r *natsRun) stop(t *testing.T) {
 		}
 		p.waitStopped(t)
 	}
+}
+
+// wantNoReclaims fails t if the store reported a claim taken over after it
+// lapsed: where no effector dies and the cluster stays whole, every
+// delivery that came back (a stalled effector's) must find its claim held
+// or its result recorded.
+func (r *natsRun) wantNoReclaims(t *testing.T) {
+	t.Helper()
+	if rc := lines(t, r.fs.reclaims); len(rc) > 0 {
+		t.Errorf("the store reported %d claims taken over after their lease (no effector died): %q", len(rc), rc)
+	}
+}
+
+// reclaimNote says how many claims the store reported taken over after
+// their lease where no effector died: an outage can leave a claim no one
+// runs (its intent then waits the lease out, and its one run's result says
+// the effect is unknown), which wantExecutedOnce shows cost no second run.
+func (r *natsRun) reclaimNote(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf("store reported %d reclaims", len(lines(t, r.fs.reclaims)))
 }
 
 // tally reads the results stream and the downstream's log into the row.
@@ -178,19 +227,22 @@ func natsLeaderShutDown(t *testing.T, c *natstest.Cluster) {
 	for range 3 {
 		r.start(t, natsCalmArgs...)
 	}
+	r.waitServing(t)
 	r.waitCalls(t, n/4)
 	leader := c.StreamLeader(t, r.q.Name())
 	if r.calls(t) >= n {
 		t.Fatal("the effectors finished before the leader was stopped: the test proves nothing")
 	}
 	c.StopNode(leader)
+	stoppedAt := r.calls(t)
 	r.waitCalls(t, 2*n/3)
 	c.RestartNode(t, leader)
+	t.Logf("node %d, the leader, stopped at %d calls, restarted by %d", leader, stoppedAt, r.calls(t))
 	r.waitAnswered(t)
 	r.stop(t)
 	row, calls, _ := r.tally(t, "nats stream leader shut down mid-batch")
 	wantExecutedOnce(t, r.ids, calls, "")
-	row.note = "natsstream + natsstore, 3 effectors, batches of 8: the intents stream's leader node stopped at 1/4 of the calls, restarted at 2/3"
+	row.note = "natsstream + natsstore, 3 effectors, batches of 8: the intents stream's leader node stopped at 1/4 of the calls, restarted from 2/3; " + r.reclaimNote(t)
 	report(t, row)
 }
 
@@ -214,7 +266,7 @@ func natsEffectorKilled(t *testing.T, c *natstest.Cluster) {
 		t.Fatalf("kills.log: %q, want one kill", kills)
 	}
 	r.waitAnswered(t)
-	r.stop(t)
+	r.stop(t, victim)
 	row, calls, res := r.tally(t, "nats effector killed mid-batch")
 	killed := map[int]bool{victim.cmd.Process.Pid: true}
 	again := wantDuplicatesOnlyInTheWindow(t, calls, res, killed, durableCompletions(t, r.fs.completes))
@@ -231,6 +283,7 @@ func natsClusterRestarted(t *testing.T, c *natstest.Cluster) {
 	for range 2 {
 		r.start(t, natsCalmArgs...)
 	}
+	r.waitServing(t)
 	r.waitCalls(t, n/3)
 	if r.calls(t) >= n {
 		t.Fatal("the effectors finished before the cluster was stopped: the test proves nothing")
@@ -240,7 +293,7 @@ func natsClusterRestarted(t *testing.T, c *natstest.Cluster) {
 	r.stop(t)
 	row, calls, _ := r.tally(t, "nats whole cluster restarted mid-batch")
 	wantExecutedOnce(t, r.ids, calls, "")
-	row.note = "natsstream + natsstore, 2 effectors, batches of 8: all 3 nodes stopped at 1/3 of the calls, restarted from their store directories"
+	row.note = "natsstream + natsstore, 2 effectors, batches of 8: all 3 nodes stopped at 1/3 of the calls, restarted from their store directories; " + r.reclaimNote(t)
 	report(t, row)
 }
 
@@ -263,6 +316,7 @@ func natsConsumerStalled(t *testing.T, c *natstest.Cluster) {
 	args := []string{"-lease", "30s", "-timeout", "20s", "-ack-wait", ackWait.String()}
 	stalled := r.start(t, args...)
 	r.start(t, args...)
+	r.waitServing(t)
 	r.waitCalls(t, n/4)
 	if r.calls(t) >= n {
 		t.Fatal("the effectors finished before one was stalled: the test proves nothing")
@@ -285,6 +339,7 @@ func natsConsumerStalled(t *testing.T, c *natstest.Cluster) {
 	t.Logf("stalled %v; %d deliveries delivered again", stall.Round(time.Millisecond), redelivered)
 	r.waitAnswered(t)
 	r.stop(t)
+	r.wantNoReclaims(t)
 	row, calls, _ := r.tally(t, "nats consumer stalled past AckWait")
 	wantExecutedOnce(t, r.ids, calls, "")
 	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped mid-batch until its deliveries went to the other (AckWait %v), then SIGCONT; the store answered them", ackWait)

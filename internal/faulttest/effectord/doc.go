@@ -8,6 +8,13 @@
 // With -stream=<host:port> it reads intents from the Redis stream "intents"
 // as consumer -consumer of group "effectors" and appends results to the
 // stream "results" (package effector/redisstream) instead, until SIGTERM.
+// With -stream=nats://host:port[,host:port...]/<queue> it serves the NATS
+// JetStream queue of that name (package effector/natsstream): intents
+// fetched in batches of -batch through the durable consumer the effectors
+// share, with AckWait -ack-wait (default: the lease), results published to
+// the queue's results stream. Its connection reconnects for ever and every
+// JetStream request is retried until a leader answers, so a node or the
+// whole cluster restarting stalls it rather than ends it.
 //
 // The downstream service is a log file shared by every process of a test.
 // Each call appends one line, with O_APPEND and fsync:
