@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -60,12 +61,14 @@ type natsRun struct {
 	js    jetstream.JetStream
 	fs    files
 	store string // -store: a bucket of its own
+	ready string // -ready: the pid of each effector serving
+	ins   []*intent.Intent
 	queue string // -stream: nats://hosts/queue
 	ids   []string
 	ps    []*proc
 }
 
-// newNATSRun makes a queue on c and sends it n intents of tag.
+// newNATSRun makes a queue on c for n intents of tag; send sends them.
 func newNATSRun(t *testing.T, c *natstest.Cluster, tag string, n int) *natsRun {
 	t.Helper()
 	js, err := jetstream.New(c.Connect(t))
@@ -80,12 +83,23 @@ func newNATSRun(t *testing.T, c *natstest.Cluster, tag string, n int) *natsRun {
 		t.Fatal(err)
 	}
 	ins, ids := stream("nats-cluster/"+tag, n, n, nil)
-	if added, err := q.Add(ctx, ins...); err != nil || added != n {
-		t.Fatalf("sending %d intents: %d added, %v", n, added, err)
-	}
+	dir := t.TempDir()
 	hosts := strings.Join(c.Hosts(), ",")
-	return &natsRun{c: c, q: q, js: js, fs: newFiles(t.TempDir(), "unused"), ids: ids,
+	return &natsRun{c: c, q: q, js: js, fs: newFiles(dir, "unused"), ready: filepath.Join(dir, "ready.log"), ins: ins, ids: ids,
 		store: "nats://" + hosts + "/" + name, queue: "nats://" + hosts + "/" + name}
+}
+
+// send waits until every effector started serves (each has made its
+// consumer: a slow one would otherwise find the others done, or meet the
+// fault in its start-up), then sends the intents, each once.
+func (r *natsRun) send(t *testing.T) {
+	t.Helper()
+	waitFor(t, procTimeout, fmt.Sprintf("the %d effectors serving", len(r.ps)), func() bool { return len(lines(t, r.ready)) == len(r.ps) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if added, err := r.q.Add(ctx, r.ins...); err != nil || added != len(r.ins) {
+		t.Fatalf("sending %d intents: %d added, %v", len(r.ins), added, err)
+	}
 }
 
 // start starts an effectord on the run's queue and store: batches of 8,
@@ -94,7 +108,7 @@ func newNATSRun(t *testing.T, c *natstest.Cluster, tag string, n int) *natsRun {
 func (r *natsRun) start(t *testing.T, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"-store", r.store, "-stream", r.queue, "-downstream", r.fs.downstream,
-		"-kills", r.fs.kills, "-completes", r.fs.completes, "-reclaims", r.fs.reclaims,
+		"-kills", r.fs.kills, "-completes", r.fs.completes, "-reclaims", r.fs.reclaims, "-ready", r.ready,
 		"-workers", "4", "-batch", "8", "-tool-delay", "20ms"}, extra...)
 	p := start(t, args...)
 	r.ps = append(r.ps, p)
@@ -108,28 +122,6 @@ func (r *natsRun) calls(t *testing.T) int { return len(lines(t, r.fs.downstream)
 func (r *natsRun) waitCalls(t *testing.T, n int) {
 	t.Helper()
 	waitFor(t, procTimeout, fmt.Sprintf("%d downstream calls", n), func() bool { return r.calls(t) >= n })
-}
-
-// waitServing waits until every effector started has made a downstream
-// call: all of them serve when the fault comes (one still starting would
-// meet the fault, or the SIGTERM at the end, in its start-up instead).
-func (r *natsRun) waitServing(t *testing.T) {
-	t.Helper()
-	waitFor(t, procTimeout, fmt.Sprintf("a downstream call from each of the %d effectors", len(r.ps)), func() bool {
-		calls := downstreamCalls(t, r.fs.downstream)
-		serving := map[int]bool{}
-		for _, cs := range calls {
-			for _, c := range cs {
-				serving[c.pid] = true
-			}
-		}
-		for _, p := range r.ps {
-			if !serving[p.cmd.Process.Pid] {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 // msgs returns how many messages stream holds, or false while the cluster
@@ -227,7 +219,7 @@ func natsLeaderShutDown(t *testing.T, c *natstest.Cluster) {
 	for range 3 {
 		r.start(t, natsCalmArgs...)
 	}
-	r.waitServing(t)
+	r.send(t)
 	r.waitCalls(t, n/4)
 	leader := c.StreamLeader(t, r.q.Name())
 	if r.calls(t) >= n {
@@ -259,6 +251,7 @@ func natsEffectorKilled(t *testing.T, c *natstest.Cluster) {
 	for range 2 {
 		r.start(t, lease...)
 	}
+	r.send(t)
 	if !victim.wait(t) {
 		t.Fatal("the effector to be killed exited by itself")
 	}
@@ -283,7 +276,7 @@ func natsClusterRestarted(t *testing.T, c *natstest.Cluster) {
 	for range 2 {
 		r.start(t, natsCalmArgs...)
 	}
-	r.waitServing(t)
+	r.send(t)
 	r.waitCalls(t, n/3)
 	if r.calls(t) >= n {
 		t.Fatal("the effectors finished before the cluster was stopped: the test proves nothing")
@@ -316,7 +309,7 @@ func natsConsumerStalled(t *testing.T, c *natstest.Cluster) {
 	args := []string{"-lease", "30s", "-timeout", "20s", "-ack-wait", ackWait.String()}
 	stalled := r.start(t, args...)
 	r.start(t, args...)
-	r.waitServing(t)
+	r.send(t)
 	r.waitCalls(t, n/4)
 	if r.calls(t) >= n {
 		t.Fatal("the effectors finished before one was stalled: the test proves nothing")
@@ -342,7 +335,7 @@ func natsConsumerStalled(t *testing.T, c *natstest.Cluster) {
 	r.wantNoReclaims(t)
 	row, calls, _ := r.tally(t, "nats consumer stalled past AckWait")
 	wantExecutedOnce(t, r.ids, calls, "")
-	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped mid-batch until its deliveries went to the other (AckWait %v), then SIGCONT; the store answered them", ackWait)
+	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped mid-batch past AckWait (%v) until the server delivered its intents to the other, then SIGCONT within the lease", ackWait)
 	report(t, row)
 }
 

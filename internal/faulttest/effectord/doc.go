@@ -14,7 +14,9 @@
 // share, with AckWait -ack-wait (default: the lease), results published to
 // the queue's results stream. Its connection reconnects for ever and every
 // JetStream request is retried until a leader answers, so a node or the
-// whole cluster restarting stalls it rather than ends it.
+// whole cluster restarting stalls it rather than ends it. With -ready it
+// appends its pid to that file once its consumer is made, as it starts to
+// serve, so that a test can send intents when every effector takes them.
 //
 // The downstream service is a log file shared by every process of a test.
 // Each call appends one line, with O_APPEND and fsync:

@@ -69,6 +69,7 @@ type flags struct {
 	stream     string
 	consumer   string
 	ackWait    time.Duration
+	ready      string
 	reclaim    time.Duration
 	toolDelay  time.Duration
 	tornWait   time.Duration
@@ -102,6 +103,7 @@ func main() {
 	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
 	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port, or the NATS JetStream queue of nats://host:port[,host:port...]/<queue>, instead of files")
 	flag.DurationVar(&f.ackWait, "ack-wait", 0, "with a nats:// -stream, the consumer's AckWait (default: the lease)")
+	flag.StringVar(&f.ready, "ready", "", "with a nats:// -stream, file to append this process's pid to once its source is made, as Serve starts")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.DurationVar(&f.reclaim, "reclaim-idle", 2*time.Second, "with -stream, reclaim entries other consumers left pending this long")
 	flag.DurationVar(&f.storeTO, "store-timeout", -1, "the effector's store timeout (default: what the lease leaves after the tool timeout and effector.LeaseMargin, at most 5s)")
@@ -302,6 +304,13 @@ func serveNATS(ctx context.Context, f flags, e *effector.Effector, opts []effect
 	// Given back after Serve returns, with a context of its own: ctx is
 	// cancelled by then.
 	defer src.Close(context.WithoutCancel(ctx))
+	ready, err := openLog(f.ready)
+	if err != nil {
+		return err
+	}
+	if err := ready.line(strconv.Itoa(os.Getpid())); err != nil {
+		return err
+	}
 	return effector.Serve(ctx, src, q.Sink(), e, opts...)
 }
 
