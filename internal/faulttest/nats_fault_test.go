@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -62,6 +63,7 @@ type natsRun struct {
 	fs    files
 	store string // -store: a bucket of its own
 	ready string // -ready: the pid of each effector serving
+	found string // -found: claims that found another's claim or a result
 	ins   []*intent.Intent
 	queue string // -stream: nats://hosts/queue
 	ids   []string
@@ -85,7 +87,7 @@ func newNATSRun(t *testing.T, c *natstest.Cluster, tag string, n int) *natsRun {
 	ins, ids := stream("nats-cluster/"+tag, n, n, nil)
 	dir := t.TempDir()
 	hosts := strings.Join(c.Hosts(), ",")
-	return &natsRun{c: c, q: q, js: js, fs: newFiles(dir, "unused"), ready: filepath.Join(dir, "ready.log"), ins: ins, ids: ids,
+	return &natsRun{c: c, q: q, js: js, fs: newFiles(dir, "unused"), ready: filepath.Join(dir, "ready.log"), found: filepath.Join(dir, "found.log"), ins: ins, ids: ids,
 		store: "nats://" + hosts + "/" + name, queue: "nats://" + hosts + "/" + name}
 }
 
@@ -108,7 +110,7 @@ func (r *natsRun) send(t *testing.T) {
 func (r *natsRun) start(t *testing.T, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"-store", r.store, "-stream", r.queue, "-downstream", r.fs.downstream,
-		"-kills", r.fs.kills, "-completes", r.fs.completes, "-reclaims", r.fs.reclaims, "-ready", r.ready,
+		"-kills", r.fs.kills, "-completes", r.fs.completes, "-reclaims", r.fs.reclaims, "-ready", r.ready, "-found", r.found,
 		"-workers", "4", "-batch", "8", "-tool-delay", "20ms"}, extra...)
 	p := start(t, args...)
 	r.ps = append(r.ps, p)
@@ -290,69 +292,76 @@ func natsClusterRestarted(t *testing.T, c *natstest.Cluster) {
 	report(t, row)
 }
 
-// natsConsumerStalled SIGSTOPs one of two effectors mid-batch, holding its
-// deliveries, until the server has delivered them again to the other
-// (AckWait passed with no in-progress signal), then SIGCONTs it within its
-// lease and its tools' timeout: the other's claims wait for the stalled
-// owner's, which completes, and the store answers them. Every intent runs
-// once.
+// natsConsumerStalled stops one of two effectors (SIGSTOP) inside its tool
+// for one intent, mid-batch, holding its deliveries, past AckWait (no
+// in-progress signal reaches the server), until the server has delivered
+// that intent again to the other and the other's claim found it claimed;
+// then it SIGCONTs the stalled one, within its lease and its tool's
+// timeout: it makes its call, completes, and the store answers the other
+// from its record. Every intent runs once, and those the other took over
+// ran in the stalled effector.
 func natsConsumerStalled(t *testing.T, c *natstest.Cluster) {
 	const (
 		n       = 200
 		ackWait = 3 * time.Second
 	)
 	r := newNATSRun(t, c, "stall", n)
-	// A stall of a few seconds stays far inside the tool's timeout and the
-	// lease. AckWait is past the fetch wait (natsstream's default, 1s), so
-	// the stalled effector's open fetch has ended when its deliveries come
-	// back, and they go to the other.
-	args := []string{"-lease", "30s", "-timeout", "20s", "-ack-wait", ackWait.String()}
-	stalled := r.start(t, args...)
-	r.start(t, args...)
+	// Whichever effector takes it stops itself in the tool for this intent,
+	// before its downstream call. A stall of a few seconds stays far inside
+	// the tool's timeout and the lease. AckWait is past the fetch wait
+	// (natsstream's default, 1s), so the stalled effector's open fetch has
+	// ended when its deliveries come back, and they go to the other.
+	stallID := r.ids[n/4]
+	args := []string{"-lease", "30s", "-timeout", "20s", "-ack-wait", ackWait.String(), "-stop-in-tool", stallID}
+	ps := []*proc{r.start(t, args...), r.start(t, args...)}
 	r.send(t)
-	r.waitCalls(t, n/4)
-	if r.calls(t) >= n {
-		t.Fatal("the effectors finished before one was stalled: the test proves nothing")
-	}
+	var stalled, other *proc
+	waitFor(t, procTimeout, "an effector stopped in its tool", func() bool {
+		for i, p := range ps {
+			if stopped(p.cmd.Process.Pid) {
+				stalled, other = p, ps[1-i]
+				return true
+			}
+		}
+		return false
+	})
 	pid := stalled.cmd.Process.Pid
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, procTimeout, "the effector stopped", func() bool { return stopped(pid) })
 	stoppedAt := time.Now()
-	redelivered := 0
-	waitFor(t, procTimeout, "the stalled effector's deliveries delivered again", func() bool {
-		redelivered = r.redelivered(t)
-		return redelivered > 0
+	waitFor(t, procTimeout, "the other effector finding the stalled one's intent claimed", func() bool {
+		return r.takenOver(t, other.cmd.Process.Pid)[stallID] == "in-flight"
 	})
 	stall := time.Since(stoppedAt)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("stalled %v; %d deliveries delivered again", stall.Round(time.Millisecond), redelivered)
+	t.Logf("stalled %v", stall.Round(time.Millisecond))
 	r.waitAnswered(t)
 	r.stop(t)
 	r.wantNoReclaims(t)
 	row, calls, _ := r.tally(t, "nats consumer stalled past AckWait")
 	wantExecutedOnce(t, r.ids, calls, "")
-	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped mid-batch past AckWait (%v) until the server delivered its intents to the other, then SIGCONT within the lease", ackWait)
+	// What the other took over, the stalled one ran: the store answered
+	// the other from the stalled one's record.
+	taken := r.takenOver(t, other.cmd.Process.Pid)
+	for id := range taken {
+		if cs := calls[id]; len(cs) != 1 || cs[0].pid != pid {
+			t.Errorf("intent %s, which the other effector found claimed or answered, was run by %+v, want once by the stalled effector (pid %d)", id, cs, pid)
+		}
+	}
+	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped in a tool, mid-batch, past AckWait (%v) until the other found that intent claimed, then SIGCONT within the lease; the other found %d of its intents claimed or answered, and ran none", ackWait, len(taken))
 	report(t, row)
 }
 
-// redelivered returns how many deliveries the consumer has delivered more
-// than once and not yet had acknowledged, 0 while the cluster does not
-// answer.
-func (r *natsRun) redelivered(t *testing.T) int {
+// takenOver returns the intents whose claims by process pid found them
+// claimed by another owner ("in-flight") or answered ("done"), with what
+// the last such claim found.
+func (r *natsRun) takenOver(t *testing.T, pid int) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	cons, err := r.js.Consumer(ctx, r.q.Name(), natsstream.DefaultConsumer)
-	if err != nil {
-		return 0
+	ids := map[string]string{}
+	for _, l := range lines(t, r.found) {
+		if f := strings.Fields(l); len(f) == 3 && f[1] == strconv.Itoa(pid) {
+			ids[f[0]] = f[2]
+		}
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return 0
-	}
-	return info.NumRedelivered
+	return ids
 }

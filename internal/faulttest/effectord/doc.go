@@ -51,7 +51,9 @@
 // migration); continued, it makes the call late. Every Complete's outcome is appended to -completes as
 // "<intent id> <pid> ok|not-owner|error", and every claim the store reports
 // as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
-// Release) to -reclaims as "<intent id> <pid>".
+// Release) to -reclaims as "<intent id> <pid>"; every claim that found the
+// intent claimed by another owner or answered, to -found as
+// "<intent id> <pid> in-flight|done".
 //
 // With -fail-complete-after=N and -fail-complete-for=D, the N-th Complete and
 // every Complete in the D after it fail (a full disk freed D later), noted as

@@ -61,6 +61,7 @@ type flags struct {
 	stopInTool string
 	completes  string
 	reclaims   string
+	found      string
 	batches    string
 	lease      time.Duration
 	timeout    time.Duration
@@ -95,6 +96,7 @@ func main() {
 	flag.StringVar(&f.stopInTool, "stop-in-tool", "", "SIGSTOP self inside the tool for this intent id")
 	flag.StringVar(&f.completes, "completes", "", "file to note each Complete's outcome in")
 	flag.StringVar(&f.reclaims, "reclaims", "", "file to note each claim the store reports as reclaimed in")
+	flag.StringVar(&f.found, "found", "", "file to note each claim that found the intent claimed by another (in-flight) or answered (done) in")
 	flag.StringVar(&f.batches, "batches", "", "file to note the size of each batch claimed (ClaimBatch) in")
 	flag.DurationVar(&f.lease, "lease", 400*time.Millisecond, "the effector's lease")
 	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
@@ -211,7 +213,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, batches: batches, failAfter: f.failAfter, failFor: f.failFor}
+	found, err := openLog(f.found)
+	if err != nil {
+		return err
+	}
+	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, found: found, batches: batches, failAfter: f.failAfter, failFor: f.failFor}
 
 	ds, err := openDownstream(f.downstream, f.dedup)
 	if err != nil {
@@ -357,6 +363,7 @@ type killStore struct {
 	k         *killer
 	completes *appendLog
 	reclaims  *appendLog
+	found     *appendLog
 	batches   *appendLog
 
 	// Completes fail from the failAfter-th on, for failFor.
@@ -383,6 +390,9 @@ func (s *killStore) injected() bool {
 
 func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	c, err := s.DedupStore.Claim(ctx, id, call, lease)
+	if err == nil {
+		s.noteFound(id, c.State)
+	}
 	if err == nil && c.State == effector.Claimed {
 		if c.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", id, os.Getpid()))
@@ -415,12 +425,29 @@ func (s *killStore) Complete(ctx context.Context, id, token string, result []byt
 	return err
 }
 
+// noteFound notes a claim of id that found it claimed by another owner
+// (in-flight) or answered (done): a delivery of an intent that another
+// process holds or has answered.
+func (s *killStore) noteFound(id string, st effector.ClaimState) {
+	switch st {
+	case effector.InFlight:
+		s.found.line(fmt.Sprintf("%s %d in-flight", id, os.Getpid()))
+	case effector.Done:
+		s.found.line(fmt.Sprintf("%s %d done", id, os.Getpid()))
+	}
+}
+
 // ClaimBatch notes the batch's size, claims it, notes its reclaims, and then reaches the
 // after-claim point once per intent it claimed: a kill there falls after
 // the whole batch's claim and before any of its tools runs.
 func (s *killStore) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
 	s.batches.line(strconv.Itoa(len(reqs)))
 	s.DedupStore.ClaimBatch(ctx, reqs, out)
+	for i, o := range out {
+		if o.Err == nil {
+			s.noteFound(reqs[i].IntentID, o.Claim.State)
+		}
+	}
 	for i, o := range out {
 		if o.Err == nil && o.Claim.State == effector.Claimed && o.Claim.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", reqs[i].IntentID, os.Getpid()))
