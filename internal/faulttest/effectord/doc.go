@@ -8,6 +8,15 @@
 // With -stream=<host:port> it reads intents from the Redis stream "intents"
 // as consumer -consumer of group "effectors" and appends results to the
 // stream "results" (package effector/redisstream) instead, until SIGTERM.
+// With -stream=nats://host:port[,host:port...]/<queue> it serves the NATS
+// JetStream queue of that name (package effector/natsstream): intents
+// fetched in batches of -batch through the durable consumer the effectors
+// share, with AckWait -ack-wait (default: the lease), results published to
+// the queue's results stream. Its connection reconnects for ever and every
+// JetStream request is retried until a leader answers, so a node or the
+// whole cluster restarting stalls it rather than ends it. With -ready it
+// appends its pid to that file once its consumer is made, as it starts to
+// serve, so that a test can send intents when every effector takes them.
 //
 // The downstream service is a log file shared by every process of a test.
 // Each call appends one line, with O_APPEND and fsync:
@@ -42,7 +51,9 @@
 // migration); continued, it makes the call late. Every Complete's outcome is appended to -completes as
 // "<intent id> <pid> ok|not-owner|error", and every claim the store reports
 // as reclaimed (Claim.Reclaimed: an earlier claim ran out without Complete or
-// Release) to -reclaims as "<intent id> <pid>".
+// Release) to -reclaims as "<intent id> <pid>"; every claim that found the
+// intent claimed by another owner or answered, to -found as
+// "<intent id> <pid> in-flight|done".
 //
 // With -fail-complete-after=N and -fail-complete-for=D, the N-th Complete and
 // every Complete in the D after it fail (a full disk freed D later), noted as

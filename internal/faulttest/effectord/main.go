@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/beam-agents/toolreg"
@@ -25,6 +27,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/effector/natsstore"
+	"github.com/beam-agents/toolreg/effector/natsstream"
 	"github.com/beam-agents/toolreg/effector/pgqueue"
 	"github.com/beam-agents/toolreg/effector/pgstore"
 	"github.com/beam-agents/toolreg/effector/redisstore"
@@ -60,6 +63,7 @@ type flags struct {
 	stopInTool string
 	completes  string
 	reclaims   string
+	found      string
 	batches    string
 	lease      time.Duration
 	timeout    time.Duration
@@ -69,6 +73,8 @@ type flags struct {
 	consumer   string
 	queue      string
 	queueLease time.Duration
+	ackWait    time.Duration
+	ready      string
 	reclaim    time.Duration
 	toolDelay  time.Duration
 	tornWait   time.Duration
@@ -94,13 +100,16 @@ func main() {
 	flag.StringVar(&f.stopInTool, "stop-in-tool", "", "SIGSTOP self inside the tool for this intent id")
 	flag.StringVar(&f.completes, "completes", "", "file to note each Complete's outcome in")
 	flag.StringVar(&f.reclaims, "reclaims", "", "file to note each claim the store reports as reclaimed in")
+	flag.StringVar(&f.found, "found", "", "file to note each claim that found the intent claimed by another (in-flight) or answered (done) in")
 	flag.StringVar(&f.batches, "batches", "", "file to note the size of each batch claimed (ClaimBatch) in")
 	flag.DurationVar(&f.lease, "lease", 400*time.Millisecond, "the effector's lease")
 	flag.DurationVar(&f.timeout, "timeout", 250*time.Millisecond, "the tool's timeout (below the lease)")
 	flag.IntVar(&f.workers, "workers", 1, "Serve's workers")
 	flag.IntVar(&f.batch, "batch", 1, "Serve's batch size (WithBatchSize): 1 claims each intent alone, so a kill after a claim interrupts that intent only")
 	flag.StringVar(&f.keyPrefix, "key-prefix", "", "redis store key prefix (default: the store's)")
-	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port instead of files")
+	flag.StringVar(&f.stream, "stream", "", "read intents from, and publish results to, Redis streams on this host:port, or the NATS JetStream queue of nats://host:port[,host:port...]/<queue>, instead of files")
+	flag.DurationVar(&f.ackWait, "ack-wait", 0, "with a nats:// -stream, the consumer's AckWait (default: the lease)")
+	flag.StringVar(&f.ready, "ready", "", "with a nats:// -stream, file to append this process's pid to once its source is made, as Serve starts")
 	flag.StringVar(&f.consumer, "consumer", "", "the consumer name with -stream")
 	flag.StringVar(&f.queue, "queue", "", "read intents from, and publish results to, the Postgres queue of this name in the -store database (a postgres:// URL) instead of files")
 	flag.DurationVar(&f.queueLease, "queue-lease", 2*time.Second, "with -queue, how long a claimed row stays invisible to other consumers")
@@ -211,7 +220,11 @@ func run(f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, batches: batches, failAfter: f.failAfter, failFor: f.failFor}
+	found, err := openLog(f.found)
+	if err != nil {
+		return err
+	}
+	store = &killStore{DedupStore: store, k: k, completes: completes, reclaims: reclaims, found: found, batches: batches, failAfter: f.failAfter, failFor: f.failFor}
 
 	ds, err := openDownstream(f.downstream, f.dedup)
 	if err != nil {
@@ -242,6 +255,9 @@ func run(f flags, log *slog.Logger) error {
 		effector.WithEntryDeadLetter(func(ctx context.Context, d effector.Delivery) error {
 			return dead.line(fmt.Sprintf("entry %s %d %q %q", d.Pos, d.Offset, d.Bytes, d.Err.Error()))
 		})}
+	if strings.HasPrefix(f.stream, "nats://") {
+		return serveNATS(ctx, f, e, opts, log)
+	}
 	if f.stream != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: f.stream, MaxRetries: -1, DialTimeout: time.Second})
 		defer rdb.Close()
@@ -280,6 +296,67 @@ func run(f flags, log *slog.Logger) error {
 	return effector.Serve(ctx, src, jsonl.NewSink(out), e, opts...)
 }
 
+// serveNATS serves the queue f.stream names (nats://hosts/queue, package
+// effector/natsstream) through its shared durable consumer, publishing
+// results to its results stream, until SIGTERM. The connection reconnects
+// for ever and the queue retries each request until a leader answers: a
+// node or the whole cluster restarting must look like a slow transport,
+// not a failure.
+func serveNATS(ctx context.Context, f flags, e *effector.Effector, opts []effector.ServeOption, log *slog.Logger) error {
+	servers, queue, err := natsStream(f.stream)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(servers, nats.Name("effectord"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("-stream=%q: %w", f.stream, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	q, err := natsstream.Open(ctx, js, queue, natsstream.WithRequestTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	ackWait := f.ackWait
+	if ackWait == 0 {
+		ackWait = f.lease
+	}
+	src, err := q.NewSource(ctx, natsstream.WithAckWait(ackWait), natsstream.WithLease(e.Lease()),
+		natsstream.WithBatch(max(f.batch, 1)), natsstream.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	// Given back after Serve returns, with a context of its own: ctx is
+	// cancelled by then.
+	defer src.Close(context.WithoutCancel(ctx))
+	ready, err := openLog(f.ready)
+	if err != nil {
+		return err
+	}
+	if err := ready.line(strconv.Itoa(os.Getpid())); err != nil {
+		return err
+	}
+	return effector.Serve(ctx, src, q.Sink(), e, opts...)
+}
+
+// natsStream splits -stream=nats://host:port[,host:port...]/<queue> into
+// the servers, as nats.Connect takes them, and the queue's name.
+func natsStream(raw string) (servers, queue string, err error) {
+	rest, _ := strings.CutPrefix(raw, "nats://")
+	hosts, queue, ok := strings.Cut(rest, "/")
+	if !ok || hosts == "" || queue == "" {
+		return "", "", fmt.Errorf("-stream=%q: want nats://host:port[,host:port...]/<queue>", raw)
+	}
+	hs := strings.Split(hosts, ",")
+	for i, h := range hs {
+		hs[i] = "nats://" + h
+	}
+	return strings.Join(hs, ","), queue, nil
+}
+
 // killer SIGKILLs this process the n-th time it reaches its point.
 type killer struct {
 	point string
@@ -308,6 +385,7 @@ type killStore struct {
 	k         *killer
 	completes *appendLog
 	reclaims  *appendLog
+	found     *appendLog
 	batches   *appendLog
 
 	// Completes fail from the failAfter-th on, for failFor.
@@ -334,6 +412,9 @@ func (s *killStore) injected() bool {
 
 func (s *killStore) Claim(ctx context.Context, id string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	c, err := s.DedupStore.Claim(ctx, id, call, lease)
+	if err == nil {
+		s.noteFound(id, c.State)
+	}
 	if err == nil && c.State == effector.Claimed {
 		if c.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", id, os.Getpid()))
@@ -366,12 +447,29 @@ func (s *killStore) Complete(ctx context.Context, id, token string, result []byt
 	return err
 }
 
+// noteFound notes a claim of id that found it claimed by another owner
+// (in-flight) or answered (done): a delivery of an intent that another
+// process holds or has answered.
+func (s *killStore) noteFound(id string, st effector.ClaimState) {
+	switch st {
+	case effector.InFlight:
+		s.found.line(fmt.Sprintf("%s %d in-flight", id, os.Getpid()))
+	case effector.Done:
+		s.found.line(fmt.Sprintf("%s %d done", id, os.Getpid()))
+	}
+}
+
 // ClaimBatch notes the batch's size, claims it, notes its reclaims, and then reaches the
 // after-claim point once per intent it claimed: a kill there falls after
 // the whole batch's claim and before any of its tools runs.
 func (s *killStore) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
 	s.batches.line(strconv.Itoa(len(reqs)))
 	s.DedupStore.ClaimBatch(ctx, reqs, out)
+	for i, o := range out {
+		if o.Err == nil {
+			s.noteFound(reqs[i].IntentID, o.Claim.State)
+		}
+	}
 	for i, o := range out {
 		if o.Err == nil && o.Claim.State == effector.Claimed && o.Claim.Reclaimed {
 			s.reclaims.line(fmt.Sprintf("%s %d", reqs[i].IntentID, os.Getpid()))
