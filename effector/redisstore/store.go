@@ -351,19 +351,24 @@ func millis(what string, d time.Duration) (int64, error) {
 // marker lives), which claimScript and claimBatchScript set.
 //
 // Most claims find neither key: that path comes first, before lua's
-// functions are defined, which costs the server on every call. (MGET would
+// functions are defined, which costs the server on every call, and it is
+// two commands, not four: SET NX on the record, then on the marker, each
+// of which reads its key and writes it only if it was free. (MGET would
 // read both keys in one call, but it reads a key of another type as nil,
-// and the claim would overwrite it: GET fails on it.)
+// and the claim would overwrite it. SET NX does not: a key of any type
+// exists, and GET then fails on it.) A record that was free beside a
+// marker that is set is deleted again before the marker is read, so the
+// rest of the script starts from the keys as they were.
 const claimBody = `
-local v = redis.call('GET', K1)
-local m
-if not v then
-	m = redis.call('GET', K2)
-	if not m then
-		redis.call('SET', K1, 'c' .. CALL .. TOKEN, 'PX', LEASE)
-		redis.call('SET', K2, 'c' .. CALL .. '1', 'PX', MARKER)
+local v, m
+if redis.call('SET', K1, 'c' .. CALL .. TOKEN, 'NX', 'PX', LEASE) then
+	if redis.call('SET', K2, 'c' .. CALL .. '1', 'NX', 'PX', MARKER) then
 		return {1, 0, 1}
 	end
+	redis.call('DEL', K1)
+	m = redis.call('GET', K2)
+else
+	v = redis.call('GET', K1)
 end
 ` + lua + `
 if v then
