@@ -313,8 +313,7 @@ func (s *Store) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, ou
 			out[i] = effector.ClaimOutcome{Err: fmt.Errorf("redisstore: claiming intent %q: %w", reqs[i].IntentID, it.err)}
 			continue
 		}
-		reply, _ := it.reply.([]any)
-		c, err := s.claimReply(reqs[i].IntentID, it.keys[0], tokens[i], reply)
+		c, err := s.claimReply(reqs[i].IntentID, it.keys[0], tokens[i], it.reply)
 		out[i] = effector.ClaimOutcome{Claim: c, Err: err}
 	}
 }
