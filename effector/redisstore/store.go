@@ -132,9 +132,11 @@ func (s *Store) key(intentID string) string {
 // follows an owner that vanished, and counts the attempts. It extends the
 // record's key, so it shares its slot; it does not end in "}", as every
 // record's key does, so it is never an intent's record.
+//
+// Both are one string: the record's key is the marker's first part.
 func (s *Store) keys(intentID string) []string {
-	k := s.key(intentID)
-	return []string{k, k + ":attempt"}
+	m := s.prefix + "{i:" + intentID + "}:attempt" // s.key(intentID) + ":attempt"
+	return []string{m[:len(m)-len(":attempt")], m}
 }
 
 // appendCall appends the call in the form the scripts read: the tool name's

@@ -364,3 +364,44 @@ func TestAClaimBesideAMarkerLeavesTheRecordAsItWas(t *testing.T) {
 		}
 	})
 }
+
+// TestABatchKeepsEachItemsLeaseAndTTL: a batch's items that share a lease
+// or a ttl share one argument, and an item with another keeps its own.
+func TestABatchKeepsEachItemsLeaseAndTTL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := New(rdb, WithKeyPrefix("l:"))
+	durs := []time.Duration{time.Minute, time.Minute, time.Hour, time.Minute}
+	reqs := make([]effector.ClaimRequest, len(durs))
+	for i, d := range durs {
+		reqs[i] = effector.ClaimRequest{IntentID: fmt.Sprint("lease-", i), Call: storetest.Call, Lease: d}
+	}
+	out := make([]effector.ClaimOutcome, len(reqs))
+	s.ClaimBatch(ctx, reqs, out)
+	comps := make([]effector.Completion, len(reqs))
+	for i, o := range out {
+		if o.Err != nil || o.Claim.State != effector.Claimed {
+			t.Fatalf("claim %d = %+v", i, o)
+		}
+		// The ttls go the other way round: an hour where the lease was a minute.
+		comps[i] = effector.Completion{IntentID: reqs[i].IntentID, Token: o.Claim.Token, TTL: 61*time.Minute - durs[i]}
+	}
+	// The leases, read before the completions replace the records.
+	for i, d := range durs {
+		if got := rdb.PTTL(ctx, "l:{i:"+reqs[i].IntentID+"}").Val(); got > d || got < d-time.Minute/2 {
+			t.Fatalf("record %d expires in %v, want its own lease %v", i, got, d)
+		}
+	}
+	errs := make([]error, len(comps))
+	s.CompleteBatch(ctx, comps, errs)
+	for i, c := range comps {
+		if errs[i] != nil {
+			t.Fatalf("completion %d: %v", i, errs[i])
+		}
+		if got := rdb.PTTL(ctx, "l:{i:"+c.IntentID+"}").Val(); got > c.TTL || got < c.TTL-time.Minute/2 {
+			t.Fatalf("result %d expires in %v, want its own ttl %v", i, got, c.TTL)
+		}
+	}
+}
