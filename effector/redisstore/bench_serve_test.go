@@ -25,9 +25,10 @@ import (
 // impl=serve-jsonlfile reads them from a JSONL file with its checkpoint and
 // writes the results to a JSONL file, both fsynced. Each runs at 1 and 16
 // workers (the tool concurrency), reports the store's items per batch round
-// trip and the server's processor time per intent, and fails unless every
-// intent ran exactly once. BenchmarkServeDurable is the same on a server
-// with appendfsync always.
+// trip and the server's processor time per intent (over Redis Streams, also
+// its time in each command: the scripts, XREADGROUP, XADD, XACK), and fails
+// unless every intent ran exactly once. BenchmarkServeDurable is the same
+// on a server with appendfsync always.
 func BenchmarkServe(b *testing.B) {
 	benchServe(b, redistest.Start(b))
 }
@@ -52,6 +53,7 @@ func benchServe(b *testing.B, srv *redistest.Server) {
 		if stream {
 			intents := "intents-" + round
 			addIntents(b, rdb, intents, ins)
+			reportServerCommands(b, rdb, "evalsha", "xreadgroup", "xadd", "xack")
 			rs, err := redisstream.NewSource(ctx, rdb, intents, "effector", "bench", redisstream.WithBatch(effector.DefaultBatchSize))
 			if err != nil {
 				b.Fatal(err)

@@ -204,6 +204,42 @@ func reportServerCPU(b *testing.B, rdb *redis.Client) {
 	})
 }
 
+// reportServerCommands reports the time the server spent per intent
+// during b in each of cmds (srv-NAME-µs/intent, from INFO commandstats,
+// which it resets first): where the server's time goes. A script's
+// figure includes the commands it calls, which are counted again under
+// their own names.
+func reportServerCommands(b *testing.B, rdb *redis.Client, cmds ...string) {
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		info, err := rdb.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		usec := map[string]int64{}
+		for _, line := range strings.Split(info, "\r\n") {
+			name, stats, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+			if !ok || len(name) == len(line) {
+				continue
+			}
+			for _, f := range strings.Split(stats, ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						b.Fatalf("INFO commandstats: %s: %v", line, err)
+					}
+					usec[name] = n
+				}
+			}
+		}
+		for _, c := range cmds {
+			b.ReportMetric(float64(usec[c])/float64(b.N), "srv-"+c+"-µs/intent")
+		}
+	})
+}
+
 // serverCPU is the processor time the server has used, user and system.
 func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
 	info, err := rdb.Info(context.Background(), "cpu").Result()

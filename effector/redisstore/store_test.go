@@ -283,3 +283,125 @@ func TestARecordOfAnOlderVersionIsNotAMismatch(t *testing.T) {
 		t.Fatalf("Claim after an older owner vanished = %+v, %v; want claimed, reclaimed, second attempt", c, err)
 	}
 }
+
+// TestAClaimBesideAMarkerLeavesTheRecordAsItWas: a claim finds the record
+// free with SET NX, which takes it at once; when the attempt marker then
+// turns out to be set, the record is free again before the marker decides.
+// A marker of another call is a mismatch and one of another type an error,
+// and neither leaves a claim behind, alone or in a batch beside a claim
+// that lands; a marker of this call is counted, and the record claimed.
+func TestAClaimBesideAMarkerLeavesTheRecordAsItWas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := New(rdb, WithKeyPrefix("m:"))
+	other := effector.Call{Tool: "other", Digest: [32]byte{7}}
+	setup := func(t *testing.T) {
+		t.Helper()
+		if err := rdb.Set(ctx, "m:{i:other}:attempt", "c"+string(appendCall(nil, other))+"1", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Del(ctx, "m:{i:typed}:attempt").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.RPush(ctx, "m:{i:typed}:attempt", "a list").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := func(t *testing.T, ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			if n := rdb.Exists(ctx, "m:{i:"+id+"}").Val(); n != 0 {
+				t.Fatalf("the record of %s exists after a claim that did not take it: %q", id, rdb.Get(ctx, "m:{i:"+id+"}").Val())
+			}
+		}
+	}
+	t.Run("alone", func(t *testing.T) {
+		setup(t)
+		c, err := s.Claim(ctx, "other", storetest.Call, time.Minute)
+		if err != nil || c.State != effector.Mismatch || c.Recorded != other {
+			t.Fatalf("Claim beside another call's marker = %+v, %v; want a mismatch recording %v", c, err, other)
+		}
+		if _, err := s.Claim(ctx, "typed", storetest.Call, time.Minute); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Fatalf("Claim beside a marker of another type: err = %v, want WRONGTYPE", err)
+		}
+		free(t, "other", "typed")
+	})
+	t.Run("in a batch", func(t *testing.T) {
+		setup(t)
+		reqs := []effector.ClaimRequest{
+			{IntentID: "other", Call: storetest.Call, Lease: time.Minute},
+			{IntentID: "typed", Call: storetest.Call, Lease: time.Minute},
+			{IntentID: "fresh", Call: storetest.Call, Lease: time.Minute},
+		}
+		out := make([]effector.ClaimOutcome, len(reqs))
+		s.ClaimBatch(ctx, reqs, out)
+		if o := out[0]; o.Err != nil || o.Claim.State != effector.Mismatch || o.Claim.Recorded != other {
+			t.Fatalf("batch claim beside another call's marker = %+v; want a mismatch recording %v", o, other)
+		}
+		if o := out[1]; o.Err == nil || !strings.Contains(o.Err.Error(), "WRONGTYPE") {
+			t.Fatalf("batch claim beside a marker of another type = %+v; want WRONGTYPE", o)
+		}
+		if o := out[2]; o.Err != nil || o.Claim.State != effector.Claimed || o.Claim.Attempts != 1 || o.Claim.Reclaimed {
+			t.Fatalf("batch claim of a fresh intent = %+v; want claimed, first attempt", o)
+		}
+		free(t, "other", "typed")
+	})
+	t.Run("a marker of this call is counted", func(t *testing.T) {
+		if err := rdb.Set(ctx, "m:{i:mine}:attempt", "c"+string(appendCall(nil, storetest.Call))+"2", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Claim(ctx, "mine", storetest.Call, time.Minute)
+		if err != nil || c.State != effector.Claimed || !c.Reclaimed || c.Attempts != 3 {
+			t.Fatalf("Claim beside this call's marker of 2 attempts = %+v, %v; want claimed, reclaimed, third attempt", c, err)
+		}
+		if got, want := rdb.Get(ctx, "m:{i:mine}").Val(), "c"+string(appendCall(nil, storetest.Call))+c.Token; got != want {
+			t.Fatalf("record after the claim = %q, want %q", got, want)
+		}
+		if got, want := rdb.Get(ctx, "m:{i:mine}:attempt").Val(), "c"+string(appendCall(nil, storetest.Call))+"3"; got != want {
+			t.Fatalf("marker after the claim = %q, want %q", got, want)
+		}
+	})
+}
+
+// TestABatchKeepsEachItemsLeaseAndTTL: a batch's items that share a lease
+// or a ttl share one argument, and an item with another keeps its own.
+func TestABatchKeepsEachItemsLeaseAndTTL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := New(rdb, WithKeyPrefix("l:"))
+	durs := []time.Duration{time.Minute, time.Minute, time.Hour, time.Minute}
+	reqs := make([]effector.ClaimRequest, len(durs))
+	for i, d := range durs {
+		reqs[i] = effector.ClaimRequest{IntentID: fmt.Sprint("lease-", i), Call: storetest.Call, Lease: d}
+	}
+	out := make([]effector.ClaimOutcome, len(reqs))
+	s.ClaimBatch(ctx, reqs, out)
+	comps := make([]effector.Completion, len(reqs))
+	for i, o := range out {
+		if o.Err != nil || o.Claim.State != effector.Claimed {
+			t.Fatalf("claim %d = %+v", i, o)
+		}
+		// The ttls go the other way round: an hour where the lease was a minute.
+		comps[i] = effector.Completion{IntentID: reqs[i].IntentID, Token: o.Claim.Token, TTL: 61*time.Minute - durs[i]}
+	}
+	// The leases, read before the completions replace the records.
+	for i, d := range durs {
+		if got := rdb.PTTL(ctx, "l:{i:"+reqs[i].IntentID+"}").Val(); got > d || got < d-time.Minute/2 {
+			t.Fatalf("record %d expires in %v, want its own lease %v", i, got, d)
+		}
+	}
+	errs := make([]error, len(comps))
+	s.CompleteBatch(ctx, comps, errs)
+	for i, c := range comps {
+		if errs[i] != nil {
+			t.Fatalf("completion %d: %v", i, errs[i])
+		}
+		if got := rdb.PTTL(ctx, "l:{i:"+c.IntentID+"}").Val(); got > c.TTL || got < c.TTL-time.Minute/2 {
+			t.Fatalf("result %d expires in %v, want its own ttl %v", i, got, c.TTL)
+		}
+	}
+}
