@@ -294,7 +294,15 @@ func (pl *pipeline) runClaimed(it *item) {
 		ctx = WithDeliveryCount(ctx, it.d.Deliveries)
 	}
 	cl := it.cl
-	cl.batch = it
+	if !cl.reclaimed {
+		cl.batch = it // the completer writes its completion with others'
+	}
+	// A reclaimed intent (its earlier owner stopped between claim and
+	// completion) is completed alone, before this worker takes another:
+	// left to the completer's next batch, a crash that recurs (a poison
+	// intent right behind it) would cut it between its run and its
+	// completion each time, until WithMaxAttempts gave it up. Reclaims are
+	// rare, so this costs the common path nothing.
 	ctx, span := e.tel.start(ctx, in)
 	var res intent.Result
 	var err error
