@@ -180,6 +180,56 @@ func TestALostAnswerDoesNotLookLikeAnotherOwner(t *testing.T) {
 		}
 	}
 
+	// held claims id with lease, its every answer held past the call's
+	// context, and wants the error.
+	held := func(t *testing.T, id string, lease time.Duration) {
+		t.Helper()
+		before := p.hits.Load()
+		p.loseNext(pattern, false)
+		cctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		cl, err := s.Claim(cctx, id, call, lease)
+		cancel()
+		p.release()
+		if p.hits.Load() == before || err == nil {
+			t.Fatalf("claim with its answer held = %+v, %v (creates seen %d); want an error after a create", cl, err, p.hits.Load()-before)
+		}
+	}
+	t.Run("the claim after a lost answer renews the lease of the record it finds its own", func(t *testing.T) {
+		const lease = 2 * time.Second
+		held(t, "renew", lease)
+		time.Sleep(lease) // the first claim's lease has run out
+		cl, err := s.Claim(ctxT(t), "renew", call, lease)
+		if err != nil || cl.State != effector.Claimed || cl.Reclaimed {
+			t.Fatalf("the next claim = %+v, %v; want Claimed, not reclaimed", cl, err)
+		}
+		if got, err := peer.Claim(ctxT(t), "renew", call, lease); err != nil || got.State != effector.InFlight {
+			t.Fatalf("a peer's claim at once = %+v, %v; want InFlight: the lease was renewed", got, err)
+		}
+	})
+	t.Run("of two claims at once after a lost answer, one takes the token", func(t *testing.T) {
+		held(t, "two", time.Hour)
+		var wg sync.WaitGroup
+		got := make([]effector.Claim, 2)
+		for i := range got {
+			wg.Go(func() {
+				var err error
+				if got[i], err = s.Claim(ctxT(t), "two", call, time.Hour); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		claimed := 0
+		for _, c := range got {
+			if c.State == effector.Claimed {
+				claimed++
+			}
+		}
+		if claimed != 1 {
+			t.Fatalf("two claims at once = %+v; want one Claimed, one InFlight", got)
+		}
+	})
+
 	for _, batch := range []bool{false, true} {
 		name := "single"
 		if batch {
