@@ -111,7 +111,7 @@ func (s *Store) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, ou
 			out[i], c.answered = effector.ClaimOutcome{Err: fmt.Errorf("natsstore: claiming intent %q: %w", trimID(r.IntentID), context.Cause(ctx))}, true
 			continue
 		}
-		token, err := newToken()
+		token, err := s.claimToken(r.IntentID, r.Call)
 		if err != nil {
 			out[i], c.answered = effector.ClaimOutcome{Err: err}, true
 			continue
@@ -140,8 +140,9 @@ func (s *Store) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, ou
 			c.createFirst = false // the key has a record: read it
 		case transient(err):
 		default:
-			// The context ended (the create may have landed: its lease
-			// runs out), or the server refused the create.
+			// The context ended, or the server refused the create: it
+			// may have landed, and the next claim reuses its token.
+			s.unsure(reqs[i].IntentID, reqs[i].Call, c.token, reqs[i].Lease+s.attemptMemory)
 			out[i], c.answered = effector.ClaimOutcome{Err: fmt.Errorf("natsstore: claiming intent %q: %w", trimID(reqs[i].IntentID), err)}, true
 		}
 	}

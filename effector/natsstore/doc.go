@@ -63,8 +63,16 @@
 //
 // Requests: each request has its own timeout (WithAttemptTimeout) and is
 // sent again while it gets no answer: until a stream's leader is elected,
-// JetStream does not answer at all. A claim or completion whose write
-// landed unanswered is recognized by its token when it is retried.
+// JetStream does not answer at all (a request cut by a lost connection is
+// sent again on the reconnected one). A claim or completion whose write
+// landed unanswered is recognized by its token when it is retried. A claim
+// whose context ends before any answer came returns the context's error,
+// and its write may have landed: the Store keeps its token, and its next
+// claim of the same call on that intent uses it, finding its own record
+// (Claimed, the lease renewed) rather than another owner's. Left: another
+// Store (another process) finds that record InFlight until its lease runs
+// out, then reclaims it, and the intent's result says its effect is
+// unknown though its tool never ran.
 //
 // Batches: ClaimBatch sends every item's create, and CompleteBatch every
 // item's update at its claim's revision, as asynchronous publishes, all

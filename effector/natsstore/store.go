@@ -40,6 +40,11 @@ type Store struct {
 	mu      sync.Mutex
 	held    map[string]heldClaim
 	pruneAt int
+
+	// unsureOf remembers, by intent, the token of a claim whose write may
+	// have landed unanswered (see unsure.go).
+	unsureOf      map[string]unsureClaim
+	unsurePruneAt int
 }
 
 type heldClaim struct {
@@ -272,6 +277,7 @@ func (s *Store) retry(ctx context.Context, f func(ctx context.Context) error) er
 
 // transient reports whether a request that failed with err may pass if sent
 // again: no answer in time, no responders (no leader yet), a connection
+// lost (its requests fail "disconnected" and the client reconnects) or
 // being re-established, the server's "temporarily unavailable", a key
 // whose previous write is still in process (see casFailed).
 func transient(err error) bool {
@@ -281,7 +287,8 @@ func transient(err error) bool {
 		errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, jetstream.ErrNoStreamResponse),
-		errors.Is(err, nats.ErrConnectionReconnecting):
+		errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrDisconnected):
 		return true
 	}
 	var apiErr *jetstream.APIError
@@ -376,13 +383,18 @@ func newToken() (string, error) {
 // Claim implements effector.DedupStore: a create of the intent's key that
 // fails if it exists, or an update at the revision of a record a claim may
 // replace (a lapsed claim, a released one, an expired result). A request
-// that gets no answer is sent again (see WithAttemptTimeout): a claim that
-// landed unanswered is recognized by its token.
+// that gets no answer is sent again (see WithAttemptTimeout) with the same
+// token, until ctx ends: a claim that landed unanswered is recognized by
+// its token, and its lease renewed. If ctx ends first, the claim answers
+// ctx's error and its write may have landed; this Store remembers the
+// token, and its next claim of the same call on the intent claims with it
+// (Claimed, not InFlight). Only another Store (another process) finds
+// that record InFlight, and Reclaimed once its lease runs out.
 func (s *Store) Claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration) (effector.Claim, error) {
 	if err := checkClaim(intentID, lease); err != nil {
 		return effector.Claim{}, err
 	}
-	token, err := newToken()
+	token, err := s.claimToken(intentID, call)
 	if err != nil {
 		return effector.Claim{}, err
 	}
@@ -404,8 +416,17 @@ func checkClaim(intentID string, lease time.Duration) error {
 // claim whose create was sent and found a record goes on with createFirst
 // false; one whose create got no answer, with true: sent again, the
 // create finds its own record if the first landed, and the read after it
-// recognizes the token.
+// recognizes the token. A claim that answers an error may have written
+// its record: the Store remembers its token for the next claim.
 func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, lease time.Duration, token string, createFirst bool) (effector.Claim, error) {
+	c, err := s.claimAs(ctx, intentID, call, lease, token, createFirst)
+	if err != nil {
+		s.unsure(intentID, call, token, lease+s.attemptMemory)
+	}
+	return c, err
+}
+
+func (s *Store) claimAs(ctx context.Context, intentID string, call effector.Call, lease time.Duration, token string, createFirst bool) (effector.Claim, error) {
 	k := key(intentID)
 	if err := ctx.Err(); err != nil {
 		return effector.Claim{}, fmt.Errorf("natsstore: claiming intent %q: %w", trimID(intentID), context.Cause(ctx))
@@ -443,10 +464,12 @@ func (s *Store) claim(ctx context.Context, intentID string, call effector.Call, 
 					return effector.Claim{}, fmt.Errorf("natsstore: reading the result of intent %q: %w", trimID(intentID), err)
 				}
 			}
-			if c.State == effector.Claimed {
-				s.hold(r.revision, r) // this claim's own write, whose answer was lost
+			if c.State != effector.Claimed {
+				return c, nil
 			}
-			return c, nil
+			// This claim's own write, whose answer was lost, perhaps long
+			// ago (a claim that answered an error): renew its lease, which
+			// runs from now.
 		}
 		nr := record{tag: tagClaim, call: call, token: token, attempts: c.Attempts, deadline: now.Add(lease), id: intentID}
 		err = s.retry(ctx, func(ctx context.Context) (err error) {

@@ -321,9 +321,19 @@ func (q *Queue) try(ctx context.Context, call func(context.Context) error) error
 	}
 }
 
+// msgIDInProcess is the server's "duplicate message id is in process"
+// (409, JSStreamDuplicateMessageConflict): a publish whose Nats-Msg-Id a
+// copy sent a moment before holds, while that copy is proposed to the
+// stream's replicas and not yet stored (nats-server's
+// jetstream_batching.go: the id is in the dedup map with no sequence yet).
+// The same message is being stored: sent again once it is, the publish is
+// answered as a duplicate; if the copy failed, it is stored.
+const msgIDInProcess = 10158
+
 // transient reports whether err may pass by itself: no answer in time, no
 // responders (a server restarting, a leader not yet elected), a lost
-// connection, or the server saying the cluster or stream is unavailable.
+// connection, the server saying the cluster or stream is unavailable, or a
+// copy of the same message (the same message id) being stored.
 func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	switch {
@@ -333,7 +343,7 @@ func transient(err error) bool {
 		errors.Is(err, nats.ErrDisconnected), errors.Is(err, jetstream.ErrNoHeartbeat):
 		return true
 	case errors.As(err, &apiErr):
-		return apiErr.Code == 503 || apiErr.Code == 408 ||
+		return apiErr.Code == 503 || apiErr.Code == 408 || apiErr.ErrorCode == msgIDInProcess ||
 			apiErr.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabledForAccount && strings.Contains(apiErr.Description, "unavailable")
 	}
 	return false
@@ -447,7 +457,8 @@ var _ effector.StagedSink = (*Sink)(nil)
 // a quorum of its servers (each fsyncs before answering with sync_interval
 // always). The first result of an intent stays: a republished one (a
 // redelivered intent answered again from the dedup store, a publish retried
-// after a lost answer) is dropped by the server, and Publish returns nil.
+// after a lost answer) is dropped by the server, and Publish returns nil;
+// one sent while a copy is being stored is sent again until it is.
 // A result larger than the servers' max_payload (1 MiB unless configured)
 // is refused, and Serve tries it again until the setting is raised, holding
 // its intent meanwhile: size max_payload for the largest result a tool
@@ -465,7 +476,8 @@ func (s *Sink) Publish(ctx context.Context, res intent.Result) error {
 }
 
 // Stage sends res as Publish does, without waiting for the server's
-// answer, and returns what waits for it (up to WithRequestTimeout): so Serve
+// answer, and returns what waits for it (up to WithRequestTimeout, or, if a
+// copy of res is being stored, as Publish does): so Serve
 // has many results in flight at once, on the one connection, rather than a
 // round trip each (effector.StagedSink). The wait returns nil once the
 // stream has res, or had it already; any other outcome (a refusal, no
@@ -498,6 +510,11 @@ func (s *Sink) Stage(ctx context.Context, res intent.Result) (wait func() error,
 		case err := <-fut.Err():
 			if perSubjectFull(err) {
 				return nil
+			}
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == msgIDInProcess {
+				// A copy of res is being stored: Publish waits for it.
+				return s.Publish(ctx, res)
 			}
 			return fmt.Errorf("natsstream: publishing the result of intent %q to %q: %w", res.IntentID, s.q.results, err)
 		case <-t.C:
