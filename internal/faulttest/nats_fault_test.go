@@ -345,15 +345,30 @@ func natsConsumerStalled(t *testing.T, c *natstest.Cluster) {
 	r.wantNoReclaims(t)
 	row, calls, _ := r.tally(t, "nats consumer stalled past AckWait")
 	wantExecutedOnce(t, r.ids, calls, "")
-	// What the other took over, the stalled one ran: the store answered
-	// the other from the stalled one's record.
+	// The intent the stalled one held, it ran: the store answered the
+	// other from its record. Any other intent the other found claimed or
+	// answered ran once (wantExecutedOnce), either in the stalled one or
+	// in the other itself: on a loaded machine the other's own delivery
+	// can outlive AckWait between its in-progress signals and come back
+	// to it, and its claim then finds its own claim or result. That is
+	// at-least-once delivery doing what it says, not a second run.
 	taken := r.takenOver(t, other.cmd.Process.Pid)
+	fromStalled, own := 0, 0
 	for id := range taken {
-		if cs := calls[id]; len(cs) != 1 || cs[0].pid != pid {
-			t.Errorf("intent %s, which the other effector found claimed or answered, was run by %+v, want once by the stalled effector (pid %d)", id, cs, pid)
+		cs := calls[id]
+		switch {
+		case len(cs) == 1 && cs[0].pid == pid:
+			fromStalled++
+		case id == stallID:
+			t.Errorf("intent %s, held by the stalled effector (pid %d) and found claimed by the other, was run by %+v, want once by the stalled one", id, pid, cs)
+		case len(cs) == 1:
+			own++
 		}
 	}
-	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped in a tool, mid-batch, past AckWait (%v) until the other found that intent claimed, then SIGCONT within the lease; the other found %d of its intents claimed or answered, and ran none", ackWait, len(taken))
+	row.note = fmt.Sprintf("natsstream + natsstore, 2 effectors, batches of 8: 1 SIGSTOPped in a tool, mid-batch, past AckWait (%v) until the other found that intent claimed, then SIGCONT within the lease; the other found %d of the stalled one's intents claimed or answered, and ran none", ackWait, fromStalled)
+	if own > 0 {
+		row.note += fmt.Sprintf("; %d of its own deliveries came back to it past AckWait and found its own claim", own)
+	}
 	report(t, row)
 }
 
