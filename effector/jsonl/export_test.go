@@ -28,3 +28,11 @@ func Fsyncs(sink *Sink, src *Source) int64 {
 	}
 	return n
 }
+
+// Staged returns how many result lines s has taken (Stage or Publish),
+// written or not.
+func Staged(s *Sink) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written
+}

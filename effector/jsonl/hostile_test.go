@@ -144,8 +144,9 @@ func failedFsyncs(t *testing.T, from, to int) {
 	ck := intents + ".ack"
 	results := filepath.Join(dir, "results.jsonl")
 	// Intent 2 runs once the first fsync (intent 1's line alone) has begun,
-	// and that fsync waits until the tool runs for intent 5, so that with
-	// one worker intents 2 to 4 are staged behind it: the next batch holds
+	// and that fsync waits until the tool runs for intent 5 and the results
+	// of intents 2 to 4 are staged behind it (the completer stages them
+	// while the finisher waits for that fsync): the next batch holds
 	// several result lines, and its fsync fails.
 	first, fifth := make(chan struct{}), make(chan struct{})
 	hook := func(ctx context.Context) error {
@@ -161,11 +162,15 @@ func failedFsyncs(t *testing.T, from, to int) {
 	e, calls := effectortest.EffectorWithHooks(t, store, []func(context.Context) error{hook})
 	disk := &hostileDisk{path: results}
 	failedLines := 0
+	var sink *jsonl.Sink
 	disk.onSync = func(n int, pending []byte) bool {
 		switch {
 		case n == 1:
 			close(first)
 			<-fifth
+			for deadline := time.Now().Add(10 * time.Second); jsonl.Staged(sink) < 4 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 		case n == from:
 			failedLines = bytes.Count(pending, []byte("\n"))
 			return true
@@ -174,7 +179,7 @@ func failedFsyncs(t *testing.T, from, to int) {
 		}
 		return false
 	}
-	sink := jsonl.NewSink(appendFile(t, results))
+	sink = jsonl.NewSink(appendFile(t, results))
 	disk.hook(t, sink)
 	src, err := jsonl.OpenFile(intents)
 	if err != nil {
