@@ -3,7 +3,6 @@ package natsstore_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/natsstore"
+	"github.com/beam-agents/toolreg/internal/natstest"
 )
 
 // loser forwards a client's TCP connections to a server and loses the
@@ -22,52 +22,36 @@ import (
 // client reconnects and its request fails with "disconnected") or holds
 // every byte back from the client until released (the request times out).
 type loser struct {
-	ln      net.Listener
+	*natstest.Proxy
 	pattern atomic.Pointer[[]byte]
 	cut     atomic.Bool // cut the connection, rather than hold the answer
 	held    atomic.Bool // the answer is being held back
 	hits    atomic.Int32
-	done    chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   []net.Conn
 }
 
 func startLoser(t *testing.T, target string) *loser {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &loser{ln: ln, done: make(chan struct{})}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	p := &loser{}
+	p.Proxy = natstest.StartProxy(t, target, func(c *natstest.Conn, fromClient bool, b []byte) {
+		for !fromClient && p.held.Load() {
+			if c.Wait(5 * time.Millisecond) {
 				return
 			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
+		}
+		if pat := p.pattern.Load(); fromClient && pat != nil && bytes.Contains(b, *pat) && p.pattern.CompareAndSwap(pat, nil) {
+			p.hits.Add(1)
+			if !p.cut.Load() {
+				p.held.Store(true)
+				return
 			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			muted := new(atomic.Bool) // this connection's answers are dropped
-			p.wg.Go(func() { p.pipe(s, c, c, muted, true) })
-			p.wg.Go(func() { p.pipe(c, s, c, muted, false) })
+			// The publish goes on to the server; its answer will find
+			// no client.
+			c.Mute()
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				c.Close()
+			}()
 		}
-	})
-	t.Cleanup(func() {
-		close(p.done)
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
 	})
 	return p
 }
@@ -82,48 +66,6 @@ func (p *loser) loseNext(pattern string, cut bool) {
 
 func (p *loser) release() { p.held.Store(false) }
 
-func (p *loser) pipe(dst, src, client net.Conn, muted *atomic.Bool, fromClient bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		for !fromClient && p.held.Load() {
-			select {
-			case <-p.done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-		hit := false
-		if pat := p.pattern.Load(); fromClient && pat != nil && bytes.Contains(buf[:n], *pat) && p.pattern.CompareAndSwap(pat, nil) {
-			hit = true
-			p.hits.Add(1)
-			if p.cut.Load() {
-				muted.Store(true)
-			} else {
-				p.held.Store(true)
-			}
-		}
-		if n > 0 && !(muted.Load() && !fromClient) {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if hit && p.cut.Load() {
-			// The server has the publish; its answer will find no client.
-			time.Sleep(100 * time.Millisecond)
-			dst.Close()
-			client.Close()
-			return
-		}
-		if err != nil {
-			dst.Close()
-			return
-		}
-	}
-}
-
-func (p *loser) url() string { return "nats://" + p.ln.Addr().String() }
-
 // A claim whose create reaches the server but whose answer is lost, to a
 // cut connection or to a wait past the call's context, must not leave a
 // record that looks like another owner's: when the call returns, it either
@@ -132,7 +74,7 @@ func (p *loser) url() string { return "nats://" + p.ln.Addr().String() }
 // (not InFlight until the lease runs out, and not a reclaim).
 func TestALostAnswerDoesNotLookLikeAnotherOwner(t *testing.T) {
 	p := startLoser(t, cluster.Hosts()[0])
-	nc, err := nats.Connect(p.url(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.IgnoreDiscoveredServers())
+	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.IgnoreDiscoveredServers())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestAckBatchOverAStalledConnection(t *testing.T) {
 	q, js := openQueue(t, cluster)
 	add(t, q, intents("stalled", 6)...)
 	p := startProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"))
-	nc, err := nats.Connect(p.url(), nats.DontRandomize())
+	nc, err := nats.Connect(p.URL(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
 	}

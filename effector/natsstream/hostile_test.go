@@ -163,7 +163,7 @@ func TestResultsReadThroughALateFetchMissesNone(t *testing.T) {
 		}
 	}
 	p := startProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"))
-	nc, err := nats.Connect(p.url(), nats.DontRandomize())
+	nc, err := nats.Connect(p.URL(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestResultsFromAClusterGoneMidReadEndWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"))
-	nc, err := nats.Connect(p.url(), nats.DontRandomize())
+	nc, err := nats.Connect(p.URL(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,11 @@ package natsstream_test
 
 import (
 	"bytes"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/beam-agents/toolreg/internal/natstest"
 )
 
 // proxy forwards TCP connections to a server, and can fail them as a
@@ -15,49 +15,25 @@ import (
 // called it holds back the next client write that carries a pull request (a
 // fetch whose answer is late).
 type proxy struct {
-	ln     net.Listener
+	*natstest.Proxy
 	paused atomic.Bool
-	hold   atomic.Int64  // holdNextFetch's duration, 0 for none
-	done   chan struct{} // closed at the test's end: no more holding back
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
+	hold   atomic.Int64 // holdNextFetch's duration, 0 for none
 }
 
 func startProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, done: make(chan struct{})}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	p := &proxy{}
+	p.Proxy = natstest.StartProxy(t, target, func(c *natstest.Conn, fromClient bool, b []byte) {
+		for p.paused.Load() {
+			if c.Wait(5 * time.Millisecond) {
 				return
 			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
+		}
+		if fromClient && bytes.Contains(b, []byte("CONSUMER.MSG.NEXT")) {
+			if d := time.Duration(p.hold.Swap(0)); d > 0 {
+				c.Wait(d)
 			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { p.pipe(s, c, true) })
-			p.wg.Go(func() { p.pipe(c, s, false) })
 		}
-	})
-	t.Cleanup(func() {
-		close(p.done)
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
 	})
 	return p
 }
@@ -65,41 +41,3 @@ func startProxy(t *testing.T, target string) *proxy {
 // holdNextFetch makes the proxy hold the next fetch the client sends for d
 // before forwarding it.
 func (p *proxy) holdNextFetch(d time.Duration) { p.hold.Store(int64(d)) }
-
-// wait waits for d, or until the test ends; it reports whether it ended.
-func (p *proxy) wait(d time.Duration) bool {
-	select {
-	case <-time.After(d):
-		return false
-	case <-p.done:
-		return true
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn, fromClient bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		for p.paused.Load() {
-			if p.wait(5 * time.Millisecond) {
-				return
-			}
-		}
-		if fromClient && bytes.Contains(buf[:n], []byte("CONSUMER.MSG.NEXT")) {
-			if d := time.Duration(p.hold.Swap(0)); d > 0 {
-				p.wait(d)
-			}
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			dst.Close()
-			return
-		}
-	}
-}
-
-func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }

@@ -390,7 +390,7 @@ func TestAConsumerStalledPastAckWaitIsAnsweredFromTheStore(t *testing.T) {
 
 	// Effector A reaches the cluster through a proxy the test stalls.
 	p := startProxy(t, strings.TrimPrefix(cluster.URLs()[0], "nats://"))
-	ncA, err := nats.Connect(p.url(), nats.NoReconnect(), nats.DontRandomize())
+	ncA, err := nats.Connect(p.URL(), nats.NoReconnect(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
 	}
