@@ -64,10 +64,10 @@ func TestServeStagesResultsOnAStagedSinkAndRepublishesAFailedWait(t *testing.T) 
 	for i := range 40 {
 		in := effectortest.Intent("staged", 3, uint32(i))
 		all = append(all, in)
-		input.WriteString(serveLine(t, in))
+		input.WriteString(effectortest.Line(t, in))
 	}
 	intents := filepath.Join(dir, "intents.jsonl")
-	writeFile(t, intents, input.String())
+	effectortest.WriteFile(t, intents, input.String())
 	src, err := jsonl.OpenFile(intents)
 	if err != nil {
 		t.Fatal(err)

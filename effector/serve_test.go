@@ -1,7 +1,6 @@
 package effector_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -22,16 +21,6 @@ import (
 	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
-// serveLine is an intent's JSONL line.
-func serveLine(t *testing.T, in *intent.Intent) string {
-	t.Helper()
-	b, err := in.MarshalJSON()
-	if err != nil {
-		t.Fatalf("Intent.MarshalJSON: %v", err)
-	}
-	return string(b) + "\n"
-}
-
 func serveStore(t *testing.T, path string) *sqlitestore.Store {
 	t.Helper()
 	s, err := sqlitestore.Open(context.Background(), path)
@@ -40,60 +29,6 @@ func serveStore(t *testing.T, path string) *sqlitestore.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// serveResults reads a JSONL results file into results by intent id.
-func serveResults(t *testing.T, path string) map[string][]intent.Result {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]intent.Result{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var r intent.Result
-		if err := r.UnmarshalJSON(sc.Bytes()); err != nil {
-			t.Fatalf("results line %q: %v", sc.Text(), err)
-		}
-		out[r.IntentID] = append(out[r.IntentID], r)
-	}
-	return out
-}
-
-func writeFile(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func appendFile(t *testing.T, path string) *os.File {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
@@ -105,16 +40,16 @@ func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 	}
 	var input strings.Builder
 	for i, in := range unique {
-		input.WriteString(serveLine(t, in))
+		input.WriteString(effectortest.Line(t, in))
 		if i%2 == 0 { // every other intent is delivered twice
-			input.WriteString(serveLine(t, in))
+			input.WriteString(effectortest.Line(t, in))
 		}
 		if i == 1 {
 			input.WriteString("{not an intent\n\n")
 		}
 	}
 	intents := filepath.Join(dir, "intents.jsonl")
-	writeFile(t, intents, input.String())
+	effectortest.WriteFile(t, intents, input.String())
 	results := filepath.Join(dir, "results.jsonl")
 
 	src, err := jsonl.OpenFile(intents)
@@ -123,14 +58,14 @@ func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 	}
 	defer src.Close()
 	e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
-	var logs syncBuffer
+	var logs effectortest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e,
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e,
 		effector.WithWorkers(3), effector.WithServeLogger(logger)); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 
-	got := serveResults(t, results)
+	got := effectortest.Results(t, results)
 	for i, in := range unique {
 		want := 1 + (1 - i%2)
 		if n := len(got[in.ID]); n != want {
@@ -196,10 +131,10 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	for i := range 8 {
 		in := effectortest.Intent("e", 2, uint32(i))
 		all = append(all, in)
-		input.WriteString(serveLine(t, in))
+		input.WriteString(effectortest.Line(t, in))
 	}
 	intents := filepath.Join(dir, "intents.jsonl")
-	writeFile(t, intents, input.String())
+	effectortest.WriteFile(t, intents, input.String())
 	results := filepath.Join(dir, "results.jsonl")
 	storePath := filepath.Join(dir, "dedup.db")
 	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
@@ -210,7 +145,7 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, calls := effectortest.Effector(t, serveStore(t, storePath))
-	sink := &failingSink{Sink: jsonl.NewSink(appendFile(t, results)), n: 3, failed: make(chan struct{})}
+	sink := &failingSink{Sink: jsonl.NewSink(effectortest.AppendFile(t, results)), n: 3, failed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-sink.failed; cancel() }()
 	err = effector.Serve(ctx, src, sink, e, quiet, effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
@@ -222,7 +157,7 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Unanswered < 1 || ue.Unanswered > len(all)-3 {
 		t.Fatalf("Serve with a failing sink = %v, want an *UnansweredError with 1 to %d unanswered", err, len(all)-3)
 	}
-	if got := len(serveResults(t, results)); got != 3 {
+	if got := len(effectortest.Results(t, results)); got != 3 {
 		t.Fatalf("first run published %d results, want 3", got)
 	}
 
@@ -233,10 +168,10 @@ func TestServeResumesAfterAFailedPublishWithoutLosingOrRepeating(t *testing.T) {
 	}
 	defer src.Close()
 	e2, calls2 := effectortest.Effector(t, serveStore(t, storePath))
-	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e2, quiet); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e2, quiet); err != nil {
 		t.Fatalf("second Serve: %v", err)
 	}
-	got := serveResults(t, results)
+	got := effectortest.Results(t, results)
 	for i, in := range all {
 		if len(got[in.ID]) != 1 {
 			t.Errorf("intent %d has %d results, want exactly 1", i, len(got[in.ID]))
@@ -272,7 +207,7 @@ func TestServeShutdown(t *testing.T) {
 		})
 		pr, pw := io.Pipe()
 		t.Cleanup(func() { pw.Close() })
-		go pw.Write([]byte(serveLine(t, effectortest.Intent("e", 3, 0))))
+		go pw.Write([]byte(effectortest.Line(t, effectortest.Intent("e", 3, 0))))
 		ctx, cancelCtx := context.WithCancel(context.Background())
 		out = new(bytes.Buffer)
 		sink := &lockedSink{w: jsonl.NewSink(out)}
@@ -370,7 +305,7 @@ func TestServeStopsOnASourceErrorAfterAnsweringWhatItRead(t *testing.T) {
 	in := effectortest.Intent("e", 4, 0)
 	var out bytes.Buffer
 	err := effector.Serve(context.Background(),
-		jsonl.NewSource(brokenReader{strings.NewReader(serveLine(t, in))}, "dev"),
+		jsonl.NewSource(brokenReader{strings.NewReader(effectortest.Line(t, in))}, "dev"),
 		jsonl.NewSink(&out), e, effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	if err == nil || !strings.Contains(err.Error(), "reading dev after line 1: device unplugged") {
 		t.Fatalf("Serve = %v, want the source's error naming where it happened", err)

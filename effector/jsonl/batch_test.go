@@ -33,11 +33,11 @@ func batchInput(t *testing.T, dir, entity string, n int) (string, []*intent.Inte
 	for i := range n {
 		in := effectortest.Intent(entity, 1, uint32(i))
 		all = append(all, in)
-		b.WriteString(serveLine(t, in))
+		b.WriteString(effectortest.Line(t, in))
 		ends = append(ends, int64(b.Len()))
 	}
 	path := filepath.Join(dir, "intents.jsonl")
-	writeFile(t, path, b.String())
+	effectortest.WriteFile(t, path, b.String())
 	return path, all, ends
 }
 
@@ -102,7 +102,7 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 	e, _ := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
 	quiet := effector.WithServeLogger(slog.New(slog.DiscardHandler))
 
-	f := appendFile(t, results)
+	f := effectortest.AppendFile(t, results)
 	sink := jsonl.NewSink(f)
 	var mu sync.Mutex
 	var durable []byte // the results file as its last fsync left it
@@ -179,7 +179,7 @@ func TestServeJSONLKillMidBatchRedeliversWhatWasNotSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, quiet, effector.WithWorkers(4)); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e, quiet, effector.WithWorkers(4)); err != nil {
 		t.Fatalf("Serve after the kill: %v", err)
 	}
 	b, err := os.ReadFile(results)
@@ -229,7 +229,7 @@ func TestServeJSONLResultWriteThatFailsMidLineIsRetriedWhole(t *testing.T) {
 			intents, all, _ := batchInput(t, dir, "wfail", n)
 			results := filepath.Join(dir, "results.jsonl")
 			e, _ := effectortest.Effector(t, effector.NewMemoryStore())
-			sink := jsonl.NewSink(appendFile(t, results))
+			sink := jsonl.NewSink(effectortest.AppendFile(t, results))
 			jsonl.HookSink(sink, func(w io.Writer) io.Writer { return &failingWriter{w: w, fail: fail} }, nil)
 			src, err := jsonl.OpenFile(intents)
 			if err != nil {
@@ -281,7 +281,7 @@ func TestServeJSONLCheckpointNeverPassesAnUnansweredIntent(t *testing.T) {
 	defer src.Close()
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e,
+		done <- effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e,
 			effector.WithWorkers(8), effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	}()
 	// Wait until every other intent's result is published.
@@ -330,10 +330,10 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	var logs syncBuffer
+	var logs effectortest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, effector.WithWorkers(4),
+		done <- effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e, effector.WithWorkers(4),
 			effector.WithServeLogger(slog.New(slog.NewTextHandler(&logs, nil))), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
 	}()
 	for {
@@ -445,7 +445,7 @@ func TestServeJSONLWrapperOfAckSeesEveryAcknowledgement(t *testing.T) {
 			}
 			defer src.Close()
 			w := &wrappingSource{Source: src, wrapBatch: tc.wrapBatch, acked: map[string]int{}}
-			if err := effector.Serve(context.Background(), w, jsonl.NewSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+			if err := effector.Serve(context.Background(), w, jsonl.NewSink(effectortest.AppendFile(t, filepath.Join(dir, "results.jsonl"))), e,
 				effector.WithWorkers(4), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
 				t.Fatalf("Serve: %v", err)
 			}
@@ -487,7 +487,7 @@ func TestServeJSONLBatchDoesNotWaitForAnIntentStillRunning(t *testing.T) {
 	defer src.Close()
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, filepath.Join(dir, "results.jsonl"))), e,
+		done <- effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, filepath.Join(dir, "results.jsonl"))), e,
 			effector.WithWorkers(1), effector.WithServeLogger(slog.New(slog.DiscardHandler)))
 	}()
 	// The test's own timeout bounds this wait.

@@ -179,7 +179,7 @@ func failedFsyncs(t *testing.T, from, to int) {
 		}
 		return false
 	}
-	sink = jsonl.NewSink(appendFile(t, results))
+	sink = jsonl.NewSink(effectortest.AppendFile(t, results))
 	disk.hook(t, sink)
 	src, err := jsonl.OpenFile(intents)
 	if err != nil {
@@ -250,7 +250,7 @@ func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testin
 		intents, all, _ := batchInput(t, dir, "enospc", n)
 		results := filepath.Join(dir, "results.jsonl")
 		e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
-		sink := jsonl.NewSink(appendFile(t, results))
+		sink := jsonl.NewSink(effectortest.AppendFile(t, results))
 		disk := &fullDisk{failed: make(chan struct{})}
 		jsonl.HookSink(sink, func(w io.Writer) io.Writer { disk.w = w; return disk }, nil)
 		src, err := jsonl.OpenFile(intents)
@@ -288,7 +288,7 @@ func TestServeJSONLResultsFileEndingInAFragmentKeepsTheNextResultWhole(t *testin
 		const n = 5
 		intents, all, _ := batchInput(t, dir, "torn-results", n)
 		results := filepath.Join(dir, "results.jsonl")
-		writeFile(t, results, `{"intent_id":"an-earlier-one","entity_key":"ZQ==","se`)
+		effectortest.WriteFile(t, results, `{"intent_id":"an-earlier-one","entity_key":"ZQ==","se`)
 		e, _ := effectortest.Effector(t, effector.NewMemoryStore())
 		serveToEnd(t, intents, results, e)
 		ids, _ := wholeResults(t, results)
@@ -364,7 +364,7 @@ func TestServeJSONLCancelledMidBatchAcknowledgesOnlyDurableResults(t *testing.T)
 				}
 				return false
 			}
-			sink := jsonl.NewSink(appendFile(t, results))
+			sink := jsonl.NewSink(effectortest.AppendFile(t, results))
 			disk.hook(t, sink)
 			writes := 0
 			jsonl.HookSink(sink, func(w io.Writer) io.Writer {
@@ -453,25 +453,25 @@ func TestServeJSONLHostileLinesInABatchAreAnsweredAndNeverHoldTheCheckpoint(t *t
 	for i := range n {
 		in := effectortest.Intent("hostile", 1, uint32(i))
 		all = append(all, in)
-		b.WriteString(serveLine(t, in))
+		b.WriteString(effectortest.Line(t, in))
 		switch i {
 		case 10:
-			b.WriteString(serveLine(t, in)) // again at once
+			b.WriteString(effectortest.Line(t, in)) // again at once
 		case 20:
 			addBad(`{"intent_id": 12, oops}`)
 		case 30:
-			b.WriteString(serveLine(t, forged))
+			b.WriteString(effectortest.Line(t, forged))
 		case 40:
 			addBad(`{"intent_id":"` + strings.Repeat("x", 3*limit+100) + `"}`)
 		case 50:
 			b.WriteString("\n   \n")
 		case 350:
-			b.WriteString(serveLine(t, all[10])) // again, past the read-ahead
-			b.WriteString(serveLine(t, all[60]))
+			b.WriteString(effectortest.Line(t, all[10])) // again, past the read-ahead
+			b.WriteString(effectortest.Line(t, all[60]))
 		}
 	}
 	intents := filepath.Join(dir, "intents.jsonl")
-	writeFile(t, intents, b.String())
+	effectortest.WriteFile(t, intents, b.String())
 	results := filepath.Join(dir, "results.jsonl")
 	// Every third intent is slow: it waits for the tool of the intent two
 	// after it, so that results complete out of order.
@@ -512,7 +512,7 @@ func TestServeJSONLHostileLinesInABatchAreAnsweredAndNeverHoldTheCheckpoint(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, hostileQuiet, deadLetter, effector.WithWorkers(8)); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e, hostileQuiet, deadLetter, effector.WithWorkers(8)); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	src.Close()
@@ -585,11 +585,11 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs effectortest.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- effector.Serve(ctx, src, jsonl.NewSink(appendFile(t, results)), e, effector.WithWorkers(4),
+		done <- effector.Serve(ctx, src, jsonl.NewSink(effectortest.AppendFile(t, results)), e, effector.WithWorkers(4),
 			effector.WithServeLogger(slog.New(slog.NewTextHandler(&logs, nil))), effector.WithRetryBackoff(time.Millisecond, time.Millisecond))
 	}()
 	for {
@@ -613,14 +613,14 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 	if _, err := os.Stat(ck); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a checkpoint file though no save could succeed: %v", err)
 	}
-	first := serveResults(t, results)
+	first := effectortest.Results(t, results)
 
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
 	e2, calls2 := effectortest.Effector(t, serveStore(t, db))
 	serveToEnd(t, intents, results, e2, effector.WithWorkers(4))
-	got := serveResults(t, results)
+	got := effectortest.Results(t, results)
 	for i, in := range all {
 		if c := calls.Of(in.ID) + calls2.Of(in.ID); c != 1 {
 			t.Errorf("intent %d ran %d times across both runs, want once", i, c)
@@ -653,13 +653,13 @@ func TestServeJSONLFollowsAProducerWritingHalfLinesWhileItRuns(t *testing.T) {
 	for i := range 13 {
 		in := effectortest.Intent("producer", 1, uint32(i))
 		all = append(all, in)
-		lines = append(lines, serveLine(t, in))
+		lines = append(lines, effectortest.Line(t, in))
 	}
 	half := func(s string) (string, string) { return s[:len(s)/2], s[len(s)/2:] }
 	a11, b11 := half(lines[10])
 	a13, b13 := half(lines[12])
 	intents := filepath.Join(dir, "intents.jsonl")
-	writeFile(t, intents, strings.Join(lines[:10], "")+a11)
+	effectortest.WriteFile(t, intents, strings.Join(lines[:10], "")+a11)
 	appendText := func(s string) {
 		f, err := os.OpenFile(intents, os.O_APPEND|os.O_WRONLY, 0)
 		if err == nil {
@@ -688,7 +688,7 @@ func TestServeJSONLFollowsAProducerWritingHalfLinesWhileItRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), e, hostileQuiet, effector.WithWorkers(4)); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e, hostileQuiet, effector.WithWorkers(4)); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	ids, bad := wholeResults(t, results)
@@ -754,7 +754,7 @@ func TestServeJSONLOutOfOrderCompletionNeverMovesTheCheckpointPastADurableGap(t 
 	}
 	e, calls := effectortest.EffectorWithHooks(t, effector.NewMemoryStore(), []func(context.Context) error{hook})
 	disk.onSync = func(int, []byte) bool { check(); return false }
-	sink := jsonl.NewSink(appendFile(t, results))
+	sink := jsonl.NewSink(effectortest.AppendFile(t, results))
 	disk.hook(t, sink)
 	src, err := jsonl.OpenFile(intents)
 	if err != nil {
@@ -788,7 +788,7 @@ func serveToEnd(t *testing.T, intents, results string, p effector.Processor, opt
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := effector.Serve(context.Background(), src, jsonl.NewSink(appendFile(t, results)), p, append([]effector.ServeOption{hostileQuiet}, opts...)...); err != nil {
+	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), p, append([]effector.ServeOption{hostileQuiet}, opts...)...); err != nil {
 		t.Fatalf("Serve of %s to its end: %v", intents, err)
 	}
 }

@@ -18,7 +18,7 @@ func TestSourceRefusesHostileLines(t *testing.T) {
 	t.Parallel()
 	good := effectortest.Intent("e", 5, 0)
 	long := `{"intent_id":"` + strings.Repeat("x", 1000) + `"}`
-	input := long + "\n" + `{"intent_id":"a","bogus":1}` + "\n" + "\xff\xfe\n" + serveLine(t, good)
+	input := long + "\n" + `{"intent_id":"a","bogus":1}` + "\n" + "\xff\xfe\n" + effectortest.Line(t, good)
 	src := jsonl.NewSource(strings.NewReader(input), "in", jsonl.WithMaxLineBytes(400))
 	tests := []struct {
 		name string
@@ -50,7 +50,7 @@ func TestOpenFileRefusesABadCheckpoint(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	intents := filepath.Join(dir, "in.jsonl")
-	writeFile(t, intents, "\n")
+	effectortest.WriteFile(t, intents, "\n")
 	tests := []struct {
 		name, checkpoint, want string
 	}{
@@ -59,7 +59,7 @@ func TestOpenFileRefusesABadCheckpoint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			writeFile(t, intents+".ack", tt.checkpoint)
+			effectortest.WriteFile(t, intents+".ack", tt.checkpoint)
 			_, err := jsonl.OpenFile(intents)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("OpenFile = %v, want an error containing %q", err, tt.want)

@@ -21,19 +21,19 @@ func TestALastLineStillBeingWrittenIsWaitedForAsLongAsItGrows(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "intents.jsonl")
 	in := effectortest.Intent("slow", 1, 0)
-	line := serveLine(t, in)
+	line := effectortest.Line(t, in)
 	// Pieces far apart enough that the whole line takes 3x the wait, close
 	// enough that no gap comes near it.
 	pieces := 30
 	step := max(1, len(line)/pieces)
-	writeFile(t, path, line[:step]) // the source finds the line begun
+	effectortest.WriteFile(t, path, line[:step]) // the source finds the line begun
 	src, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(wait))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 
-	f := appendFile(t, path)
+	f := effectortest.AppendFile(t, path)
 	defer f.Close()
 	written := make(chan error, 1)
 	go func() {

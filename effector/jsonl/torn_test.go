@@ -37,10 +37,10 @@ func TestATornLastLineIsNeitherReadNorCheckpointedPastAndIsReadWholeAfterARestar
 	dir := t.TempDir()
 	path := filepath.Join(dir, "intents.jsonl")
 	a, b, c := effectortest.Intent("torn", 1, 0), effectortest.Intent("torn", 1, 1), effectortest.Intent("torn", 1, 2)
-	whole := serveLine(t, a) + serveLine(t, b)
-	last := serveLine(t, c)
+	whole := effectortest.Line(t, a) + effectortest.Line(t, b)
+	last := effectortest.Line(t, c)
 	cut := len(last) / 2
-	writeFile(t, path, whole+last[:cut]) // the writer crashed mid-line
+	effectortest.WriteFile(t, path, whole+last[:cut]) // the writer crashed mid-line
 
 	src, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(0))
 	if err != nil {
@@ -69,7 +69,7 @@ func TestATornLastLineIsNeitherReadNorCheckpointedPastAndIsReadWholeAfterARestar
 	}
 
 	// The writer finishes the line; the restarted source reads it whole.
-	f := appendFile(t, path)
+	f := effectortest.AppendFile(t, path)
 	if _, err := f.WriteString(last[cut:]); err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func TestAFileSourceWaitsForTheRestOfATornLine(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "intents.jsonl")
 	c := effectortest.Intent("wait", 1, 0)
-	last := serveLine(t, c)
-	writeFile(t, path, last[:10])
+	last := effectortest.Line(t, c)
+	effectortest.WriteFile(t, path, last[:10])
 	src, err := jsonl.OpenFile(path, jsonl.WithTornLineWait(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestAFileSourceWaitsForTheRestOfATornLine(t *testing.T) {
 func TestATornLastLineAtTheEndOfAStreamIsDeadLetteredWithItsBytesAndOffset(t *testing.T) {
 	t.Parallel()
 	a := effectortest.Intent("stream", 1, 0)
-	first := serveLine(t, a)
+	first := effectortest.Line(t, a)
 	src := jsonl.NewSource(strings.NewReader(first+`{"intent_id":"half`), "stdin")
 	if d := receiveAck(t, src); d.Intent == nil {
 		t.Fatalf("first delivery = %+v, want an intent", d)
@@ -134,7 +134,7 @@ func TestALineThatDoesNotDecodeGoesToTheDeadLetterSinkWithItsBytesAndOffset(t *t
 	path := filepath.Join(dir, "intents.jsonl")
 	a, b := effectortest.Intent("dead", 1, 0), effectortest.Intent("dead", 1, 1)
 	garbage := `{"intent_id": 12, oops}`
-	writeFile(t, path, serveLine(t, a)+garbage+"\n"+serveLine(t, b))
+	effectortest.WriteFile(t, path, effectortest.Line(t, a)+garbage+"\n"+effectortest.Line(t, b))
 	src, err := jsonl.OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +154,8 @@ func TestALineThatDoesNotDecodeGoesToTheDeadLetterSinkWithItsBytesAndOffset(t *t
 	if err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if len(dead) != 1 || string(dead[0].Bytes) != garbage || dead[0].Offset != int64(len(serveLine(t, a))) || dead[0].Err == nil || !strings.Contains(dead[0].Pos, ":2") {
-		t.Fatalf("dead letters = %+v, want line 2's bytes %q at offset %d with its error", dead, garbage, len(serveLine(t, a)))
+	if len(dead) != 1 || string(dead[0].Bytes) != garbage || dead[0].Offset != int64(len(effectortest.Line(t, a))) || dead[0].Err == nil || !strings.Contains(dead[0].Pos, ":2") {
+		t.Fatalf("dead letters = %+v, want line 2's bytes %q at offset %d with its error", dead, garbage, len(effectortest.Line(t, a)))
 	}
 	if calls.Total() != 2 {
 		t.Fatalf("executions = %d, want 2: the good lines around it run", calls.Total())
