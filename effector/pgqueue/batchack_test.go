@@ -2,6 +2,7 @@ package pgqueue_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -202,5 +203,69 @@ func TestServeAnswersEveryIntentOnceAcrossAServerCrash(t *testing.T) {
 		if r := resultOf(t, q, id); calls.Of(id) != 1 {
 			t.Errorf("intent %s: %v after %d executions; want 1", id, r.Status, calls.Of(id))
 		}
+	}
+}
+
+// A consumer that starts on an empty queue table, as a new deployment's
+// does, claims and acknowledges many small batches, and then the table
+// grows past 100,000 rows (a backlog of other queues, no ANALYZE yet): its
+// claims, acknowledgements and giving back must still read only their own
+// rows, with no sequential scan of the table. A statement prepared once
+// and run through the generic plan Postgres keeps after five runs would
+// go on joining the table as it was when small: every row of it, every
+// batch.
+func TestAQueueFindsItsRowsByTheKeyAfterTheTableGrew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, url, _ := setup(t, pgtest.Start(t))
+	pool := pgtest.SmallPool(t, url, 2)
+	q := openQueue(t, pool)
+	src := newSource(t, q, pgqueue.WithBatch(4))
+	round := func(entity string, n int) {
+		t.Helper()
+		ins, _ := intents(entity, n)
+		if err := pgqueue.Enqueue(ctx, pool, queueName, ins...); err != nil {
+			t.Fatal(err)
+		}
+		var ds []effector.Delivery
+		for len(ds) < n {
+			got, err := src.ReceiveBatch(ctx, n-len(ds), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, got...)
+		}
+		if err := src.AckBatch(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 { // past Postgres's five custom plans, on each connection
+		round(fmt.Sprintf("small%d", i), 4)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO toolreg_queue_intents (queue, intent, visible_at)
+		SELECT 'backlog', '\x00'::bytea, clock_timestamp() + interval '1 hour' FROM generate_series(1, 100000)`); err != nil {
+		t.Fatal(err)
+	}
+	seq0, idx0 := pgtest.Scans(t, pool, "toolreg_queue_intents")
+	for i := range 4 {
+		round(fmt.Sprintf("large%d", i), 4)
+	}
+	// Claimed and never handed out: Close gives them back.
+	ins, _ := intents("left", 8)
+	if err := pgqueue.Enqueue(ctx, pool, queueName, ins...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.ReceiveBatch(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seq1, idx1 := pgtest.Scans(t, pool, "toolreg_queue_intents")
+	if idx1 == idx0 {
+		t.Fatal("the batches after the table grew made no index scan: the test sees no statistics")
+	}
+	if seq1 != seq0 {
+		t.Errorf("the claims and acknowledgements after the table grew to 100,000 rows scanned it whole %d times: a plan made for the empty table", seq1-seq0)
 	}
 }

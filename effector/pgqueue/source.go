@@ -124,6 +124,15 @@ func (q *Queue) NewSource(opts ...Option) (*Source, error) {
 	return s, nil
 }
 
+// unprepared runs the statements that join the queue's table to a batch
+// (claim, acknowledge, give back) as the unnamed statement, planned each time
+// for the table as it is (one round trip still). Prepared, as pgx does by
+// default, Postgres may keep after five runs the generic plan made while the
+// table was small, which reads all of it for each batch, until an ANALYZE:
+// TestAQueueFindsItsRowsByTheKeyAfterTheTableGrew. (pgstore's batch
+// statements run so too, for the same reason.)
+const unprepared = pgx.QueryExecModeExec
+
 // claimSQL leases up to $2 visible intents of queue $1, oldest first,
 // skipping rows another claim has locked, so concurrent consumers never wait
 // on each other nor take the same row. A row is visible when it was never
@@ -205,7 +214,7 @@ var _ effector.BatchSource = (*Source)(nil)
 
 func (s *Source) claim(ctx context.Context) error {
 	start := time.Now()
-	rows, err := s.q.pool.Query(ctx, claimSQL, s.q.name, s.batch, micros(s.lease))
+	rows, err := s.q.pool.Query(ctx, claimSQL, unprepared, s.q.name, s.batch, micros(s.lease))
 	if err != nil {
 		return err
 	}
@@ -268,7 +277,7 @@ func (s *Source) commitAcks(batch []*groupcommit.Op[ackIn]) {
 	}
 	ctx, cancel := groupcommit.Context(batch)
 	defer cancel()
-	_, err := s.q.pool.Exec(ctx, ackSQL, ids, tokens)
+	_, err := s.q.pool.Exec(ctx, ackSQL, unprepared, ids, tokens)
 	for _, o := range batch {
 		o.Err = err
 	}
@@ -338,7 +347,7 @@ func (s *Source) AckBatch(ctx context.Context, ds []effector.Delivery) error {
 	for i, r := range rows {
 		ids[i], tokens[i] = r.id, r.token
 	}
-	if _, err := s.q.pool.Exec(ctx, ackSQL, ids, tokens); err != nil {
+	if _, err := s.q.pool.Exec(ctx, ackSQL, unprepared, ids, tokens); err != nil {
 		return fmt.Errorf("pgqueue: acknowledging %d rows of queue %q: %w", len(rows), s.q.name, err)
 	}
 	for _, d := range ds {
@@ -376,7 +385,7 @@ func (s *Source) release(ctx context.Context) error {
 		ids[i], tokens[i] = r.id, r.token
 	}
 	s.buf = nil
-	if _, err := s.q.pool.Exec(ctx, releaseSQL, ids, tokens); err != nil {
+	if _, err := s.q.pool.Exec(ctx, releaseSQL, unprepared, ids, tokens); err != nil {
 		return fmt.Errorf("pgqueue: giving back %d unhandled intents of queue %q: %w (they come back when their lease ends)", len(ids), s.q.name, err)
 	}
 	return nil

@@ -471,16 +471,7 @@ func testBatchFindsItsRowsByTheKeyAfterTheTableGrew(t *testing.T, srv *pgtest.Se
 	t.Parallel()
 	ctx := context.Background()
 	_, url := srv.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.SmallPool(t, url, 2)
 	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -522,34 +513,11 @@ func testBatchFindsItsRowsByTheKeyAfterTheTableGrew(t *testing.T, srv *pgtest.Se
 		FROM generate_series(1, 100000) g`, call.Digest[:]); err != nil {
 		t.Fatal(err)
 	}
-	seqScans := func() (seq, idx int64) {
-		t.Helper()
-		if err := pool.QueryRow(ctx, `SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'toolreg_effector_dedup'`).Scan(&seq, &idx); err != nil {
-			t.Fatal(err)
-		}
-		return seq, idx
-	}
-	// Statistics reach pg_stat_user_tables within a second or so of their
-	// transaction: wait until the counters hold still.
-	settled := func() (seq, idx int64) {
-		t.Helper()
-		seq, idx = seqScans()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-			time.Sleep(1500 * time.Millisecond)
-			s2, i2 := seqScans()
-			if s2 == seq && i2 == idx {
-				return seq, idx
-			}
-			seq, idx = s2, i2
-		}
-		t.Fatal("the table's scan counters never held still")
-		return 0, 0
-	}
-	seq0, idx0 := settled()
+	seq0, idx0 := pgtest.Scans(t, pool, "toolreg_effector_dedup")
 	for i := range 4 {
 		round(fmt.Sprintf("large%d", i), 50)
 	}
-	seq1, idx1 := settled()
+	seq1, idx1 := pgtest.Scans(t, pool, "toolreg_effector_dedup")
 	if idx1 == idx0 {
 		t.Fatal("the batches after the table grew made no index scan: the test sees no statistics")
 	}
