@@ -124,15 +124,6 @@ func (q *Queue) NewSource(opts ...Option) (*Source, error) {
 	return s, nil
 }
 
-// unprepared runs the statements that join the queue's table to a batch
-// (claim, acknowledge, give back) as the unnamed statement, planned each time
-// for the table as it is (one round trip still). Prepared, as pgx does by
-// default, Postgres may keep after five runs the generic plan made while the
-// table was small, which reads all of it for each batch, until an ANALYZE:
-// TestAQueueFindsItsRowsByTheKeyAfterTheTableGrew. (pgstore's batch
-// statements run so too, for the same reason.)
-const unprepared = pgx.QueryExecModeExec
-
 // claimSQL leases up to $2 visible intents of queue $1, oldest first,
 // skipping rows another claim has locked, so concurrent consumers never wait
 // on each other nor take the same row. A row is visible when it was never
@@ -214,7 +205,7 @@ var _ effector.BatchSource = (*Source)(nil)
 
 func (s *Source) claim(ctx context.Context) error {
 	start := time.Now()
-	rows, err := s.q.pool.Query(ctx, claimSQL, unprepared, s.q.name, s.batch, micros(s.lease))
+	rows, err := s.q.pool.Query(ctx, claimSQL, s.q.name, s.batch, micros(s.lease))
 	if err != nil {
 		return err
 	}
@@ -256,9 +247,16 @@ func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / t
 // token still holds. Concurrent acknowledgements share one statement and one
 // commit (a group commit): with Serve's workers finishing at once, most of a
 // row's cost is its commit.
+//
+// It matches ids and tokens as two sets, not as pairs, which is exact: a
+// token is one nextval of toolreg_queue_fence, given to one row's claim, so
+// a row of these ids holding one of these tokens holds its own. And it finds
+// its rows by their key in any plan: joined to unnest of the pairs, the
+// generic plan Postgres keeps for a prepared statement after five runs,
+// made while the table was small, read the whole table for every batch
+// (TestAQueueFindsItsRowsByTheKeyAfterTheTableGrew). releaseSQL likewise.
 const ackSQL = `DELETE FROM toolreg_queue_intents q
-	USING unnest($1::bigint[], $2::bigint[]) AS r(id, token)
-	WHERE q.id = r.id AND q.token = r.token`
+	WHERE q.id = ANY($1::bigint[]) AND q.token = ANY($2::bigint[])`
 
 // ackBatch is the most acknowledgements one statement takes.
 const ackBatch = 256
@@ -277,7 +275,7 @@ func (s *Source) commitAcks(batch []*groupcommit.Op[ackIn]) {
 	}
 	ctx, cancel := groupcommit.Context(batch)
 	defer cancel()
-	_, err := s.q.pool.Exec(ctx, ackSQL, unprepared, ids, tokens)
+	_, err := s.q.pool.Exec(ctx, ackSQL, ids, tokens)
 	for _, o := range batch {
 		o.Err = err
 	}
@@ -347,7 +345,7 @@ func (s *Source) AckBatch(ctx context.Context, ds []effector.Delivery) error {
 	for i, r := range rows {
 		ids[i], tokens[i] = r.id, r.token
 	}
-	if _, err := s.q.pool.Exec(ctx, ackSQL, unprepared, ids, tokens); err != nil {
+	if _, err := s.q.pool.Exec(ctx, ackSQL, ids, tokens); err != nil {
 		return fmt.Errorf("pgqueue: acknowledging %d rows of queue %q: %w", len(rows), s.q.name, err)
 	}
 	for _, d := range ds {
@@ -358,8 +356,7 @@ func (s *Source) AckBatch(ctx context.Context, ds []effector.Delivery) error {
 
 const releaseSQL = `UPDATE toolreg_queue_intents q
 	SET visible_at = clock_timestamp(), deliveries = q.deliveries - 1, token = NULL
-	FROM unnest($1::bigint[], $2::bigint[]) AS r(id, token)
-	WHERE q.id = r.id AND q.token = r.token`
+	WHERE q.id = ANY($1::bigint[]) AND q.token = ANY($2::bigint[])`
 
 // Close stops the Source's listening connection and gives back the intents
 // it claimed and never handed out, visible at once and with their delivery
@@ -385,7 +382,7 @@ func (s *Source) release(ctx context.Context) error {
 		ids[i], tokens[i] = r.id, r.token
 	}
 	s.buf = nil
-	if _, err := s.q.pool.Exec(ctx, releaseSQL, unprepared, ids, tokens); err != nil {
+	if _, err := s.q.pool.Exec(ctx, releaseSQL, ids, tokens); err != nil {
 		return fmt.Errorf("pgqueue: giving back %d unhandled intents of queue %q: %w (they come back when their lease ends)", len(ids), s.q.name, err)
 	}
 	return nil
