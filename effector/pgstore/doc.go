@@ -69,4 +69,14 @@
 // The store refuses non-positive leases and result lifetimes, and refuses a
 // Complete or Release whose token no longer holds a live claim, with
 // effector.ErrNotOwner.
+//
+// A call whose context ends while its statement waits (on a row lock, a
+// busy server) returns the context's error, and the statement may still
+// commit: pgx's default on a cancelled context closes the connection, and
+// the server, which holds the whole statement, runs it to its end. So an
+// error may hide a write, never the reverse: a Complete sent again then
+// finds the row done and answers effector.ErrNotOwner, and the effector
+// publishes the stored result. A pool configured with
+// pgconn.CancelRequestContextWatcherHandler asks the server to cancel such
+// a statement instead.
 package pgstore
