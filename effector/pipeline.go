@@ -86,6 +86,10 @@ type item struct {
 	// renewFailed: a renewal of the claim's lease failed; the item takes
 	// Process's way.
 	renewFailed bool
+	// claimAlone: the batch before this one holds its intent's id, so its
+	// batch does not claim it (Serve's receive loop says why); Process's
+	// way does.
+	claimAlone bool
 
 	res     intent.Result
 	refused bool // dead-lettered: no result, only the acknowledgement
@@ -155,7 +159,7 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 	reqs, idx := b.reqs[:0], b.idx[:0]
 	now := e.cfg.now()
 	for i, it := range items {
-		if it.kind != kindProcess || !e.batchable(it.d.Intent, now) {
+		if it.kind != kindProcess || it.claimAlone || !e.batchable(it.d.Intent, now) {
 			continue
 		}
 		it.call = CallOf(it.d.Intent)

@@ -373,6 +373,8 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	claimBufsFree <- new(claimBufs)
 	dispatched := make(chan struct{})
 	close(dispatched)
+	// The ids of the batch received last, and of this one.
+	prevIDs, curIDs := map[string]struct{}{}, map[string]struct{}{}
 receive:
 	for {
 		select {
@@ -424,7 +426,26 @@ receive:
 			}
 			// The batch is claimed while the next is received and claimed:
 			// two claims in flight share the store's commits. Batches reach
-			// the workers in the order they came.
+			// the workers in the order they came. So an intent delivered
+			// again in the next batch (a redelivery, a duplicate line) is
+			// not claimed with it: its claim could land before the earlier
+			// batch's, and the earlier copy, found in flight and handed to
+			// a worker first, would hold that worker waiting for the later
+			// copy, which waits for a worker behind it. Process's way
+			// claims it, after the earlier copy, and finds it in flight or
+			// done (TestServeTwoCopiesClaimedInBatchesAtOnceDoNotWaitOnEachOther).
+			clear(curIDs)
+			for _, it := range items {
+				if it.d.Intent == nil {
+					continue
+				}
+				id := it.d.Intent.ID
+				if _, ok := prevIDs[id]; ok {
+					it.claimAlone = true
+				}
+				curIDs[id] = struct{}{}
+			}
+			prevIDs, curIDs = curIDs, prevIDs
 			cb := <-claimBufsFree
 			prev, done := dispatched, make(chan struct{})
 			dispatched = done

@@ -3,6 +3,7 @@ package effector_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -209,4 +210,66 @@ func statuses(rs []intent.Result) []string {
 		ss = append(ss, r.Status.String())
 	}
 	return ss
+}
+
+// oneAtATime hands out one delivery per ReceiveBatch, so that each is a
+// batch of its own.
+type oneAtATime struct{ *batchSource }
+
+func (s oneAtATime) ReceiveBatch(ctx context.Context, _ int, buf []effector.Delivery) ([]effector.Delivery, error) {
+	return s.batchSource.ReceiveBatch(ctx, 1, buf)
+}
+
+// laterClaimFirst holds the first ClaimBatch until the second has
+// returned (or a second has passed): of two batches claimed at once, the
+// later one's claim lands first.
+type laterClaimFirst struct {
+	effector.DedupStore
+	n      atomic.Int32
+	second chan struct{}
+}
+
+func (s *laterClaimFirst) ClaimBatch(ctx context.Context, reqs []effector.ClaimRequest, out []effector.ClaimOutcome) {
+	switch s.n.Add(1) {
+	case 1:
+		select {
+		case <-s.second:
+		case <-time.After(time.Second):
+		}
+		s.DedupStore.ClaimBatch(ctx, reqs, out)
+	case 2:
+		s.DedupStore.ClaimBatch(ctx, reqs, out)
+		close(s.second)
+	default:
+		s.DedupStore.ClaimBatch(ctx, reqs, out)
+	}
+}
+
+// Two deliveries of one intent come in consecutive batches, whose claims
+// are in flight at once, and the later batch's claim lands first. The
+// earlier copy, found in flight, must not hold the only worker waiting for
+// the later copy's claim to be answered, while the later copy waits for
+// that worker behind it: both are answered, and the tool runs once.
+// (ExampleServe hung so for ten minutes in a run under -race.)
+func TestServeTwoCopiesClaimedInBatchesAtOnceDoNotWaitOnEachOther(t *testing.T) {
+	t.Parallel()
+	in := effectortest.Intent("twice", 1, 0)
+	src := oneAtATime{newBatchSource([]*intent.Intent{in, in})}
+	store := &laterClaimFirst{DedupStore: effector.NewMemoryStore(), second: make(chan struct{})}
+	e, calls := effectortest.Effector(t, store)
+	sink := newResultSink()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := effector.Serve(ctx, src, sink, e, effector.WithWorkers(1), effector.WithServeLogger(slog.New(slog.DiscardHandler))); err != nil {
+		t.Fatalf("Serve: %v (the two copies waited on each other)", err)
+	}
+	if n := store.n.Load(); n < 1 {
+		t.Fatalf("%d batch claims: the test claimed nothing in a batch", n)
+	}
+	if c := calls.Of(in.ID); c != 1 {
+		t.Errorf("the tool ran %d times, want once", c)
+	}
+	if rs := sink.of(in.ID); len(rs) != 2 || rs[0].Status != intent.StatusOK || rs[1].Status != intent.StatusOK {
+		t.Errorf("results %+v, want two OK results", rs)
+	}
 }
