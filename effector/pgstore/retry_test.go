@@ -2,12 +2,10 @@ package pgstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +15,15 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/pgtest"
 )
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines(t *testing.T) []map[string]any {
+// logLines reads the JSON log lines b holds.
+func logLines(t *testing.T, b *effectortest.SyncBuffer) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -58,7 +45,7 @@ func TestAPostgresRestartMidProcessIsLoggedAndCounted(t *testing.T) {
 	srv := pgtest.Start(t)
 	s := openForTest(t, migrated(t, srv))
 	stopped := make(chan struct{})
-	var logs syncBuffer
+	var logs effectortest.SyncBuffer
 	reader := sdkmetric.NewManualReader()
 	e := refundEffector(t, s, func(ctx context.Context, a refundArgs) (map[string]any, error) {
 		srv.Stop() // the database crashes while the effect is applied
@@ -89,7 +76,7 @@ func TestAPostgresRestartMidProcessIsLoggedAndCounted(t *testing.T) {
 	}
 
 	var retries int
-	for _, l := range logs.lines(t) {
+	for _, l := range logLines(t, &logs) {
 		if strings.Contains(l["msg"].(string), "retrying") {
 			retries++
 			if l["level"] != "WARN" || l["intent_id"] != in.ID || l["operation"] != "complete" || l["error"] == "" {
@@ -99,7 +86,7 @@ func TestAPostgresRestartMidProcessIsLoggedAndCounted(t *testing.T) {
 	}
 	t.Logf("%d retries logged", retries)
 	if retries == 0 {
-		t.Fatalf("no retry logged across a restart of the database:\n%s", logs.buf.String())
+		t.Fatalf("no retry logged across a restart of the database:\n%s", logs.String())
 	}
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
