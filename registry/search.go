@@ -95,12 +95,16 @@ type Match struct {
 // of hypernyms, and the words of their definitions, each counting less than
 // the last and all far less than the word itself: "rain" finds "weather"
 // weakly; a word of a definition counts as evidence, not as matching the
-// query's word). A tool's score is then scaled by the share of the query's
-// words it matched, a word matched through a synonym or hypernym counting
-// less than one matched itself, so that a tool answering the whole request
-// outranks one matching a single word; matches below a tenth of the best are
-// dropped. Nothing is downloaded and no model runs: the WordNet table is
-// embedded (package internal/lexicon).
+// query's word), and with its nearest neighbours in GloVe's word vectors,
+// the words used in the same contexts, antonyms left out ("dollars" finds
+// "euro" and "currency"; weaker still, the farther the weaker). A tool's
+// score is then scaled by the share of the query's words it matched, a word
+// matched through a relation counting less than one matched itself, so that
+// a tool answering the whole request outranks one matching a single word;
+// matches below a tenth of the best are dropped, the best of all the tools
+// whatever q's filters keep, so that a filter leaving only such matches
+// leaves none. Nothing is downloaded and no model runs: the WordNet and
+// GloVe tables are embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
 // that is never searched pays nothing for it; BuildSearchIndex builds it
@@ -127,9 +131,18 @@ func (r *Registry) Search(q Query) []Match {
 	sp := idx.score(idx.queryTerms(q.Text))
 	defer scorePool.Put(sp)
 	scores := *sp
+	// Matches far below the best are noise of expansion (a word related to
+	// one of the query's, loosely): they are dropped. The best is that of
+	// every tool, kept or not: a filter that keeps only such matches keeps
+	// nothing.
+	var best float64
+	for _, s := range scores {
+		best = max(best, s)
+	}
+	floor := minRelativeScore * best
 	top := make([]Match, 0, min(limit, 64))
 	for doc, s := range scores {
-		if s <= 0 || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
+		if s <= 0 || s < floor || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
 			continue
 		}
 		// Insertion into the sorted top: strictly greater scores go first,
@@ -144,13 +157,6 @@ func (r *Registry) Search(q Query) []Match {
 			top = top[:limit-1]
 		}
 		top = slices.Insert(top, i, Match{Tool: r.tools[doc], Score: s})
-	}
-	// Matches far below the best are noise of expansion (a word WordNet
-	// relates to one of the query's, loosely): they are dropped.
-	for i, m := range top {
-		if m.Score < minRelativeScore*top[0].Score {
-			return top[:i]
-		}
 	}
 	return top
 }
@@ -200,6 +206,11 @@ var relationWeight = [...]float64{ // read-only
 	lexicon.Hypernym2: 0.075,
 	lexicon.Gloss:     0.1,
 }
+
+// weightNeighbour is the weight of the closest of a word's neighbours in
+// GloVe's vectors (lexicon.Neighbours); a farther one counts less, down to an
+// eighth of it.
+const weightNeighbour = 0.25
 
 const (
 	// minRelativeScore is the least share of the best match's score a match
@@ -412,8 +423,11 @@ func (x *searchIndex) score(terms []queryTerm, nwords int) *[]float64 {
 	// Coordination: a tool's score is scaled by the share of the query's
 	// words it matched (itself, one typo away or related, each counted by
 	// how closely: levelCredit), so that a tool answering the whole request
-	// outranks one that matches one word many times or in its name.
-	if nwords > 1 {
+	// outranks one that matches one word many times or in its name. A query
+	// of one word too: a tool that matched it only through a relation
+	// ranks below one that matched it itself, and is dropped when far
+	// below it.
+	if nwords > 0 {
 		for doc, s := range scores {
 			if s > 0 {
 				m := masks[matchLevels*doc : matchLevels*doc+matchLevels : matchLevels*doc+matchLevels]
@@ -495,6 +509,14 @@ func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 			}
 			add(r, w*relationWeight[rel])
 			bit = b
+		}
+		// A word used in the same contexts (GloVe's vectors) weakly
+		// matches the query's word, the closer the more: "rain" reaches a
+		// tool tagged weather, "dollars" one that converts currencies. In
+		// coordination the two closest levels count as a synonym, the
+		// others as a hypernym (matchLevel).
+		for r, level := range lexicon.Neighbours(stem) {
+			add(r, w*weightNeighbour*float64(level+1)/lexicon.Closeness)
 		}
 	}
 	words := queryWords(text)

@@ -348,9 +348,7 @@ func ExampleRegistry_Search() {
 	// Output:
 	// track_shipment false
 	// create_shipping_label true
-	// upload_file true
 	// track_shipment false
-	// search_files false
 }
 
 func registryOf(t *testing.T, specs ...*toolreg.Spec) *registry.Registry {
