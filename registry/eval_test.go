@@ -161,9 +161,11 @@ func evaluate(t *testing.T, search func(string) []string, reqs []evalRequest, mi
 // 0.586, 0.483; third 0.540, 0.738, 0.641 (four requests higher first). The
 // requests for no tool are offered more (noise: held-out 6.0 to 7.2, second
 // 8.5 to 10, third 3.4 to 5.4): their ceilings are raised to match, a cost
-// of expansion the README states.
+// of expansion the README states. A number no longer a word (the last 10
+// commits matched a forecast of 1-10 days): tune 0.557, 0.713, 0.641, the
+// other sets unchanged.
 var evalFloors = map[string]evalFigures{
-	"tune":    {p1: 0.524, r3: 0.712, mrr: 0.623, quiet: 1, noise: 6.67},
+	"tune":    {p1: 0.557, r3: 0.712, mrr: 0.640, quiet: 1, noise: 6.67},
 	"heldout": {p1: 0.591, r3: 0.744, mrr: 0.674, quiet: 0, noise: 7.20},
 	"second":  {p1: 0.342, r3: 0.585, mrr: 0.482, quiet: 0, noise: 10.00},
 	"third":   {p1: 0.539, r3: 0.737, mrr: 0.640, quiet: 0, noise: 5.40},

@@ -31,7 +31,8 @@ type Query struct {
 	// matter, one typo in a word of five letters or more is forgiven, and
 	// snake_case or camelCase words match their parts. Blank text lists the
 	// tools the filters keep, in registration order, each with score 0; text
-	// whose words are all too common to search by ("the", "what") matches
+	// whose words are all too common to search by ("the", "what") or
+	// numbers (a value, not what a tool does: "10", "88123") matches
 	// nothing.
 	Text string
 	// ReadOnly keeps only tools without side effects: those a pipeline runs

@@ -533,3 +533,26 @@ func TestSearchCreditsATermForEachWordByItsRelationToIt(t *testing.T) {
 		t.Fatalf("Search(contents of the example) = %v: want show_example first", matchesString(ms))
 	}
 }
+
+// A number is a value a request carries (an order number, a count, a time),
+// not what a tool does: "the last 10 commits" is no request for a forecast of
+// "1-10 days", nor "order 88123" for a tool that lists 100 of something.
+func TestSearchDoesNotMatchNumbers(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "get_forecast", Description: "Daily forecast for the next 1-10 days."},
+		&toolreg.Spec{Name: "get_commit_history", Description: "List the commits of a branch, newest first."},
+		&toolreg.Spec{Name: "list_top_orders", Description: "The 100 largest orders."},
+	)
+	if got := names(r.Search(registry.Query{Text: "show me the last 10 commits on main"})); !slices.Equal(got, []string{"get_commit_history"}) {
+		t.Errorf(`Search("show me the last 10 commits on main") = %v, want [get_commit_history] alone`, got)
+	}
+	if got := names(r.Search(registry.Query{Text: "10 100"})); len(got) != 0 {
+		t.Errorf(`Search("10 100") = %v, want nothing`, got)
+	}
+	// A word with digits in it is a word: 2fa, e164, oauth2.
+	r2 := registryOf(t, &toolreg.Spec{Name: "enable_2fa", Description: "Turn on two-factor authentication."})
+	if got := names(r2.Search(registry.Query{Text: "2fa"})); !slices.Equal(got, []string{"enable_2fa"}) {
+		t.Errorf(`Search("2fa") = %v, want [enable_2fa]`, got)
+	}
+}

@@ -9,8 +9,8 @@ import (
 )
 
 // appendTerms appends to dst the terms of text: its words, split at
-// punctuation, '_', '-' and camelCase humps, lower-cased, stop words dropped
-// and stemmed (lexicon.Stem: Snowball English); and each pair of
+// punctuation, '_', '-' and camelCase humps, lower-cased, stop words and
+// numbers dropped and stemmed (lexicon.Stem: Snowball English); and each pair of
 // neighbouring words ("support ticket"), so that a phrase outranks the same
 // words scattered. With compound, a word written with '_', '-' or humps
 // (refund_order, refundOrder, to-do) is also kept whole, lower-cased and
@@ -84,7 +84,7 @@ func appendHumps(dst []string, word string, term func(dst []string, w string) []
 
 func appendTerm(dst []string, w string) []string {
 	w = strings.ToLower(w)
-	if lexicon.StopWord(w) {
+	if lexicon.StopWord(w) || number(w) {
 		return dst
 	}
 	return append(dst, lexicon.Stem(w))
@@ -174,7 +174,7 @@ func (sc *termScanner) wordOf(rs []rune) bool {
 	for _, r := range rs {
 		sc.word = utf8.AppendRune(sc.word, unicode.ToLower(r))
 	}
-	if lexicon.StopWord(string(sc.word)) {
+	if lexicon.StopWord(string(sc.word)) || number(string(sc.word)) {
 		return false
 	}
 	st, ok := sc.stems[string(sc.word)]
@@ -215,7 +215,7 @@ func queryWords(text string) []string {
 	var words []string
 	for _, t := range appendTermsFunc(nil, text, false, func(dst []string, w string) []string {
 		w = strings.ToLower(w)
-		if lexicon.StopWord(w) {
+		if lexicon.StopWord(w) || number(w) {
 			return dst
 		}
 		return append(dst, w)
@@ -254,4 +254,17 @@ func oneEdit(a, b string) bool {
 		return a[i:] == b[i+1:]
 	}
 	return false
+}
+
+// number reports whether w is all digits: a value a request carries (an
+// order number, a count, an hour), not a word of what a tool does, so
+// neither the index nor a query keeps it. A word with digits in it (2fa,
+// oauth2) is a word.
+func number(w string) bool {
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return w != ""
 }
