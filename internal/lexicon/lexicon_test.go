@@ -2,6 +2,7 @@ package lexicon
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -26,13 +27,7 @@ func TestTableIsBuiltFromWordNet(t *testing.T) {
 	}
 }
 
-func related(stem string) map[string]Relation {
-	m := map[string]Relation{}
-	for r, rel := range Related(stem) {
-		m[r] = rel
-	}
-	return m
-}
+func related(stem string) map[string]Relation { return maps.Collect(Related(stem)) }
 
 func TestRelated(t *testing.T) {
 	t.Parallel()

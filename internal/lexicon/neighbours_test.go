@@ -8,13 +8,7 @@ import (
 	"testing"
 )
 
-func neighboursOf(stem string) map[string]int {
-	m := map[string]int{}
-	for n, level := range Neighbours(stem) {
-		m[n] = level
-	}
-	return m
-}
+func neighboursOf(stem string) map[string]int { return maps.Collect(Neighbours(stem)) }
 
 // The committed table reaches the words a person means by another: what
 // WordNet's relations miss (rain is weather's hyponym's hyponym, a dollar no
