@@ -102,9 +102,9 @@ type Match struct {
 // score is then scaled by the share of the query's words it matched, a word
 // matched through a relation counting less than one matched itself, so that
 // a tool answering the whole request outranks one matching a single word;
-// matches below a tenth of the best are dropped, the best of all the tools
-// whatever q's filters keep, so that a filter leaving only such matches
-// leaves none. Nothing is downloaded and no model runs: the WordNet and
+// matches below a tenth of the best are dropped, the best of every tool
+// not withdrawn, whatever q's filters and principal keep, so that a filter
+// leaving only such matches leaves none. Nothing is downloaded and no model runs: the WordNet and
 // GloVe tables are embedded (package internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
@@ -134,11 +134,14 @@ func (r *Registry) Search(q Query) []Match {
 	scores := *sp
 	// Matches far below the best are noise of expansion (a word related to
 	// one of the query's, loosely): they are dropped. The best is that of
-	// every tool, kept or not: a filter that keeps only such matches keeps
-	// nothing.
+	// every tool offered (not withdrawn: the stand-ins for an unavailable
+	// tool are still found), whatever q's filters and principal keep, so
+	// that a filter leaving only such matches leaves none.
 	var best float64
-	for _, s := range scores {
-		best = max(best, s)
+	for doc, s := range scores {
+		if s > best && r.tools[doc].Withdrawn() == nil {
+			best = s
+		}
 	}
 	floor := minRelativeScore * best
 	top := make([]Match, 0, min(limit, 64))
@@ -454,7 +457,7 @@ var levelCredit = [matchLevels]float64{1, 0.5, 0.25} // read-only
 
 // matchLevel returns the level of coordination of a query term of weight w:
 // the weight says how it relates to the query's word (relationWeight,
-// weightTypo).
+// weightNeighbour, weightTypo).
 func matchLevel(w float64) int {
 	switch {
 	case w >= weightTypo: // the word, or a typo of it
@@ -473,7 +476,8 @@ var maskPool = sync.Pool{New: func() any { return new([]uint64) }}
 // weight: the query's own terms (queryTermsOf), then for each of its words
 // the registry's words one typo away when the registry lacks it and it is no
 // common English word (lexicon.Known), then the registry's words WordNet
-// relates to either (lexicon.Related).
+// relates to either (lexicon.Related) and their nearest neighbours in
+// GloVe's vectors (lexicon.Neighbours).
 func (x *searchIndex) queryTerms(text string) ([]queryTerm, int) {
 	if len(text) > maxQueryBytes {
 		text = text[:maxQueryBytes] // a torn last rune is dropped by appendTerms

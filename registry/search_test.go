@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/toolbind"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/registry"
 )
@@ -554,5 +555,45 @@ func TestSearchDoesNotMatchNumbers(t *testing.T) {
 	r2 := registryOf(t, &toolreg.Spec{Name: "enable_2fa", Description: "Turn on two-factor authentication."})
 	if got := names(r2.Search(registry.Query{Text: "2fa"})); !slices.Equal(got, []string{"enable_2fa"}) {
 		t.Errorf(`Search("2fa") = %v, want [enable_2fa]`, got)
+	}
+}
+
+// A remote tool whose server cannot be reached is not offered, and does not
+// set the bar the others are measured against either: when the best match
+// is unavailable, the tools that might stand in for it are still found, even
+// those matching only loosely.
+func TestSearchAnUnavailableToolHidesNoOther(t *testing.T) {
+	t.Parallel()
+	gate := new(toolbind.Gate)
+	forecast := toolbind.Contract(&toolreg.Spec{Name: "get_weather_forecast", Description: "Weather forecast for the next days.", Tags: []string{"weather"}}, gate).(*toolreg.Tool)
+	r := registry.New()
+	for _, tool := range []*toolreg.Tool{
+		forecast,
+		toolreg.NewTool(&toolreg.Spec{Name: "get_conditions", Description: "Current temperature, wind and humidity."}),
+	} {
+		if err := r.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const q = "weather forecast"
+	if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, []string{"get_weather_forecast"}) {
+		t.Fatalf("Search(%q) = %v, want [get_weather_forecast] alone (get_conditions matches far below it)", q, got)
+	}
+	gate.Suspend("its server does not answer")
+	if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, []string{"get_conditions"}) {
+		t.Errorf("with get_weather_forecast unavailable, Search(%q) = %v, want [get_conditions]", q, got)
+	}
+}
+
+// Numbers joined by '-' or '_' are numbers too: "1-10" is no word "110".
+func TestSearchDoesNotMatchJoinedNumbers(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "get_forecast", Description: "Daily forecast for the next 1-10 days."},
+		&toolreg.Spec{Name: "get_commit_history", Description: "List the commits of a branch (up to 2_000)."})
+	for _, q := range []string{"1-10", "110", "2_000", "2000"} {
+		if got := names(r.Search(registry.Query{Text: q})); len(got) != 0 {
+			t.Errorf("Search(%q) = %v, want nothing", q, got)
+		}
 	}
 }

@@ -35,7 +35,9 @@ func appendTermsFunc(dst []string, text string, compound bool, term func(dst []s
 			humps += countHumps(part)
 		}
 		if compound && humps > 1 {
-			dst = append(dst, joined(chunk))
+			if j := joined(chunk); !number(j) {
+				dst = append(dst, j)
+			}
 		}
 	}
 	dst = append(dst, words...)
@@ -162,7 +164,9 @@ func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
 					sc.comp = utf8.AppendRune(sc.comp, unicode.ToLower(r))
 				}
 			}
-			emit(sc.comp)
+			if !number(string(sc.comp)) { // 1-10 is two numbers, not 110
+				emit(sc.comp)
+			}
 		}
 	}
 }
