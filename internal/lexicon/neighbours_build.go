@@ -135,7 +135,10 @@ func BuildNeighbours(vectors io.Reader, wordnetDir string, opt NeighbourOptions)
 					b := m[j*d : j*d+d]
 					var c float32
 					for k := range a {
-						c += a[k] * b[k]
+						// The conversion rounds the product, so that no
+						// machine fuses it with the sum (arm64 would, and
+						// build another table).
+						c += float32(a[k] * b[k])
 					}
 					if len(top) == keep && c <= top[len(top)-1].cos {
 						continue
@@ -175,7 +178,7 @@ func BuildNeighbours(vectors io.Reader, wordnetDir string, opt NeighbourOptions)
 func unit(v []float64) {
 	var n float64
 	for _, x := range v {
-		n += x * x
+		n += float64(x * x) // rounded: not fused, on any machine
 	}
 	if n == 0 {
 		return

