@@ -104,8 +104,9 @@ type Match struct {
 // a tool answering the whole request outranks one matching a single word;
 // matches below a tenth of the best are dropped, the best of every tool
 // not withdrawn, whatever q's filters and principal keep, so that a filter
-// leaving only such matches leaves none. Nothing is downloaded and no model runs: the WordNet and
-// GloVe tables are embedded (package internal/lexicon).
+// leaving only such matches leaves none. Nothing is downloaded and no model
+// runs: the WordNet and GloVe tables are embedded (package
+// internal/lexicon).
 //
 // The index is built on the first Search, not at Register, so a registry
 // that is never searched pays nothing for it; BuildSearchIndex builds it

@@ -10,13 +10,13 @@ import (
 
 // appendTerms appends to dst the terms of text: its words, split at
 // punctuation, '_', '-' and camelCase humps, lower-cased, stop words and
-// numbers dropped and stemmed (lexicon.Stem: Snowball English); and each pair of
-// neighbouring words ("support ticket"), so that a phrase outranks the same
-// words scattered. With compound, a word written with '_', '-' or humps
-// (refund_order, refundOrder, to-do) is also kept whole, lower-cased and
-// joined (refundorder, todo), so that a tool's exact name matches it best and
-// a hyphenated word meets its solid spelling, even when its parts are stop
-// words.
+// numbers dropped and stemmed (lexicon.Stem: Snowball English); and each
+// pair of neighbouring words ("support ticket"), so that a phrase outranks
+// the same words scattered. With compound, a word written with '_', '-' or
+// humps (refund_order, refundOrder, to-do; not 1-10, two numbers) is also
+// kept whole, lower-cased and joined (refundorder, todo), so that a tool's
+// exact name matches it best and a hyphenated word meets its solid
+// spelling, even when its parts are stop words.
 func appendTerms(dst []string, text string, compound bool) []string {
 	return appendTermsFunc(dst, text, compound, appendTerm)
 }
