@@ -107,6 +107,9 @@ func stemVectors(r io.Reader, words int) (stems []string, m []float32, d int, er
 // neighbours.bin, in the format of wordnet.bin (lexicon.go) with the level in
 // place of the relation.
 func BuildNeighbours(vectors io.Reader, wordnetDir string, opt NeighbourOptions) ([]byte, error) {
+	if opt.Words <= 0 || opt.Neighbours <= 0 || opt.MinCosine < -1 || opt.MinCosine >= 1 {
+		return nil, fmt.Errorf("lexicon: neighbour options %+v: want Words and Neighbours above 0 and MinCosine in [-1, 1)", opt)
+	}
 	antonyms, err := readAntonyms(wordnetDir)
 	if err != nil {
 		return nil, err

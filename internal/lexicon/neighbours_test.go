@@ -150,4 +150,9 @@ func TestBuildNeighboursRefusesMalformedVectors(t *testing.T) {
 			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
 		}
 	}
+	for _, opt := range []NeighbourOptions{{Words: 0, Neighbours: 1}, {Words: 1, Neighbours: 0}, {Words: 1, Neighbours: 1, MinCosine: 1}} {
+		if _, err := BuildNeighbours(strings.NewReader(`{}`), "/usr/share/wordnet", opt); err == nil || !strings.Contains(err.Error(), "neighbour options") {
+			t.Errorf("options %+v: err = %v, want them refused", opt, err)
+		}
+	}
 }
