@@ -111,11 +111,10 @@ type termScanner struct {
 	comp  []byte
 }
 
-// scan calls emit with each term of text; emit must not keep the bytes.
+// scan calls emit with each term of text; emit must not keep the bytes. A
+// byte that is no UTF-8 separates words, as appendTerms's replacement of it
+// by a space does: it decodes as utf8.RuneError, which is no chunk rune.
 func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, " ")
-	}
 	sc.prev = sc.prev[:0]
 	havePrev := false
 	for len(text) > 0 {
