@@ -19,6 +19,7 @@ import (
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
 
 func serveStore(t *testing.T, path string) *sqlitestore.Store {
@@ -58,7 +59,7 @@ func TestServeJSONLAnswersEveryIntentAndRunsEachOnce(t *testing.T) {
 	}
 	defer src.Close()
 	e, calls := effectortest.Effector(t, serveStore(t, filepath.Join(dir, "dedup.db")))
-	var logs effectortest.SyncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if err := effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e,
 		effector.WithWorkers(3), effector.WithServeLogger(logger)); err != nil {

@@ -1,13 +1,11 @@
 package effector_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,6 +14,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
 
 type shipArgs struct {
@@ -28,17 +27,6 @@ type shipArgs struct {
 		SKU string `json:"sku"`
 	} `json:"items"`
 	Labels *map[string]string `json:"labels"`
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
 }
 
 // shipFixture is an effect table of two side-effecting tools, ship (with
@@ -99,7 +87,7 @@ func TestUnknownKeysAreRefusedByDefault(t *testing.T) {
 func TestWithDropUnknownKeysDropsThemForTheToolsItNamesAndLogsEach(t *testing.T) {
 	t.Parallel()
 	bound, got := shipFixture(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	e, err := effector.New(bound.Effector, effector.NewMemoryStore(), effector.WithClock(fixedClock), effector.WithLogger(logger),
 		effector.WithDropUnknownKeys("ship"))

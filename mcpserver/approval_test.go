@@ -17,6 +17,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/mcpserver"
 )
@@ -475,8 +476,8 @@ func TestAnAcceptedCallWithoutAKeyRunsOnceOverEitherTransport(t *testing.T) {
 		for _, transport := range []string{"in memory", "streamable HTTP"} {
 			t.Run(v.name+", "+transport, func(t *testing.T) {
 				t.Parallel()
-				var logs logBuffer
-				f := newApprovalFixture(t, mcpserver.WithLogger(logs.logger()))
+				var logs syncbuf.Buffer
+				f := newApprovalFixture(t, mcpserver.WithLogger(warnLogger(&logs)))
 				a := &asker{action: "accept"}
 				var cs *mcp.ClientSession
 				if transport == "in memory" {

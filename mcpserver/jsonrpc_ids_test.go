@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,34 +9,18 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/mcpserver"
 )
 
-// logBuffer is a slog destination tests read while the server writes.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
+// warnLogger logs warnings and errors to b, which a test reads while the
+// server writes.
+func warnLogger(b *syncbuf.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
@@ -61,10 +44,10 @@ func checkNullIDAnswer(t *testing.T, what string, m map[string]any) {
 // is logged at warn and ignored, and the session goes on.
 func TestANullIDIsRefusedAndAStrayResponseLoggedOverStdio(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
+	var logs syncbuf.Buffer
 	c := servePipes(t, func(in, out *os.File) mcp.Transport {
 		return &mcp.IOTransport{Reader: in, Writer: out}
-	}, mcpserver.WithLogger(logs.logger()))
+	}, mcpserver.WithLogger(warnLogger(&logs)))
 	checkNullIDAnswer(t, "ping", c.roundTrip(`{"jsonrpc":"2.0","id":null,"method":"ping"}`))
 	if m := c.roundTrip(strings.Replace(initialize, "%s", "1", 1)); m["id"] != float64(1) || m["result"] == nil {
 		t.Fatalf("initialize: %v", m)
@@ -100,7 +83,7 @@ func TestANullIDIsRefusedAndAStrayResponseLoggedOverStdio(t *testing.T) {
 
 // waitForLog waits until the log holds n lines with msg: a stray response
 // is logged by the reading goroutine, after the answers around it.
-func waitForLog(t *testing.T, logs *logBuffer, n int, msg string) {
+func waitForLog(t *testing.T, logs *syncbuf.Buffer, n int, msg string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for strings.Count(logs.String(), msg) < n && time.Now().Before(deadline) {
@@ -117,8 +100,8 @@ func waitForLog(t *testing.T, logs *logBuffer, n int, msg string) {
 // ignored.
 func TestANullIDIsRefusedAndAStrayResponseLoggedOverStreamableHTTP(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
-	f := newFixture(t, mcpserver.WithLogger(logs.logger()))
+	var logs syncbuf.Buffer
+	f := newFixture(t, mcpserver.WithLogger(warnLogger(&logs)))
 	hs := httptest.NewServer(f.srv.Handler(nil))
 	t.Cleanup(hs.Close)
 	session := ""

@@ -22,6 +22,7 @@ import (
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/remote"
 	"github.com/beam-agents/toolreg/runner"
 )
@@ -324,8 +325,8 @@ func TestAServerThatDiesMidCall(t *testing.T) {
 	t.Run("an effect", func(t *testing.T) {
 		t.Parallel()
 		dying, _ := stdioServer(t, "die-once")
-		var logs logBuffer
-		_, bound := bindAll(t, specs, remote.Servers{"shop": dying}, remote.WithLogger(logs.logger()))
+		var logs syncbuf.Buffer
+		_, bound := bindAll(t, specs, remote.Servers{"shop": dying}, remote.WithLogger(textLogger(&logs)))
 		r := process(t, bound, newStore(), "refund_order", `{"order_id":"ord_1","amount":5}`)
 		if r.Status != intent.StatusError {
 			t.Fatalf("the effector recorded %v %s", r.Status, r.Payload)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/provider/dispatch"
 	"github.com/beam-agents/toolreg/registry"
 	"github.com/beam-agents/toolreg/remote"
@@ -77,10 +78,10 @@ func TestAnAnnouncedPoisonedDescriptionIsWithdrawn(t *testing.T) {
 	t.Parallel()
 	s := newShop(t)
 	_, specs := pin(t, "shop", s.server(), "lookup_order", "ping")
-	var logs logBuffer
+	var logs syncbuf.Buffer
 	reader := sdkmetric.NewManualReader()
 	_, bound := bindAll(t, specs, remote.Servers{"shop": s.server()},
-		remote.WithLogger(logs.logger()), remote.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		remote.WithLogger(textLogger(&logs)), remote.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	names, _, found := offered(t, bound.Pipeline)
 	if strings.Join(names, " ") != "lookup_order ping refund_order" || len(found) != 2 {
 		t.Fatalf("before: offered %v, search finds %v", names, found)

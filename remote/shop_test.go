@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/remote"
 )
@@ -195,25 +196,9 @@ func edit(t testing.TB, file, old, new string) {
 	}
 }
 
-// logBuffer is a slog logger into a buffer, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// textLogger is a slog logger into b, which a test reads while the runtime
+// writes.
+func textLogger(b *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // eventually polls cond until it holds, or fails t after 10s.
 func eventually(t testing.TB, what string, cond func() bool) {

@@ -18,6 +18,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/mcpjstest"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/remote"
 	"github.com/beam-agents/toolreg/runner"
@@ -63,8 +64,8 @@ func TestTheTypeScriptSDKServer(t *testing.T) {
 			mustContain(t, "search_issues' manifest", readFile(t, filepath.Join(dir, "issues", "search_issues.yaml")),
 				"title: Search issues", "read_only_hint: true", "maximum: 50", "description: Words to look for", "required: false")
 
-			var logs logBuffer
-			_, bound := bindAll(t, specs, remote.Servers{"issues": srv}, remote.WithLogger(logs.logger()))
+			var logs syncbuf.Buffer
+			_, bound := bindAll(t, specs, remote.Servers{"issues": srv}, remote.WithLogger(textLogger(&logs)))
 
 			// The same intent through two effectors whose stores do not
 			// share it: the server deduplicates on the idempotency key.
@@ -115,7 +116,7 @@ func TestTheTypeScriptSDKServer(t *testing.T) {
 func startHTTP(t testing.TB, node, script, pidFile string) remote.Server {
 	cmd := exec.Command(node, script, "http")
 	cmd.Env = append(os.Environ(), "MCP_SERVER_PID_FILE="+pidFile)
-	var stderr logBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
 
 // batchInput writes n intents to dir/intents.jsonl and returns its path, the
@@ -330,7 +331,7 @@ func TestServeJSONLFailedCheckpointSaveIsRetriedUntilSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	var logs effectortest.SyncBuffer
+	var logs syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- effector.Serve(context.Background(), src, jsonl.NewSink(effectortest.AppendFile(t, results)), e, effector.WithWorkers(4),

@@ -20,6 +20,7 @@ import (
 	"github.com/beam-agents/toolreg/effector/jsonl"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/effectortest"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
 
 // hostileQuiet is the logger option of the hostile tests.
@@ -585,7 +586,7 @@ func TestServeJSONLStoppedWhileCheckpointSavesFailLosesNothingOnRestart(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs effectortest.SyncBuffer
+	var logs syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

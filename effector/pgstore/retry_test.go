@@ -15,12 +15,12 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
-	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/pgtest"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
 
 // logLines reads the JSON log lines b holds.
-func logLines(t *testing.T, b *effectortest.SyncBuffer) []map[string]any {
+func logLines(t *testing.T, b *syncbuf.Buffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(b.String()))
@@ -45,7 +45,7 @@ func TestAPostgresRestartMidProcessIsLoggedAndCounted(t *testing.T) {
 	srv := pgtest.Start(t)
 	s := openForTest(t, migrated(t, srv))
 	stopped := make(chan struct{})
-	var logs effectortest.SyncBuffer
+	var logs syncbuf.Buffer
 	reader := sdkmetric.NewManualReader()
 	e := refundEffector(t, s, func(ctx context.Context, a refundArgs) (map[string]any, error) {
 		srv.Stop() // the database crashes while the effect is applied

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/sqlitestore"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
 
 // seedLarge writes n records to a new SQLite file and returns its path:
@@ -76,24 +76,6 @@ func (p *pausing) Records(ctx context.Context, fn func(effector.Record) error) e
 	})
 }
 
-// lockedBuffer is a bytes.Buffer two goroutines may use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func TestListWritesEachPageBeforeTheStoreReadsTheNext(t *testing.T) {
 	t.Parallel()
 	const n, page = 1200, 500 // sqlitestore reads 500 records a transaction
@@ -101,7 +83,7 @@ func TestListWritesEachPageBeforeTheStoreReadsTheNext(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
 			store.paused, store.resume = make(chan struct{}), make(chan struct{})
-			var stdout, stderr lockedBuffer
+			var stdout, stderr syncbuf.Buffer
 			done := make(chan error, 1)
 			go func() {
 				// -state done: the first page holds 167 matching rows, not a

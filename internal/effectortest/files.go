@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/beam-agents/toolreg/intent"
@@ -57,22 +56,4 @@ func AppendFile(t testing.TB, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
-}
-
-// SyncBuffer is a log destination safe for concurrent writes.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

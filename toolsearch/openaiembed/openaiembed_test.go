@@ -1,7 +1,6 @@
 package openaiembed_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"hash/fnv"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/registry"
 	"github.com/beam-agents/toolreg/toolsearch"
@@ -149,25 +148,8 @@ func names(ms []registry.Match) []string {
 	return out
 }
 
-// logs is a logger whose lines a test reads.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// textLogger is a slog logger writing to b.
+func textLogger(b *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 const umbrella = "umbrella"
 
@@ -286,9 +268,9 @@ func TestAFailingOrStalledServerFallsBackToTheOfflineRanking(t *testing.T) {
 			srv := newServer(t)
 			srv.mode.Store(mode)
 			reg := registryOf(t, specs(t))
-			var l logs
+			var l syncbuf.Buffer
 			s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()),
-				toolsearch.WithTimeout(200*time.Millisecond), toolsearch.WithLogger(l.logger()))
+				toolsearch.WithTimeout(200*time.Millisecond), toolsearch.WithLogger(textLogger(&l)))
 			q := registry.Query{Text: "where is my parcel", Limit: 3}
 			want := names(reg.Search(q))
 			if len(want) == 0 {
@@ -322,8 +304,8 @@ func TestACancelledSearchFallsBackToTheOfflineRanking(t *testing.T) {
 	srv := newServer(t)
 	srv.mode.Store("stall")
 	reg := registryOf(t, specs(t))
-	var l logs
-	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(l.logger()))
+	var l syncbuf.Buffer
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	q := registry.Query{Text: "refund", Limit: 3}
