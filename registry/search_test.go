@@ -28,13 +28,7 @@ func loadRegistry(t testing.TB, dir string) *registry.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := registry.New()
-	for _, s := range specs {
-		if err := r.Register(toolreg.NewTool(s)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
+	return registryOf(t, specs...)
 }
 
 func names(ms []registry.Match) []string {
@@ -352,11 +346,21 @@ func ExampleRegistry_Search() {
 	// track_shipment false
 }
 
-func registryOf(t *testing.T, specs ...*toolreg.Spec) *registry.Registry {
+func registryOf(t testing.TB, specs ...*toolreg.Spec) *registry.Registry {
+	t.Helper()
+	tools := make([]*toolreg.Tool, len(specs))
+	for i, s := range specs {
+		tools[i] = toolreg.NewTool(s)
+	}
+	return registryOfTools(t, tools...)
+}
+
+// registryOfTools registers tools in a new registry, failing t on a refusal.
+func registryOfTools(t testing.TB, tools ...*toolreg.Tool) *registry.Registry {
 	t.Helper()
 	r := registry.New()
-	for _, s := range specs {
-		if err := r.Register(toolreg.NewTool(s)); err != nil {
+	for _, tool := range tools {
+		if err := r.Register(tool); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -543,13 +547,16 @@ func TestSearchDoesNotMatchNumbers(t *testing.T) {
 	r := registryOf(t,
 		&toolreg.Spec{Name: "get_forecast", Description: "Daily forecast for the next 1-10 days."},
 		&toolreg.Spec{Name: "get_commit_history", Description: "List the commits of a branch, newest first."},
-		&toolreg.Spec{Name: "list_top_orders", Description: "The 100 largest orders."},
+		&toolreg.Spec{Name: "list_top_orders", Description: "The 100 largest orders (of up to 100_000)."},
 	)
 	if got := names(r.Search(registry.Query{Text: "show me the last 10 commits on main"})); !slices.Equal(got, []string{"get_commit_history"}) {
 		t.Errorf(`Search("show me the last 10 commits on main") = %v, want [get_commit_history] alone`, got)
 	}
-	if got := names(r.Search(registry.Query{Text: "10 100"})); len(got) != 0 {
-		t.Errorf(`Search("10 100") = %v, want nothing`, got)
+	// Numbers joined by '-' or '_' are numbers too: "1-10" is no word "110".
+	for _, q := range []string{"10 100", "1-10", "110", "100_000", "100000"} {
+		if got := names(r.Search(registry.Query{Text: q})); len(got) != 0 {
+			t.Errorf("Search(%q) = %v, want nothing", q, got)
+		}
 	}
 	// A word with digits in it is a word: 2fa, e164, oauth2.
 	r2 := registryOf(t, &toolreg.Spec{Name: "enable_2fa", Description: "Turn on two-factor authentication."})
@@ -566,15 +573,8 @@ func TestSearchAnUnavailableToolHidesNoOther(t *testing.T) {
 	t.Parallel()
 	gate := new(toolbind.Gate)
 	forecast := toolbind.Contract(&toolreg.Spec{Name: "get_weather_forecast", Description: "Weather forecast for the next days.", Tags: []string{"weather"}}, gate).(*toolreg.Tool)
-	r := registry.New()
-	for _, tool := range []*toolreg.Tool{
-		forecast,
-		toolreg.NewTool(&toolreg.Spec{Name: "get_conditions", Description: "Current temperature, wind and humidity."}),
-	} {
-		if err := r.Register(tool); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := registryOfTools(t, forecast,
+		toolreg.NewTool(&toolreg.Spec{Name: "get_conditions", Description: "Current temperature, wind and humidity."}))
 	const q = "weather forecast"
 	if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, []string{"get_weather_forecast"}) {
 		t.Fatalf("Search(%q) = %v, want [get_weather_forecast] alone (get_conditions matches far below it)", q, got)
@@ -582,18 +582,5 @@ func TestSearchAnUnavailableToolHidesNoOther(t *testing.T) {
 	gate.Suspend("its server does not answer")
 	if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, []string{"get_conditions"}) {
 		t.Errorf("with get_weather_forecast unavailable, Search(%q) = %v, want [get_conditions]", q, got)
-	}
-}
-
-// Numbers joined by '-' or '_' are numbers too: "1-10" is no word "110".
-func TestSearchDoesNotMatchJoinedNumbers(t *testing.T) {
-	t.Parallel()
-	r := registryOf(t,
-		&toolreg.Spec{Name: "get_forecast", Description: "Daily forecast for the next 1-10 days."},
-		&toolreg.Spec{Name: "get_commit_history", Description: "List the commits of a branch (up to 2_000)."})
-	for _, q := range []string{"1-10", "110", "2_000", "2000"} {
-		if got := names(r.Search(registry.Query{Text: q})); len(got) != 0 {
-			t.Errorf("Search(%q) = %v, want nothing", q, got)
-		}
 	}
 }
