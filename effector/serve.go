@@ -373,8 +373,7 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	claimBufsFree <- new(claimBufs)
 	dispatched := make(chan struct{})
 	close(dispatched)
-	// The ids of the batch received last, and of this one.
-	prevIDs, curIDs := map[string]struct{}{}, map[string]struct{}{}
+	var last lastBatch
 receive:
 	for {
 		select {
@@ -434,18 +433,7 @@ receive:
 			// copy, which waits for a worker behind it. Process's way
 			// claims it, after the earlier copy, and finds it in flight or
 			// done (TestServeTwoCopiesClaimedInBatchesAtOnceDoNotWaitOnEachOther).
-			clear(curIDs)
-			for _, it := range items {
-				if it.d.Intent == nil {
-					continue
-				}
-				id := it.d.Intent.ID
-				if _, ok := prevIDs[id]; ok {
-					it.claimAlone = true
-				}
-				curIDs[id] = struct{}{}
-			}
-			prevIDs, curIDs = curIDs, prevIDs
+			last.markRedelivered(items)
 			cb := <-claimBufsFree
 			prev, done := dispatched, make(chan struct{})
 			dispatched = done
@@ -619,4 +607,28 @@ func (s *server) retry(work, stop context.Context, d Delivery, what string, step
 		}
 		backoff = min(2*backoff, s.cfg.maxBackoff)
 	}
+}
+
+// lastBatch holds the intent ids of the batch Serve received last, to find
+// an intent delivered again in the next one.
+type lastBatch struct{ prev, cur map[string]struct{} }
+
+// markRedelivered sets claimAlone on each item whose intent the batch before
+// holds, and keeps items' ids for the next batch.
+func (l *lastBatch) markRedelivered(items []*item) {
+	if l.cur == nil {
+		l.prev, l.cur = map[string]struct{}{}, map[string]struct{}{}
+	}
+	clear(l.cur)
+	for _, it := range items {
+		if it.d.Intent == nil {
+			continue
+		}
+		id := it.d.Intent.ID
+		if _, ok := l.prev[id]; ok {
+			it.claimAlone = true
+		}
+		l.cur[id] = struct{}{}
+	}
+	l.prev, l.cur = l.cur, l.prev
 }
