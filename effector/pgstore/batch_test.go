@@ -35,7 +35,7 @@ func TestNativeBatches(t *testing.T) {
 	}{
 		{"a batch is one statement, split at the store's limit", testBatchStatementsAndTheirLimit},
 		{"an item Postgres refuses fails alone", testBatchItemPostgresRefusesFailsAlone},
-		{"a batch cut off while it waits on a lock answers errors and writes nothing", testBatchCutOffWhileItWaitsOnALock},
+		{"a batch cut off while it waits on a lock answers errors, and leaves each item as before or as its statement says", testBatchCutOffWhileItWaitsOnALock},
 		{"concurrent batches of the same ids never deadlock", testConcurrentBatchesOfTheSameIDsNeverDeadlock},
 		{"a batch failing at its commit answers nothing from its rows", testBatchFailingAtCommitAnswersNothingFromItsRows},
 		{"a batch finds its rows by the key however small the table was when the pool began", testBatchFindsItsRowsByTheKeyAfterTheTableGrew},

