@@ -133,21 +133,13 @@ func (r *Registry) Search(q Query) []Match {
 	sp := idx.score(idx.queryTerms(q.Text))
 	defer scorePool.Put(sp)
 	scores := *sp
-	// Matches far below the best are noise of expansion (a word related to
-	// one of the query's, loosely): they are dropped. The best is that of
-	// every tool offered (not withdrawn: the stand-ins for an unavailable
-	// tool are still found), whatever q's filters and principal keep, so
-	// that a filter leaving only such matches leaves none.
-	var best float64
+	var best float64 // of every tool offered, kept by q or not: see below
+	top := make([]Match, 0, min(limit, 64))
 	for doc, s := range scores {
 		if s > best && r.tools[doc].Withdrawn() == nil {
 			best = s
 		}
-	}
-	floor := minRelativeScore * best
-	top := make([]Match, 0, min(limit, 64))
-	for doc, s := range scores {
-		if s <= 0 || s < floor || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
+		if s <= 0 || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
 			continue
 		}
 		// Insertion into the sorted top: strictly greater scores go first,
@@ -162,6 +154,16 @@ func (r *Registry) Search(q Query) []Match {
 			top = top[:limit-1]
 		}
 		top = slices.Insert(top, i, Match{Tool: r.tools[doc], Score: s})
+	}
+	// Matches far below the best are noise of expansion (a word related to
+	// one of the query's, loosely): they are dropped. The best is that of
+	// every tool offered (not withdrawn: the stand-ins for an unavailable
+	// tool are still found), whatever q's filters and principal keep, so
+	// that a filter leaving only such matches leaves none.
+	for i, m := range top {
+		if m.Score < minRelativeScore*best {
+			return top[:i]
+		}
 	}
 	return top
 }
