@@ -36,6 +36,9 @@ type Conn struct {
 	p              *Proxy
 	client, server net.Conn
 	muted          atomic.Bool
+	// State is the hook's, for what it keeps of the connection between
+	// chunks; the hook guards it (the two directions run at once).
+	State any
 }
 
 // Start listens on a loopback port and forwards each connection to target

@@ -22,12 +22,11 @@ type Proxy struct {
 	cutReplyOn []byte // CutReplyOn's string, nil for none
 	cut        int    // connections cut so far
 	delay      time.Duration
-	// conns is what the hook keeps of each connection: the last bytes its
-	// client sent (so that a marker split between two reads is found), and
-	// whether its replies are dropped.
-	conns map[*faultproxy.Conn]*proxyConn
 }
 
+// proxyConn is what the hook keeps of a connection (in its State, under
+// Proxy.mu): the last bytes its client sent, so that a marker split between
+// two reads is found, and whether its replies are dropped.
 type proxyConn struct {
 	tail        []byte
 	dropReplies bool
@@ -37,7 +36,7 @@ type proxyConn struct {
 // ends.
 func (s *Server) Proxy(t testing.TB) *Proxy {
 	t.Helper()
-	p := &Proxy{conns: map[*faultproxy.Conn]*proxyConn{}}
+	p := &Proxy{}
 	p.Addr = faultproxy.Start(t, s.Addr, p.hook).Addr()
 	return p
 }
@@ -84,15 +83,14 @@ func (p *Proxy) Cut() int {
 // are forwarded, and one that sent CutReplyOn's as its replies come back.
 func (p *Proxy) hook(c *faultproxy.Conn, fromClient bool, b []byte) {
 	p.mu.Lock()
-	st := p.conns[c]
+	st, _ := c.State.(*proxyConn)
 	if st == nil {
 		st = &proxyConn{}
-		p.conns[c] = st
+		c.State = st
 	}
 	if !fromClient {
 		if st.dropReplies {
 			p.cut++
-			delete(p.conns, c)
 			p.mu.Unlock()
 			c.Close() // the replies are not forwarded
 			return
@@ -108,7 +106,6 @@ func (p *Proxy) hook(c *faultproxy.Conn, fromClient bool, b []byte) {
 	switch {
 	case marker != nil && bytes.Contains(seen, marker):
 		p.cut++
-		delete(p.conns, c)
 		p.mu.Unlock()
 		c.Close() // the request is not forwarded
 		return
