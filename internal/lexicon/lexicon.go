@@ -194,6 +194,3 @@ func Known(stem string) bool {
 	p, end := wordnet.list(i)
 	return p < end
 }
-
-// Size is the tables' size in bytes, what they add to a binary.
-func Size() int { return len(wordnetBin) + len(neighboursBin) }
