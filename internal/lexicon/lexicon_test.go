@@ -143,16 +143,27 @@ func TestGlossWords(t *testing.T) {
 	}
 }
 
-// A lookup reads the embedded table in place.
-func TestRelatedAllocatesNothing(t *testing.T) {
-	n := 0
-	allocs := testing.AllocsPerRun(100, func() {
-		for range Related("rain") {
-			n++
+// A lookup reads the embedded tables in place.
+func TestLookupsAllocateNothing(t *testing.T) {
+	for name, words := range map[string]func(string) int{
+		"Related": func(s string) (n int) {
+			for range Related(s) {
+				n++
+			}
+			return n
+		},
+		"Neighbours": func(s string) (n int) {
+			for range Neighbours(s) {
+				n++
+			}
+			return n
+		},
+	} {
+		n := 0
+		allocs := testing.AllocsPerRun(100, func() { n += words("rain") })
+		if allocs != 0 || n == 0 {
+			t.Errorf("%s(rain): %v allocations, %d words", name, allocs, n)
 		}
-	})
-	if allocs != 0 || n == 0 {
-		t.Errorf("Related(rain): %v allocations, %d words", allocs, n)
 	}
 }
 

@@ -54,18 +54,6 @@ func TestNeighbours(t *testing.T) {
 	}
 }
 
-func TestNeighboursAllocatesNothing(t *testing.T) {
-	n := 0
-	allocs := testing.AllocsPerRun(100, func() {
-		for range Neighbours("rain") {
-			n++
-		}
-	})
-	if allocs != 0 || n == 0 {
-		t.Errorf("Neighbours(rain): %v allocations, %d words", allocs, n)
-	}
-}
-
 // vectorsJSON writes word vectors in the package's form, words in the order
 // given (most frequent first).
 func vectorsJSON(words []string, vecs map[string][]float64) string {
