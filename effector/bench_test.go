@@ -9,6 +9,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/effectortest"
 )
 
 const benchArgs = `{"amount":30,"order_id":"o-1"}`
@@ -178,8 +179,8 @@ func benchIntents(n int) []*intent.Intent {
 // work, ns/op counts the time the benchmark waited for a CPU too; cpu-ns/op
 // counts only the CPU it used, so it compares two paths more steadily.
 func reportCPU(b *testing.B) (done func()) {
-	start := processCPU()
+	start := effectortest.ProcessCPU()
 	return func() {
-		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(effectortest.ProcessCPU()-start)/float64(b.N), "cpu-ns/op")
 	}
 }

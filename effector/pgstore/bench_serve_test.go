@@ -70,7 +70,11 @@ func BenchmarkServe(b *testing.B) {
 		} else {
 			src, sink = effectortest.JSONLFile(b, ins)
 		}
+		pg, self := srv.CPU(), effectortest.ProcessCPU()
 		effectortest.BenchmarkServe(b, src, sink, e, calls, ins, workers)
+		n := float64(b.N)
+		b.ReportMetric(float64((srv.CPU()-pg).Microseconds())/n, "pg-cpu-µs/intent")
+		b.ReportMetric(float64((effectortest.ProcessCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
 		b.ReportMetric(pgstore.ItemsPerStatement(s), "items/stmt")
 	}
 	for _, workers := range []int{1, 16} {

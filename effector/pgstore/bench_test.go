@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -213,11 +212,11 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 			b.Fatal(err)
 		}
-		pg, self := srv.CPU(), selfCPU()
+		pg, self := srv.CPU(), effectortest.ProcessCPU()
 		b.Cleanup(func() {
 			n := float64(b.N)
 			b.ReportMetric(float64((srv.CPU()-pg).Microseconds())/n, "pg-cpu-µs/intent")
-			b.ReportMetric(float64((selfCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
+			b.ReportMetric(float64((effectortest.ProcessCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
 		})
 	}
 	impls := []string{"process-unbatched", "process"}
@@ -348,13 +347,4 @@ func sender(pool *pgxpool.Pool) func(*pgx.Batch) error {
 		}
 		return br.Close()
 	}
-}
-
-// selfCPU is the processor time this process has used so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

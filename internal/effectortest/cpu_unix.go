@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// processCPU is the processor time this process has used so far, user and
+// ProcessCPU is the processor time this process has used so far, user and
 // system.
-func processCPU() time.Duration {
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
