@@ -39,6 +39,7 @@ func TestNativeBatches(t *testing.T) {
 		{"concurrent batches of the same ids never deadlock", testConcurrentBatchesOfTheSameIDsNeverDeadlock},
 		{"a batch failing at its commit answers nothing from its rows", testBatchFailingAtCommitAnswersNothingFromItsRows},
 		{"a batch finds its rows by the key however small the table was when the pool began", testBatchFindsItsRowsByTheKeyAfterTheTableGrew},
+		{"a pool without a description cache runs the batches too", testBatchesOnAPoolWithoutADescriptionCache},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, srv) })
 	}
@@ -523,5 +524,51 @@ func testBatchFindsItsRowsByTheKeyAfterTheTableGrew(t *testing.T, srv *pgtest.Se
 	}
 	if seq1 != seq0 {
 		t.Errorf("the batches after the table grew to 100,000 rows scanned it whole %d times: a plan made for the empty table", seq1-seq0)
+	}
+}
+
+// The batch statements run with pgx's description cache
+// (QueryExecModeCacheDescribe), which a pool may turn off
+// (description_cache_capacity=0, as some set it behind a connection
+// pooler); the store then sends them with their parameters as text, and
+// every outcome is the same: a result's bytes come back exactly, whatever
+// they hold.
+func testBatchesOnAPoolWithoutADescriptionCache(t *testing.T, srv *pgtest.Server) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := migrated(t, srv).Config().Copy()
+	cfg.ConnConfig.DescriptionCacheCapacity = 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := openForTest(t, pool)
+	if s.batchMode != pgx.QueryExecModeExec {
+		t.Fatalf("batch mode %v on a pool without a description cache, want exec", s.batchMode)
+	}
+	reqs := claimReqs("nocache", 3)
+	out := make([]effector.ClaimOutcome, len(reqs))
+	s.ClaimBatch(ctx, reqs, out)
+	comps := make([]effector.Completion, len(reqs))
+	results := [][]byte{{0, 1, 2, 0xff}, []byte(`{"a":"\\x00"}`), {}}
+	for i, o := range out {
+		if o.Err != nil || o.Claim.State != effector.Claimed {
+			t.Fatalf("claim %d: %+v, %v", i, o.Claim, o.Err)
+		}
+		comps[i] = effector.Completion{IntentID: reqs[i].IntentID, Token: o.Claim.Token, Result: results[i], TTL: time.Hour}
+	}
+	errs := make([]error, len(comps))
+	s.CompleteBatch(ctx, comps, errs)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("completion %d: %v", i, err)
+		}
+	}
+	s.ClaimBatch(ctx, reqs, out)
+	for i, o := range out {
+		if o.Err != nil || o.Claim.State != effector.Done || !bytes.Equal(o.Claim.Result, results[i]) {
+			t.Fatalf("claim %d again: %+v, %v; want done with %q", i, o.Claim, o.Err, results[i])
+		}
 	}
 }

@@ -34,10 +34,11 @@ type Store struct {
 
 	listener listener // WaitInFlight's LISTEN connection
 
-	lanes       []*lane // claims and completions (group.go)
-	batchSize   int32   // the most ops a lane's batch holds
-	unbatched   bool    // WithBatch(1): every op on its own, no group
-	beforeBatch func()  // for tests: runs before a batch of two or more is sent
+	lanes       []*lane           // claims and completions (group.go)
+	batchSize   int32             // the most ops a lane's batch holds
+	batchMode   pgx.QueryExecMode // how batch statements run (batch.go)
+	unbatched   bool              // WithBatch(1): every op on its own, no group
+	beforeBatch func()            // for tests: runs before a batch of two or more is sent
 
 	statementBytes    int          // for tests: maxStatementBytes if 0 (batch.go)
 	statementFailures atomic.Int64 // batch statements Postgres refused, whose items then went one by one
@@ -121,6 +122,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, erro
 		sweepInterval: cfg.sweepInterval,
 		sweepBatch:    cfg.sweepBatch,
 		lastSweep:     time.Now(),
+		batchMode:     batchMode(pool),
 	}
 	s.unbatched = cfg.batchSize == 1
 	s.batchSize = int32(min(cfg.batchSize, math.MaxInt32))
