@@ -528,11 +528,10 @@ func testBatchFindsItsRowsByTheKeyAfterTheTableGrew(t *testing.T, srv *pgtest.Se
 }
 
 // The batch statements run with pgx's description cache
-// (QueryExecModeCacheDescribe), which a pool may turn off
-// (description_cache_capacity=0, as some set it behind a connection
-// pooler); the store then sends them with their parameters as text, and
-// every outcome is the same: a result's bytes come back exactly, whatever
-// they hold.
+// (QueryExecModeCacheDescribe), which a pool's configuration may turn off
+// (description_cache_capacity=0); the store then sends them with their
+// parameters as text, and every outcome is the same: a result's bytes come
+// back exactly, whatever they hold.
 func testBatchesOnAPoolWithoutADescriptionCache(t *testing.T, srv *pgtest.Server) {
 	t.Parallel()
 	ctx := context.Background()
