@@ -18,12 +18,14 @@ import (
 // network or a stalled process would: hold bytes back (the hook blocks),
 // drop what the server sends (Conn.Mute), or cut it (Conn.Close).
 type Proxy struct {
-	ln    net.Listener
-	hook  Hook
-	done  chan struct{} // closed at the test's end: nothing is held back
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns []net.Conn
+	ln   net.Listener
+	hook Hook
+	done chan struct{} // closed at the test's end: nothing is held back
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool               // the test ended: a connection accepted since is closed at once
+	conns  map[*Conn]struct{} // open connections, for the test's end to cut
 }
 
 // Hook sees each chunk a Conn reads, from the client or from the server,
@@ -49,7 +51,7 @@ func Start(t testing.TB, target string, hook Hook) *Proxy {
 	if err != nil {
 		t.Fatalf("faultproxy: %v", err)
 	}
-	p := &Proxy{ln: ln, hook: hook, done: make(chan struct{})}
+	p := &Proxy{ln: ln, hook: hook, done: make(chan struct{}), conns: map[*Conn]struct{}{}}
 	p.wg.Go(func() {
 		for {
 			client, err := ln.Accept()
@@ -58,22 +60,37 @@ func Start(t testing.TB, target string, hook Hook) *Proxy {
 			}
 			server, err := net.Dial("tcp", target)
 			if err != nil {
+				t.Logf("faultproxy: dialing %s: %v; the client's connection is closed", target, err)
 				client.Close()
 				continue
 			}
-			p.mu.Lock()
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
 			c := &Conn{p: p, client: client, server: server}
-			p.wg.Go(func() { c.pipe(server, client, true) })
-			p.wg.Go(func() { c.pipe(client, server, false) })
+			p.mu.Lock()
+			if p.closed { // accepted as the test ended, after its connections were cut
+				p.mu.Unlock()
+				c.Close()
+				return
+			}
+			p.conns[c] = struct{}{}
+			p.mu.Unlock()
+			p.wg.Go(func() {
+				var up sync.WaitGroup
+				up.Go(func() { c.pipe(server, client, true) })
+				c.pipe(client, server, false)
+				up.Wait()
+				c.Close()
+				p.mu.Lock()
+				delete(p.conns, c)
+				p.mu.Unlock()
+			})
 		}
 	})
 	t.Cleanup(func() {
 		close(p.done)
 		ln.Close()
 		p.mu.Lock()
-		for _, c := range p.conns {
+		p.closed = true
+		for c := range p.conns {
 			c.Close()
 		}
 		p.mu.Unlock()
