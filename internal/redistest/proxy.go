@@ -99,6 +99,13 @@ func (p *Proxy) hook(c *faultproxy.Conn, fromClient bool, b []byte) {
 		return
 	}
 	marker, replyMarker, delay := p.cutOn, p.cutReplyOn, p.delay
+	if marker == nil && replyMarker == nil {
+		p.mu.Unlock()
+		if delay > 0 {
+			c.Wait(delay)
+		}
+		return
+	}
 	seen := append(st.tail, b...)
 	if keep := max(len(marker), len(replyMarker)); keep > 0 {
 		st.tail = append(st.tail[:0:0], seen[max(0, len(seen)-keep+1):]...)
@@ -115,6 +122,6 @@ func (p *Proxy) hook(c *faultproxy.Conn, fromClient bool, b []byte) {
 	}
 	p.mu.Unlock()
 	if delay > 0 {
-		time.Sleep(delay)
+		c.Wait(delay) // released at the test's end
 	}
 }

@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -216,5 +217,55 @@ func TestProxyCutReplyOnDropsTheReplyOnce(t *testing.T) {
 	}
 	if p.Cut() != 1 {
 		t.Fatalf("Cut() = %d, want 1", p.Cut())
+	}
+}
+
+// A marker split between two reads of the proxy (the client wrote it in two
+// parts) is found all the same, and the part that completes it is not
+// forwarded.
+func TestProxyFindsAMarkerSplitBetweenReads(t *testing.T) {
+	t.Parallel()
+	srv := Start(t)
+	p := srv.Proxy(t)
+	p.CutOn("poison-marker")
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "*3\r\n$3\r\nSET\r\n$13\r\npoison-")
+	time.Sleep(100 * time.Millisecond) // read by the proxy on its own
+	io.WriteString(c, "marker\r\n$1\r\nv\r\n")
+	if b, err := io.ReadAll(c); len(b) != 0 || err != nil {
+		t.Fatalf("read %q, %v; want the connection cut (an end of file)", b, err)
+	}
+	if n := srv.Client(t).Exists(context.Background(), "poison-marker").Val(); n != 0 {
+		t.Fatal("the cut request reached the server")
+	}
+	if p.Cut() != 1 {
+		t.Fatalf("Cut() = %d, want 1", p.Cut())
+	}
+}
+
+// Delay holds each request for the given time, as a distant server would.
+func TestProxyDelayHoldsEachRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := Start(t)
+	p := srv.Proxy(t)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const d = 150 * time.Millisecond
+	p.Delay(d)
+	start := time.Now()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < d {
+		t.Fatalf("a PING through a proxy delaying %v took %v", d, took)
 	}
 }
