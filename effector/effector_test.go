@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -886,9 +886,8 @@ func TestNewRefusesAConfigurationThatCouldExecuteAnIntentTwice(t *testing.T) {
 func TestProcessLogsNoArguments(t *testing.T) {
 	t.Parallel()
 	tl := newTools(t)
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var buf syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := newEffector(t, tl, effector.NewMemoryStore(), effector.WithLogger(logger),
 		effector.WithVerify(effector.VerifyRequire, signingKeys))
 	secret := "card-4242-4242"
@@ -896,25 +895,13 @@ func TestProcessLogsNoArguments(t *testing.T) {
 	e2 := newEffector(t, tl, effector.NewMemoryStore(), effector.WithLogger(logger))
 	e2.Process(testCtx(t), intentFor("refund", `{"order_id":"`+secret+`","amount":30}`, 3))
 	e2.Process(testCtx(t), intentFor("refund", `{"order_id":"`+secret+`","amount":"x"}`, 4))
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(buf.String(), "intent_id=") {
-		t.Fatalf("nothing was logged at debug level:\n%s", buf.String())
+	log := buf.String()
+	if !strings.Contains(log, "intent_id=") {
+		t.Fatalf("nothing was logged at debug level:\n%s", log)
 	}
-	if strings.Contains(buf.String(), secret) {
-		t.Errorf("the log holds an argument value:\n%s", buf.String())
+	if strings.Contains(log, secret) {
+		t.Errorf("the log holds an argument value:\n%s", log)
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // testCtx bounds a Process call so that a regression that waits forever

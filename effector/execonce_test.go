@@ -15,6 +15,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/registry"
 )
 
@@ -241,9 +242,8 @@ func TestAResultTheStoreCannotRecordIsNeverReportedAsSuccess(t *testing.T) {
 	g.open()
 	mem := effector.NewMemoryStore()
 	store := &completeFailing{DedupStore: mem, n: -1}
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	var buf syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	const lease = time.Second
 	e := newGateEffector(t, g, store, effector.WithLease(lease), effector.WithTimeout(100*time.Millisecond), effector.WithLogger(logger))
 	in := intentFor("gate", `{}`, 1)
@@ -270,12 +270,11 @@ func TestAResultTheStoreCannotRecordIsNeverReportedAsSuccess(t *testing.T) {
 	if got := e.Stats().Unrecorded; got != 1 {
 		t.Errorf("Stats().Unrecorded = %d, want 1", got)
 	}
-	mu.Lock()
-	logged := strings.Count(buf.String(), "result not recorded")
-	hasID := strings.Contains(buf.String(), in.ID)
-	mu.Unlock()
+	log := buf.String()
+	logged := strings.Count(log, "result not recorded")
+	hasID := strings.Contains(log, in.ID)
 	if logged != 1 || !hasID {
-		t.Errorf("the failure was logged %d times (with the id: %v), want once with the id:\n%s", logged, hasID, buf.String())
+		t.Errorf("the failure was logged %d times (with the id: %v), want once with the id:\n%s", logged, hasID, log)
 	}
 	// The outcome stays recoverable: once the lease ends the next owner finds
 	// the intent reclaimed.
@@ -415,9 +414,8 @@ func TestNewRefusesALeaseThatDoesNotCoverTheLongestTimeoutTheStoreTimeoutAndTheM
 func TestAnExpiredIntentIsLoggedAtWarnWithItsAgeAndTTL(t *testing.T) {
 	t.Parallel()
 	tl := newTools(t)
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var buf syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	in := intentFor("refund", `{"order_id":"o-1","amount":30}`, 2)
 	in.CreatedAtMs = t0.Add(-90 * time.Minute).UnixMilli()
 	in.ExpiresAtMs = t0.Add(-30 * time.Minute).UnixMilli() // a 1h TTL, staged 1h30m ago
@@ -428,8 +426,6 @@ func TestAnExpiredIntentIsLoggedAtWarnWithItsAgeAndTTL(t *testing.T) {
 	if !strings.Contains(res.ErrorMessage, "1h30m0s ago") || !strings.Contains(res.ErrorMessage, "time-to-live of 1h0m0s") {
 		t.Errorf("EXPIRED message %q does not give the age and time-to-live", res.ErrorMessage)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	log := buf.String()
 	for _, want := range []string{"level=WARN", "expired", "intent_id=" + in.ID, "age=1h30m0s", "ttl=1h0m0s"} {
 		if !strings.Contains(log, want) {

@@ -3,12 +3,8 @@
 package effector_test
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +12,8 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
-
-// logLines decodes the JSON lines a slog.JSONHandler wrote to buf.
-func logLines(t *testing.T, mu *sync.Mutex, buf *bytes.Buffer) []map[string]any {
-	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestEveryStoreRetryOfProcessIsLoggedAndCounted is the issue 31 item on
 // store writes Process retries: a Complete that fails N times and then
@@ -44,9 +24,8 @@ func logLines(t *testing.T, mu *sync.Mutex, buf *bytes.Buffer) []map[string]any 
 func TestEveryStoreRetryOfProcessIsLoggedAndCounted(t *testing.T) {
 	const n = 3
 	store := &completeFailing{DedupStore: effector.NewMemoryStore(), n: n}
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewJSONHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var buf syncbuf.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	rig := newTelemetryRig(t, store, effector.WithLogger(logger), effector.WithBackoff(time.Millisecond, 4*time.Millisecond))
 	in := readFixture(t, "tool_intent.bin")
 
@@ -59,7 +38,11 @@ func TestEveryStoreRetryOfProcessIsLoggedAndCounted(t *testing.T) {
 	}
 
 	var retries []map[string]any
-	for _, l := range logLines(t, &mu, &buf) {
+	lines, err := buf.JSONLines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
 		if strings.Contains(l["msg"].(string), "retrying") {
 			retries = append(retries, l)
 		}

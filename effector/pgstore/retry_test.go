@@ -1,9 +1,7 @@
 package pgstore
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -18,21 +16,6 @@ import (
 	"github.com/beam-agents/toolreg/internal/pgtest"
 	"github.com/beam-agents/toolreg/internal/syncbuf"
 )
-
-// logLines reads the JSON log lines b holds.
-func logLines(t *testing.T, b *syncbuf.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestAPostgresRestartMidProcessIsLoggedAndCounted: Postgres goes down while
 // the tool runs and comes back a while later. Process records the result
@@ -76,7 +59,11 @@ func TestAPostgresRestartMidProcessIsLoggedAndCounted(t *testing.T) {
 	}
 
 	var retries int
-	for _, l := range logLines(t, &logs) {
+	lines, err := logs.JSONLines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
 		if strings.Contains(l["msg"].(string), "retrying") {
 			retries++
 			if l["level"] != "WARN" || l["intent_id"] != in.ID || l["operation"] != "complete" || l["error"] == "" {

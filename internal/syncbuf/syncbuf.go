@@ -4,7 +4,11 @@
 package syncbuf
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -26,4 +30,19 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// JSONLines decodes what was written so far as one JSON object a line, as
+// slog's JSONHandler writes it.
+func (s *Buffer) JSONLines() ([]map[string]any, error) {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return nil, fmt.Errorf("log line %q: %w", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
