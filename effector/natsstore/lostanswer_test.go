@@ -13,7 +13,6 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/natsstore"
-	"github.com/beam-agents/toolreg/internal/faultproxy"
 	"github.com/beam-agents/toolreg/internal/natstest"
 )
 
@@ -33,7 +32,7 @@ type loser struct {
 func startLoser(t *testing.T, target string) *loser {
 	t.Helper()
 	p := &loser{}
-	p.Proxy = natstest.StartProxy(t, target, func(c *faultproxy.Conn, fromClient bool, b []byte) {
+	p.Proxy = natstest.StartProxy(t, target, func(c *natstest.Conn, fromClient bool, b []byte) {
 		for !fromClient && p.held.Load() {
 			if c.Wait(5 * time.Millisecond) {
 				return

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beam-agents/toolreg/internal/faultproxy"
 	"github.com/beam-agents/toolreg/internal/natstest"
 )
 
@@ -24,7 +23,7 @@ type proxy struct {
 func startProxy(t *testing.T, target string) *proxy {
 	t.Helper()
 	p := &proxy{}
-	p.Proxy = natstest.StartProxy(t, target, func(c *faultproxy.Conn, fromClient bool, b []byte) {
+	p.Proxy = natstest.StartProxy(t, target, func(c *natstest.Conn, fromClient bool, b []byte) {
 		for p.paused.Load() {
 			if c.Wait(5 * time.Millisecond) {
 				return
