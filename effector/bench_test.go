@@ -9,7 +9,7 @@ import (
 	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
-	"github.com/beam-agents/toolreg/internal/effectortest"
+	"github.com/beam-agents/toolreg/internal/cputime"
 )
 
 const benchArgs = `{"amount":30,"order_id":"o-1"}`
@@ -53,7 +53,7 @@ func BenchmarkProcess(b *testing.B) {
 		ring := benchIntents(benchRing)
 		r := effector.NewToolRunner()
 		b.ReportAllocs()
-		done := reportCPU(b)
+		done := cputime.Report(b)
 		i := 0
 		for b.Loop() {
 			in := ring[i%len(ring)]
@@ -108,7 +108,7 @@ func BenchmarkProcess(b *testing.B) {
 		}
 		tl.calls.Store(0)
 		b.ReportAllocs()
-		done := reportCPU(b)
+		done := cputime.Report(b)
 		for b.Loop() {
 			if res, err := e.Process(ctx, in); err != nil || res.Status != intent.StatusOK {
 				b.Fatalf("Process = %s %q, %v", res.Status, res.ErrorMessage, err)
@@ -130,7 +130,7 @@ func processRing(b *testing.B, e *effector.Effector, ring []*intent.Intent) int 
 // processRingCtx is processRing under ctx.
 func processRingCtx(ctx context.Context, b *testing.B, e *effector.Effector, ring []*intent.Intent) int {
 	b.ReportAllocs()
-	done := reportCPU(b)
+	done := cputime.Report(b)
 	i := 0
 	for b.Loop() {
 		in := ring[i%len(ring)]
@@ -172,15 +172,4 @@ func benchIntents(n int) []*intent.Intent {
 		out[i] = intentFor("refund", benchArgs, uint32(i))
 	}
 	return out
-}
-
-// reportCPU starts measuring the process's CPU time and returns the function
-// that reports it per operation as cpu-ns/op. On a machine shared with other
-// work, ns/op counts the time the benchmark waited for a CPU too; cpu-ns/op
-// counts only the CPU it used, so it compares two paths more steadily.
-func reportCPU(b *testing.B) (done func()) {
-	start := effectortest.ProcessCPU()
-	return func() {
-		b.ReportMetric(float64(effectortest.ProcessCPU()-start)/float64(b.N), "cpu-ns/op")
-	}
 }

@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/beam-agents/toolreg/effector"
+	"github.com/beam-agents/toolreg/internal/cputime"
 	"github.com/beam-agents/toolreg/internal/genai"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkProcessTelemetryHooks(b *testing.B) {
 			e := newEffector(b, tl, effector.NewMemoryStore(), c.opts...)
 			in := benchIntents(1)[0]
 			b.ReportAllocs()
-			done := reportCPU(b)
+			done := cputime.Report(b)
 			for b.Loop() {
 				effector.TelemetryHooks(ctx, e, in)
 			}

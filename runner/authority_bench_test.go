@@ -6,6 +6,7 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/bindings"
+	"github.com/beam-agents/toolreg/internal/cputime"
 	"github.com/beam-agents/toolreg/runner"
 )
 
@@ -41,7 +42,7 @@ func BenchmarkAuthority(b *testing.B) {
 			}
 			var act *runner.Activation
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer cputime.Report(b)()
 			for i := 0; b.Loop(); i++ {
 				if i%500000 == 0 { // a new activation before the budget runs out, for both
 					act = runner.NewActivation(bound.Pipeline, []byte("bench"), int64(i), opts...)

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/beam-agents/toolreg/internal/cputime"
 	"github.com/beam-agents/toolreg/internal/genai"
 	"github.com/beam-agents/toolreg/runner"
 )
@@ -36,7 +37,7 @@ func BenchmarkRunTelemetry(b *testing.B) {
 			}
 			r := runner.New(c.opts...)
 			b.ReportAllocs()
-			done := reportCPU(b)
+			done := cputime.Report(b)
 			for b.Loop() {
 				if _, err := r.Run(ctx, search, benchCall); err != nil {
 					b.Fatal(err)
@@ -62,7 +63,7 @@ func BenchmarkRunTelemetryHooks(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			r := runner.New(c.opts...)
 			b.ReportAllocs()
-			done := reportCPU(b)
+			done := cputime.Report(b)
 			for b.Loop() {
 				if runner.TelemetryHook(r) {
 					b.Fatal("a tracer that records")

@@ -10,6 +10,7 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/effector/pgqueue"
 	"github.com/beam-agents/toolreg/effector/pgstore"
+	"github.com/beam-agents/toolreg/internal/cputime"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/pgtest"
 )
@@ -70,11 +71,11 @@ func BenchmarkServe(b *testing.B) {
 		} else {
 			src, sink = effectortest.JSONLFile(b, ins)
 		}
-		pg, self := srv.CPU(), effectortest.ProcessCPU()
+		pg, self := srv.CPU(), cputime.Process()
 		effectortest.BenchmarkServe(b, src, sink, e, calls, ins, workers)
 		n := float64(b.N)
 		b.ReportMetric(float64((srv.CPU()-pg).Microseconds())/n, "pg-cpu-µs/intent")
-		b.ReportMetric(float64((effectortest.ProcessCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
+		b.ReportMetric(float64((cputime.Process()-self).Microseconds())/n, "go-cpu-µs/intent")
 		b.ReportMetric(pgstore.ItemsPerStatement(s), "items/stmt")
 	}
 	for _, workers := range []int{1, 16} {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/cputime"
 	"github.com/beam-agents/toolreg/internal/effectortest"
 	"github.com/beam-agents/toolreg/internal/pgtest"
 )
@@ -212,11 +213,11 @@ func BenchmarkProcessWorkers(b *testing.B) {
 		if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 			b.Fatal(err)
 		}
-		pg, self := srv.CPU(), effectortest.ProcessCPU()
+		pg, self := srv.CPU(), cputime.Process()
 		b.Cleanup(func() {
 			n := float64(b.N)
 			b.ReportMetric(float64((srv.CPU()-pg).Microseconds())/n, "pg-cpu-µs/intent")
-			b.ReportMetric(float64((effectortest.ProcessCPU()-self).Microseconds())/n, "go-cpu-µs/intent")
+			b.ReportMetric(float64((cputime.Process()-self).Microseconds())/n, "go-cpu-µs/intent")
 		})
 	}
 	impls := []string{"process-unbatched", "process"}

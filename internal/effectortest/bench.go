@@ -10,6 +10,7 @@ import (
 
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
+	"github.com/beam-agents/toolreg/internal/cputime"
 )
 
 // benchSeq keeps the intents of every BenchmarkProcess round fresh: the
@@ -87,7 +88,7 @@ func BenchmarkProcessWorkers(b *testing.B, store effector.DedupStore, workers in
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu := time.Now(), ProcessCPU()
+	start, cpu := time.Now(), cputime.Process()
 	for range workers {
 		wg.Go(func() {
 			for {
@@ -126,7 +127,7 @@ func BenchmarkBatch100(b *testing.B, store effector.DedupStore, workers int, res
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu := time.Now(), ProcessCPU()
+	start, cpu := time.Now(), cputime.Process()
 	for range workers {
 		wg.Go(func() {
 			reqs := make([]effector.ClaimRequest, 0, 100)
@@ -172,5 +173,5 @@ func BenchmarkBatch100(b *testing.B, store effector.DedupStore, workers int, res
 // it read start (cpu-µs/intent): with an embedded store, all of the store's
 // work; a figure that moves less with the machine's load than intents/s.
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64((ProcessCPU()-start).Microseconds())/float64(b.N), "cpu-µs/intent")
+	b.ReportMetric(float64((cputime.Process()-start).Microseconds())/float64(b.N), "cpu-µs/intent")
 }

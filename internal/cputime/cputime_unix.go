@@ -1,15 +1,15 @@
 //go:build unix
 
-package effectortest
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// ProcessCPU is the processor time this process has used so far, user and
-// system.
-func ProcessCPU() time.Duration {
+// Process is the processor time this process has used so far, user and
+// system, on every thread: the garbage collector's work included.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
