@@ -82,23 +82,38 @@ func TestForPrincipalHoldsOnlyTheToolsThePrincipalMayCall(t *testing.T) {
 	}
 }
 
+// A search with a principal finds only what it may call, and answers as a
+// search of its ForPrincipal view does: what it finds, and what it drops as
+// too loose a match, says nothing of the tools it cannot see.
 func TestSearchWithAPrincipalFindsOnlyWhatItMayCall(t *testing.T) {
 	t.Parallel()
 	r := scopedRegistry(t)
+	names := func(ms []registry.Match) string {
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Tool.Name())
+		}
+		return strings.Join(got, ",")
+	}
 	for _, c := range []struct {
 		p    *toolreg.Principal
 		want string
 	}{
 		{nil, "read_orders,refund_order"},
-		{&toolreg.Principal{}, ""},
+		// open matches "orders" only loosely (a neighbour of "order" in
+		// its description); with nothing better it may call, it is found.
+		{&toolreg.Principal{}, "open"},
 		{&toolreg.Principal{Scopes: []string{"orders:read"}}, "read_orders"},
 	} {
-		var got []string
-		for _, m := range r.Search(registry.Query{Text: "orders", Principal: c.p}) {
-			got = append(got, m.Tool.Name())
+		got := names(r.Search(registry.Query{Text: "orders", Principal: c.p}))
+		if got != c.want {
+			t.Errorf("search as %+v found %s, want %s", c.p, got, c.want)
 		}
-		if strings.Join(got, ",") != c.want {
-			t.Errorf("search as %+v found %v, want %s", c.p, got, c.want)
+		if c.p == nil {
+			continue // the nil principal of a Query keeps every tool; the view's is the anonymous caller
+		}
+		if view := names(r.ForPrincipal(c.p).Search(registry.Query{Text: "orders"})); view != got {
+			t.Errorf("search as %+v found %s, its view's search %s", c.p, got, view)
 		}
 	}
 }

@@ -55,10 +55,18 @@ type Query struct {
 // filters by. A remote tool withdrawn at run time (toolreg.Tool.Withdrawn)
 // is kept by no query: it is not offered.
 func (q Query) Keeps(t *toolreg.Tool) bool {
-	if q.ReadOnly && t.SideEffect() || q.Principal != nil && !q.Principal.Allows(t.Spec()) {
-		return false
-	}
-	if t.Withdrawn() != nil {
+	return q.offers(t) && q.filtersKeep(t)
+}
+
+// offers reports whether t may be offered to q's caller at all: it is not
+// withdrawn, and q's principal may call it.
+func (q Query) offers(t *toolreg.Tool) bool {
+	return t.Withdrawn() == nil && (q.Principal == nil || q.Principal.Allows(t.Spec()))
+}
+
+// filtersKeep reports whether q's ReadOnly and Tags keep t.
+func (q Query) filtersKeep(t *toolreg.Tool) bool {
+	if q.ReadOnly && t.SideEffect() {
 		return false
 	}
 	for _, want := range q.Tags {
@@ -103,8 +111,9 @@ type Match struct {
 // matched through a relation counting less than one matched itself, so that
 // a tool answering the whole request outranks one matching a single word;
 // matches below a tenth of the best are dropped, the best of every tool
-// not withdrawn, whatever q's filters and principal keep, so that a filter
-// leaving only such matches leaves none. Nothing is downloaded and no model
+// the caller may be offered (not withdrawn, allowed to q's principal),
+// whatever q's ReadOnly and Tags keep, so that a filter leaving only such
+// matches leaves none. Nothing is downloaded and no model
 // runs: the WordNet and GloVe tables are embedded (package
 // internal/lexicon).
 //
@@ -133,13 +142,19 @@ func (r *Registry) Search(q Query) []Match {
 	sp := idx.score(idx.queryTerms(q.Text))
 	defer scorePool.Put(sp)
 	scores := *sp
-	var best float64 // of every tool offered, kept by q or not: see below
+	var best float64 // of every tool offered to q's caller: see below
 	top := make([]Match, 0, min(limit, 64))
+	full := func(s float64) bool { return len(top) == limit && s <= top[len(top)-1].Score }
 	for doc, s := range scores {
-		if s > best && r.tools[doc].Withdrawn() == nil {
-			best = s
+		if s <= 0 || s <= best && full(s) {
+			continue
 		}
-		if s <= 0 || (len(top) == limit && s <= top[len(top)-1].Score) || !keep(doc) {
+		t := r.tools[doc]
+		if !q.offers(t) {
+			continue
+		}
+		best = max(best, s)
+		if full(s) || !q.filtersKeep(t) {
 			continue
 		}
 		// Insertion into the sorted top: strictly greater scores go first,
@@ -153,13 +168,15 @@ func (r *Registry) Search(q Query) []Match {
 		if len(top) == limit {
 			top = top[:limit-1]
 		}
-		top = slices.Insert(top, i, Match{Tool: r.tools[doc], Score: s})
+		top = slices.Insert(top, i, Match{Tool: t, Score: s})
 	}
 	// Matches far below the best are noise of expansion (a word related to
 	// one of the query's, loosely): they are dropped. The best is that of
-	// every tool offered (not withdrawn: the stand-ins for an unavailable
-	// tool are still found), whatever q's filters and principal keep, so
-	// that a filter leaving only such matches leaves none.
+	// every tool q's caller may be offered (not withdrawn: the stand-ins for
+	// an unavailable tool are still found; its principal may call it: a
+	// search with q.Principal answers as its ForPrincipal view's does, and
+	// says nothing of tools the caller cannot see), whatever q's ReadOnly
+	// and Tags keep, so that a filter leaving only such matches leaves none.
 	for i, m := range top {
 		if m.Score < minRelativeScore*best {
 			return top[:i]
