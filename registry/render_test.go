@@ -12,7 +12,6 @@ import (
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/provider"
-	"github.com/beam-agents/toolreg/registry"
 )
 
 // renderSpec is a tool with an optional, defaulted, length-bounded param: one
@@ -41,21 +40,10 @@ func mapSpec(name string) *toolreg.Spec {
 	}
 }
 
-func newRegistry(t testing.TB, specs ...*toolreg.Spec) *registry.Registry {
-	t.Helper()
-	r := registry.New()
-	for _, s := range specs {
-		if err := r.Register(toolreg.NewTool(s)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
-}
-
 func TestProviderSchemaRendersEveryToolInRegistrationOrder(t *testing.T) {
 	t.Parallel()
 	specs := []*toolreg.Spec{renderSpec("b_tool"), renderSpec("a_tool"), renderSpec("c_tool")}
-	r := newRegistry(t, specs...)
+	r := registryOf(t, specs...)
 	for _, form := range provider.Forms() {
 		t.Run(form+" lists each tool as provider.Render renders it", func(t *testing.T) {
 			t.Parallel()
@@ -91,7 +79,7 @@ func TestProviderSchemaRendersEveryToolInRegistrationOrder(t *testing.T) {
 
 func TestProviderSchemaIsRenderedOnceAndRenderedAgainAfterRegister(t *testing.T) {
 	t.Parallel()
-	r := newRegistry(t, renderSpec("a_tool"))
+	r := registryOf(t, renderSpec("a_tool"))
 	first, err := r.ProviderSchema(provider.OpenAIStrict)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +116,7 @@ func TestProviderSchemaIsRenderedOnceAndRenderedAgainAfterRegister(t *testing.T)
 
 func TestProviderSchemaRefusesAnUnknownForm(t *testing.T) {
 	t.Parallel()
-	r := newRegistry(t, renderSpec("a_tool"))
+	r := registryOf(t, renderSpec("a_tool"))
 	_, err := r.ProviderSchema("claude")
 	var ue *provider.UnknownFormError
 	if !errors.As(err, &ue) || ue.Name != "claude" {
@@ -141,7 +129,7 @@ func TestProviderSchemaRefusesAnUnknownForm(t *testing.T) {
 
 func TestProviderSchemaSaysWhichToolsCannotBeStrictAndWhy(t *testing.T) {
 	t.Parallel()
-	r := newRegistry(t, renderSpec("a_tool"), mapSpec("set_labels"), mapSpec("set_tags"))
+	r := registryOf(t, renderSpec("a_tool"), mapSpec("set_labels"), mapSpec("set_tags"))
 	_, err := r.ProviderSchema(provider.OpenAIStrict)
 	var me *provider.MultiError
 	if !errors.As(err, &me) || len(me.Errs) != 2 {
@@ -178,7 +166,7 @@ func TestProviderSchemaSaysWhichToolsCannotBeStrictAndWhy(t *testing.T) {
 
 func TestProviderSchemaIsSafeForConcurrentReaders(t *testing.T) {
 	t.Parallel()
-	r := newRegistry(t, renderSpec("a_tool"), renderSpec("b_tool"))
+	r := registryOf(t, renderSpec("a_tool"), renderSpec("b_tool"))
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
@@ -212,7 +200,7 @@ func benchSpecs(n int) []*toolreg.Spec {
 func BenchmarkProviderSchema1000(b *testing.B) {
 	specs := benchSpecs(1000)
 	b.Run("baseline=ToolsSchema", func(b *testing.B) {
-		r := newRegistry(b, specs...)
+		r := registryOf(b, specs...)
 		b.ReportAllocs()
 		for b.Loop() {
 			if len(r.ToolsSchema()) != 1000 {
@@ -225,7 +213,7 @@ func BenchmarkProviderSchema1000(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				r := newRegistry(b, specs...)
+				r := registryOf(b, specs...)
 				b.StartTimer()
 				if _, err := r.ProviderList(form); err != nil {
 					b.Fatal(err)
@@ -233,7 +221,7 @@ func BenchmarkProviderSchema1000(b *testing.B) {
 			}
 		})
 		b.Run("cached/"+form, func(b *testing.B) {
-			r := newRegistry(b, specs...)
+			r := registryOf(b, specs...)
 			if _, err := r.ProviderSchema(form); err != nil {
 				b.Fatal(err)
 			}
@@ -245,7 +233,7 @@ func BenchmarkProviderSchema1000(b *testing.B) {
 			}
 		})
 		b.Run("cached-list/"+form, func(b *testing.B) {
-			r := newRegistry(b, specs...)
+			r := registryOf(b, specs...)
 			if _, err := r.ProviderList(form); err != nil {
 				b.Fatal(err)
 			}

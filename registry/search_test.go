@@ -423,11 +423,13 @@ func TestSearchTakesNoCommonWordForATypo(t *testing.T) {
 	}
 }
 
-// The words of the definition of a query word's first sense find a tool
-// that has none of the word's synonyms or hypernyms: forecast, "a prediction
-// about how something (as the weather) will develop", finds a weather tool;
-// far below a tool that has the word itself.
-func TestSearchReachesAToolThroughAWordsDefinition(t *testing.T) {
+// A query word reaches a tool through its neighbours in GloVe's vectors:
+// forecast finds a weather tool that has none of its synonyms or hypernyms,
+// far below a tool that has the word itself. The words of the definition of
+// its first sense ("a prediction about how something (as the weather) will
+// develop") count as evidence only: they raise a tool matched another way,
+// and alone match nothing.
+func TestSearchReachesAToolThroughANeighbourAndADefinitionAddsEvidence(t *testing.T) {
 	t.Parallel()
 	conditions := &toolreg.Spec{Name: "get_conditions", Description: "Current weather for a city."}
 	alone := registryOf(t, conditions, &toolreg.Spec{Name: "book_hotel", Description: "Book a hotel room."})
@@ -441,8 +443,16 @@ func TestSearchReachesAToolThroughAWordsDefinition(t *testing.T) {
 	}
 	for _, m := range ms[1:] {
 		if m.Score >= ms[0].Score/2 {
-			t.Errorf("%s, by a word of the definition, scores %v; get_outlook, by the word, %v: want it well below", m.Tool.Name(), m.Score, ms[0].Score)
+			t.Errorf("%s, by a neighbour, scores %v; get_outlook, by the word, %v: want it well below", m.Tool.Name(), m.Score, ms[0].Score)
 		}
+	}
+	develop := &toolreg.Spec{Name: "build_app", Description: "Develop an app."}
+	if got := names(registryOf(t, develop).Search(registry.Query{Text: "forecast"})); len(got) != 0 {
+		t.Errorf("Search(forecast) = %v over a tool matching only a word of its definition, want nothing", got)
+	}
+	evidence := registryOf(t, conditions, &toolreg.Spec{Name: "weather_app", Description: "Develop a weather app."})
+	if ms := evidence.Search(registry.Query{Text: "forecast"}); len(ms) != 2 || ms[0].Tool.Name() != "weather_app" || ms[1].Score >= ms[0].Score {
+		t.Errorf("Search(forecast) = %v; want weather_app (weather and develop) above get_conditions (weather)", names(ms))
 	}
 }
 
@@ -557,6 +567,11 @@ func TestSearchDoesNotMatchNumbers(t *testing.T) {
 		if got := names(r.Search(registry.Query{Text: q})); len(got) != 0 {
 			t.Errorf("Search(%q) = %v, want nothing", q, got)
 		}
+	}
+	// Numbers are not query words either: however many come first, they do
+	// not use up the words a query is read for.
+	if got := names(r.Search(registry.Query{Text: strings.Repeat("7 ", 100) + "commits"})); !slices.Equal(got, []string{"get_commit_history"}) {
+		t.Errorf("Search(100 numbers, then commits) = %v, want [get_commit_history]", got)
 	}
 	// A word with digits in it is a word: 2fa, e164, oauth2.
 	r2 := registryOf(t, &toolreg.Spec{Name: "enable_2fa", Description: "Turn on two-factor authentication."})

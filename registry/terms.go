@@ -86,7 +86,7 @@ func appendHumps(dst []string, word string, term func(dst []string, w string) []
 
 func appendTerm(dst []string, w string) []string {
 	w = strings.ToLower(w)
-	if lexicon.StopWord(w) || number(w) {
+	if dropped(w) {
 		return dst
 	}
 	return append(dst, lexicon.Stem(w))
@@ -177,7 +177,7 @@ func (sc *termScanner) wordOf(rs []rune) bool {
 	for _, r := range rs {
 		sc.word = utf8.AppendRune(sc.word, unicode.ToLower(r))
 	}
-	if lexicon.StopWord(string(sc.word)) || number(string(sc.word)) {
+	if dropped(string(sc.word)) {
 		return false
 	}
 	st, ok := sc.stems[string(sc.word)]
@@ -218,7 +218,7 @@ func queryWords(text string) []string {
 	var words []string
 	for _, t := range appendTermsFunc(nil, text, false, func(dst []string, w string) []string {
 		w = strings.ToLower(w)
-		if lexicon.StopWord(w) || number(w) {
+		if dropped(w) {
 			return dst
 		}
 		return append(dst, w)
@@ -258,6 +258,10 @@ func oneEdit(a, b string) bool {
 	}
 	return false
 }
+
+// dropped reports whether the lower-cased word w is no term: a stop word or
+// a number.
+func dropped(w string) bool { return lexicon.StopWord(w) || number(w) }
 
 // number reports whether w is all digits: a value a request carries (an
 // order number, a count, an hour), not a word of what a tool does, so

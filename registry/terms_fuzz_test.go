@@ -16,7 +16,8 @@ func scanTerms(sc *termScanner, text string, compound bool) []string {
 // appendTerms, its reference (what queries use), as a multiset.
 func FuzzTermScanner(f *testing.F) {
 	for _, s := range []string{"refund_order", "HTTPServer oauth2Token", "open PRs, URLs and listUserIDs", "Invoices, queries; statuses", "Café DÉJÀ-VU",
-		"bad\xffutf8", "refund\xff_order\xc3x", "aB\xe2\x82cD-1\xff2", "the of a", "__a__b--", "İstanbul ǅemal ΣΊΣΥΦΟΣ", "x_y-Zz9Q", "", "uses causes dishes"} {
+		"bad\xffutf8", "refund\xff_order\xc3x", "aB\xe2\x82cD-1\xff2", "the of a", "__a__b--", "İstanbul ǅemal ΣΊΣΥΦΟΣ", "x_y-Zz9Q", "", "uses causes dishes",
+		"1-10 days", "100_000", "v1-10", "10-a", "2fa oauth2"} {
 		f.Add(s, true)
 		f.Add(s, false)
 	}
