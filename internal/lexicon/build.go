@@ -172,7 +172,7 @@ func Build(dir string, opt BuildOptions) ([]byte, error) {
 type rel struct {
 	word string
 	kind Relation
-	rank int // the order found: sense, then position; closest first
+	rank int // the order found: sense, then position (WordNet's table only)
 }
 
 // encode returns a table of the related words of each key, in the format

@@ -178,9 +178,6 @@ func Neighbours(stem string) iter.Seq2[string, int] {
 	}
 }
 
-// Closeness is the number of closeness levels Neighbours yields.
-const Closeness = closenessLevels
-
 // Known reports whether stem (a Stem) is a common English word: one the
 // table lists related words under, which is the stem of a word seen in
 // WordNet's tagged corpus. A known word is no typo, whatever words of a

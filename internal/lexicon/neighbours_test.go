@@ -92,21 +92,7 @@ func TestBuildNeighbours(t *testing.T) {
 		"far":   {0, 0, 1}, // near nothing
 		"rare":  {0, 1, 0.1},
 	}
-	b, err := BuildNeighbours(strings.NewReader(vectorsJSON(words, vecs)), "/usr/share/wordnet",
-		NeighbourOptions{Words: 9, Neighbours: 1, MinCosine: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := open(string(b), neighboursMagic)
-	got := map[string]string{}
-	for i := range tb.n {
-		var ns []string
-		tb.related(tb.word(i), func(s string, r Relation) bool {
-			ns = append(ns, fmt.Sprintf("%s:%d", s, r))
-			return true
-		})
-		got[tb.word(i)] = strings.Join(ns, " ")
-	}
+	got := buildTable(t, words, vecs, NeighbourOptions{Words: 9, Neighbours: 1, MinCosine: 0.5})
 	// the: a stop word; Paris: not lower-case; rare: past Words; rains:
 	// rain's stem; one neighbour each (the closest), at its level of cos
 	// from 0.5 to 1 in eighths: close and shut, cos 0.958, level 7; rain and
@@ -142,5 +128,57 @@ func TestBuildNeighboursRefusesMalformedVectors(t *testing.T) {
 		if _, err := BuildNeighbours(strings.NewReader(`{}`), "/usr/share/wordnet", opt); err == nil || !strings.Contains(err.Error(), "neighbour options") {
 			t.Errorf("options %+v: err = %v, want them refused", opt, err)
 		}
+	}
+}
+
+// buildTable builds a neighbour table from vecs (words in the order given,
+// most frequent first) and returns each stem's neighbours as "stem:level".
+func buildTable(t *testing.T, words []string, vecs map[string][]float64, opt NeighbourOptions) map[string]string {
+	t.Helper()
+	b, err := BuildNeighbours(strings.NewReader(vectorsJSON(words, vecs)), "/usr/share/wordnet", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := open(string(b), neighboursMagic)
+	got := map[string]string{}
+	for i := range tb.n {
+		var ns []string
+		tb.related(tb.word(i), func(s string, r Relation) bool {
+			ns = append(ns, fmt.Sprintf("%s:%d", s, r))
+			return true
+		})
+		got[tb.word(i)] = strings.Join(ns, " ")
+	}
+	return got
+}
+
+// A neighbour's level is its cosine's step between MinCosine and 1, in
+// eighths: 0.8 is step 4 of 0.5 to 1, 0.55 step 0.
+func TestBuildNeighboursLevelsByCosine(t *testing.T) {
+	t.Parallel()
+	got := buildTable(t, []string{"alpha", "beta", "gamma"}, map[string][]float64{
+		"alpha": {1, 0, 0},
+		"beta":  {0.8, 0.6, 0},       // cos 0.8 with alpha
+		"gamma": {0.55, 0, 0.835165}, // cos 0.55 with alpha
+	}, NeighbourOptions{Words: 3, Neighbours: 2, MinCosine: 0.5})
+	if got["alpha"] != "beta:4 gamma:0" {
+		t.Errorf("alpha's neighbours %q, want beta:4 gamma:0", got["alpha"])
+	}
+}
+
+// A stem's vector sums its forms' vectors weighed by their frequency: walk,
+// the most frequent word, outweighs walking, ten times rarer, so the stem is
+// near march (walk's), not jog (between the two forms).
+func TestBuildNeighboursWeighsAStemsFormsByFrequency(t *testing.T) {
+	t.Parallel()
+	words := []string{"walk", "march", "jog", "Xa", "Xb", "Xc", "Xd", "Xe", "Xf", "walking"} // X*: not lower-case, skipped
+	got := buildTable(t, words, map[string][]float64{
+		"walk":    {1, 0, 0},
+		"walking": {0, 1, 0},
+		"march":   {1, 0, 0.05},
+		"jog":     {0.3, 1, 0},
+	}, NeighbourOptions{Words: len(words), Neighbours: 1, MinCosine: 0.5})
+	if !strings.HasPrefix(got["walk"], "march:") {
+		t.Errorf("walk's neighbours %q, want march: walk (rank 1) weighs ten times walking (rank 10)", got["walk"])
 	}
 }

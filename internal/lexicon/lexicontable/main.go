@@ -28,6 +28,20 @@ func main() {
 	flag.IntVar(&nopt.Neighbours, "neighbours", nopt.Neighbours, "the most neighbours kept per word")
 	flag.Float64Var(&nopt.MinCosine, "mincos", nopt.MinCosine, "the least cosine similarity of a neighbour")
 	flag.Parse()
+	// Each table has flags of its own: one given for the other table would
+	// be ignored, so it is refused.
+	wordnetOnly := map[string]bool{"senses": true, "max": true, "hypernyms2": true, "share": true, "gloss": true}
+	vectorsOnly := map[string]bool{"words": true, "neighbours": true, "mincos": true}
+	flag.Visit(func(f *flag.Flag) {
+		switch {
+		case *vectors != "" && wordnetOnly[f.Name]:
+			fmt.Fprintf(os.Stderr, "lexicontable: -%s is for WordNet's table; with -vectors the neighbour table takes -words, -neighbours and -mincos\n", f.Name)
+			os.Exit(2)
+		case *vectors == "" && vectorsOnly[f.Name]:
+			fmt.Fprintf(os.Stderr, "lexicontable: -%s is for the neighbour table: give -vectors too\n", f.Name)
+			os.Exit(2)
+		}
+	})
 	if *out == "" {
 		*out = "internal/lexicon/wordnet.bin"
 		if *vectors != "" {
@@ -42,7 +56,7 @@ func main() {
 			b, err = lexicon.BuildNeighbours(f, *dir, nopt)
 			f.Close()
 			if err != nil {
-				err = fmt.Errorf("%s: %w", *vectors, err)
+				err = fmt.Errorf("building the neighbour table from %s and WordNet in %s: %w", *vectors, *dir, err)
 			}
 		}
 	} else {
