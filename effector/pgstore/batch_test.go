@@ -40,6 +40,7 @@ func TestNativeBatches(t *testing.T) {
 		{"a batch failing at its commit answers nothing from its rows", testBatchFailingAtCommitAnswersNothingFromItsRows},
 		{"a batch finds its rows by the key however small the table was when the pool began", testBatchFindsItsRowsByTheKeyAfterTheTableGrew},
 		{"a pool without a description cache runs the batches too", testBatchesOnAPoolWithoutADescriptionCache},
+		{"a batch cut off while its statement is described answers errors, and the next batch runs", testBatchCutOffWhileItsStatementIsDescribed},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, srv) })
 	}
@@ -569,5 +570,61 @@ func testBatchesOnAPoolWithoutADescriptionCache(t *testing.T, srv *pgtest.Server
 		if o.Err != nil || o.Claim.State != effector.Done || !bytes.Equal(o.Claim.Result, results[i]) {
 			t.Fatalf("claim %d again: %+v, %v; want done with %q", i, o.Claim, o.Err, results[i])
 		}
+	}
+}
+
+// A connection's first batch statement is described before it runs
+// (QueryExecModeCacheDescribe). A batch cut off during that step, cancelled
+// or its backend killed, answers every item with an error and claims
+// nothing; the store's next batch, on the same pool, is described afresh
+// and claims them.
+func testBatchCutOffWhileItsStatementIsDescribed(t *testing.T, srv *pgtest.Server) {
+	for _, how := range []string{"cancelled", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := migrated(t, srv)
+			fresh, err := pgxpool.NewWithConfig(ctx, pool.Config().Copy()) // no description cached
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(fresh.Close)
+			s := openForTest(t, fresh)
+			// ACCESS EXCLUSIVE blocks even the describe's parse of the
+			// statement (which takes ACCESS SHARE on the table).
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, `LOCK TABLE toolreg_effector_dedup IN ACCESS EXCLUSIVE MODE`); err != nil {
+				t.Fatal(err)
+			}
+			bctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			reqs := claimReqs("described-"+how, 5)
+			out := make([]effector.ClaimOutcome, len(reqs))
+			done := make(chan struct{})
+			go func() { defer close(done); s.ClaimBatch(bctx, reqs, out) }()
+			pid := waiter(t, pool, 0)
+			if how == "cancelled" {
+				cancel()
+			} else {
+				kill(t, pool, pid)
+			}
+			<-done
+			tx.Rollback(ctx)
+			for i, o := range out {
+				if o.Err == nil {
+					t.Fatalf("claim %d of the batch cut off in its describe answered %+v", i, o.Claim)
+				}
+			}
+			s.ClaimBatch(ctx, reqs, out)
+			for i, o := range out {
+				if o.Err != nil || o.Claim.State != effector.Claimed || o.Claim.Attempts != 1 {
+					t.Fatalf("claim %d after the cut-off batch: %+v, %v; want a first claim", i, o.Claim, o.Err)
+				}
+			}
+		})
 	}
 }
