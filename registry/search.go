@@ -3,12 +3,14 @@ package registry
 import (
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/lexicon"
+	"github.com/beam-agents/toolreg/internal/par"
 )
 
 // DefaultSearchLimit is how many matches Search returns when Query.Limit is
@@ -199,9 +201,7 @@ func (r *Registry) searchIndex() *searchIndex {
 	idx.mu.RUnlock()
 	if !current {
 		idx.mu.Lock()
-		for idx.n < len(r.tools) {
-			idx.add(r.tools[idx.n].Spec())
-		}
+		idx.addAll(r.tools[idx.n:])
 		idx.normalise()
 		idx.mu.Unlock()
 	}
@@ -375,6 +375,72 @@ func (x *searchIndex) add(spec *toolreg.Spec) {
 		x.total[g] += x.length[g]
 	}
 	x.n++
+}
+
+// minShard is the fewest tools addAll gives a goroutine of its own: below
+// it, merging a shard costs more than the goroutine saves.
+const minShard = 512
+
+// addAll indexes tools as the next documents. Thousands of tools are
+// indexed in shards, one per processor, each a small index of its own,
+// which are then merged into this one in order (merge). Loading the
+// manifests is spread over the processors too (package loader), so a
+// build in one goroutine would be a larger share of a load the more
+// processors a machine has. The index built in shards is the one built
+// tool by tool, to the bit (TestShardedIndexIsTheOneBuiltToolByTool).
+func (x *searchIndex) addAll(tools []*toolreg.Tool) {
+	shards := min(runtime.GOMAXPROCS(0), len(tools)/minShard)
+	if shards <= 1 {
+		for _, t := range tools {
+			x.add(t.Spec())
+		}
+		return
+	}
+	parts := make([]searchIndex, shards)
+	par.Do(shards, func(i int) {
+		for _, t := range tools[i*len(tools)/shards : (i+1)*len(tools)/shards] {
+			parts[i].add(t.Spec())
+		}
+	})
+	for i := range parts {
+		x.merge(&parts[i])
+	}
+}
+
+// merge appends the documents of p, an index built apart, as the next
+// ones. Since p's terms are in the order p first saw them, and its
+// postings and lengths in document order, a term new to x gets the id
+// adding p's documents one by one would have given it, its postings
+// follow x's, and the sums of lengths are taken document by document, in
+// the same order, so they round alike.
+func (x *searchIndex) merge(p *searchIndex) {
+	if x.ids == nil {
+		x.ids = make(map[string]int32, len(p.ids))
+		x.emit = x.addTerm
+	}
+	base := int32(x.n)
+	for id, term := range p.terms {
+		ps := p.postings[id]
+		for i := range ps {
+			ps[i].doc += base
+		}
+		g, ok := x.ids[term]
+		if !ok {
+			x.ids[term] = int32(len(x.postings))
+			x.terms = append(x.terms, term)
+			x.postings = append(x.postings, ps)
+			continue
+		}
+		x.postings[g] = append(x.postings[g], ps...)
+	}
+	for _, l := range p.lengths {
+		x.lengths = append(x.lengths, l)
+		for g := range x.total {
+			x.total[g] += l[g]
+		}
+	}
+	x.n += p.n
+	x.scan.absorb(&p.scan)
 }
 
 // normalise computes headNorm for the tools indexed so far.

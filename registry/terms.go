@@ -195,6 +195,24 @@ func (sc *termScanner) wordOf(rs []rune) bool {
 	return true
 }
 
+// absorb adds to sc the words o scanned that sc has not, each list of
+// byLen in the order o first saw them: after absorbing the scanners of
+// consecutive shards in order, sc is the scanner that scanned them all.
+func (sc *termScanner) absorb(o *termScanner) {
+	if sc.stems == nil && len(o.stems) > 0 {
+		sc.stems = make(map[string]string, len(o.stems))
+		sc.byLen = make(map[int][]string, len(o.byLen))
+	}
+	for l, words := range o.byLen {
+		for _, w := range words {
+			if _, ok := sc.stems[w]; !ok {
+				sc.stems[w] = o.stems[w]
+				sc.byLen[l] = append(sc.byLen[l], w)
+			}
+		}
+	}
+}
+
 func isChunkRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-'
 }
