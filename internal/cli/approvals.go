@@ -79,6 +79,10 @@ func runApprovals(e *env, sub string, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	if f := flagAfterArgs(fs, args); f != "" {
+		fmt.Fprintf(e.stderr, "toolreg approvals %s: flag %s comes after an argument, where it is read as one: write flags first, such as toolreg approvals %s %s STORE\n", sub, f, sub, f)
+		return exitUsage
+	}
 	if fs.NArg() != nargs {
 		fmt.Fprintf(e.stderr, "toolreg approvals %s: want %d argument(s) (STORE%s), got %d\n", sub, nargs, map[int]string{1: "", 2: " ID"}[nargs], fs.NArg())
 		return exitUsage

@@ -110,6 +110,10 @@ func runIntents(e *env, sub string, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	if f := flagAfterArgs(fs, args); f != "" {
+		fmt.Fprintf(e.stderr, "toolreg intents %s: flag %s comes after an argument, where it is read as one: write flags first, such as toolreg intents %s %s STORE\n", sub, f, sub, f)
+		return exitUsage
+	}
 	if olderThan < 0 {
 		fmt.Fprintf(e.stderr, "toolreg intents purge: -older-than %v is negative: give 0 or more, such as 24h\n", olderThan)
 		return exitUsage

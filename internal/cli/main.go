@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -102,7 +103,34 @@ func (c *command) run(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "usage: %s\nRun 'toolreg %s --help' for details.\n", c.synopsis(fs), c.name)
 		return exitUsage
 	}
+	if f := flagAfterArgs(fs, args); f != "" {
+		fmt.Fprintf(e.stderr, "toolreg %s: flag %s comes after an argument, where it is read as one: write flags first\nusage: %s\n", c.name, f, c.synopsis(fs))
+		return exitUsage
+	}
 	return runFn(e, fs.Args())
+}
+
+// flagAfterArgs returns the first of the arguments fs.Parse left (it stops
+// at the first that is no flag) that names one of fs's flags, such as the
+// -n of "toolreg search refund -n 1", which would otherwise be taken for a
+// path; "" if there is none, or if args hold "--", after which an argument
+// may look like a flag.
+func flagAfterArgs(fs *flag.FlagSet, args []string) string {
+	if slices.Contains(args, "--") {
+		return ""
+	}
+	for _, a := range fs.Args() {
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if name != "" && fs.Lookup(name) != nil {
+			return a
+		}
+	}
+	return ""
 }
 
 // synopsis is the command's one-line usage, such as

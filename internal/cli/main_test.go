@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,6 +48,8 @@ func TestMainExitStatus(t *testing.T) {
 		{"help of an unknown command is a usage error", []string{"help", "frob"}, 2, "", `unknown command "frob"`},
 		{"an unknown command is a usage error", []string{"frob"}, 2, "", `unknown command "frob"`},
 		{"a flag before the command is a usage error", []string{"-v", "vet"}, 2, "", "comes before a command"},
+		{"a flag after an argument is a usage error", []string{"search", "lookup", "-n", "1", good}, 2, "", "flag -n comes after an argument, where it is read as one: write flags first"},
+		{"a subcommand's flag after its store is a usage error", []string{"intents", "list", filepath.Join(dir, "x.db"), "-json"}, 2, "", "write flags first, such as toolreg intents list -json STORE"},
 		{"vet --help prints vet's help on stdout", []string{"vet", "--help"}, 0, "file:line:col: tool: path: message", ""},
 		{"schema -h prints schema's help on stdout", []string{"schema", "-h"}, 0, "usage: toolreg schema [-manifest] [-provider form] [paths...]", ""},
 		{"vet with an unknown flag is a usage error", []string{"vet", "-x", good}, 2, "", "flag provided but not defined: -x"},
@@ -127,5 +130,31 @@ func TestTheCommandListIsAligned(t *testing.T) {
 			t.Errorf("%s's summary starts at column %d, the others' at %d:\n%s", c.name, at, col, stdout.String())
 		}
 		col = at
+	}
+}
+
+// TestFlagAfterArgs checks which arguments left after the flags are taken
+// for misplaced flags: only those naming a flag of the command, and none
+// after "--".
+func TestFlagAfterArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"refund", "-n", "1"}, "-n"},
+		{[]string{"refund", "--n=1"}, "--n=1"},
+		{[]string{"-n", "1", "refund", "dir"}, ""},
+		{[]string{"refund", "-x"}, ""},       // no flag of this command: an argument
+		{[]string{"refund", "-"}, ""},        // stdin, say
+		{[]string{"--", "refund", "-n"}, ""}, // "--": what follows is arguments
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.Int("n", 10, "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := flagAfterArgs(fs, tc.args); got != tc.want {
+			t.Errorf("flagAfterArgs after %q = %q, want %q", tc.args, got, tc.want)
+		}
 	}
 }
