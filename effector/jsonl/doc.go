@@ -3,6 +3,12 @@
 // to a file or a stream, one result a line. It needs no server: an effector
 // on one host serves a file that producers append to, or a pipe.
 //
+// A file source reads to the end of its file and then ends: Serve returns
+// nil once what it read is answered. It does not wait for more lines. To
+// serve a file that keeps growing, run Serve on it again (each run opens it
+// with OpenFile and resumes after the checkpoint), on a timer or when the
+// file changes, as ExampleOpenFile does with two runs.
+//
 // A Source opened on a file with OpenFile keeps a checkpoint beside it (the
 // byte offset and line number after the last line acknowledged, written
 // atomically and fsynced), and Serve acknowledges a line only once its
