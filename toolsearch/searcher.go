@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -49,7 +50,8 @@ func WithTimeout(d time.Duration) Option { return func(s *Searcher) { s.timeout 
 
 // WithRetryAfter is how long after a failure of the embedder searches stay
 // offline without calling it, so that a dead server does not cost every
-// search its timeout; the default is 30 seconds.
+// search its timeout; the default is 30 seconds. A caller cancelling its
+// search is no failure of the embedder.
 func WithRetryAfter(d time.Duration) Option { return func(s *Searcher) { s.retryAfter = d } }
 
 // WithLogger is where a fallback to the offline ranking is logged, at level
@@ -81,15 +83,20 @@ type Searcher struct {
 	log        *slog.Logger
 
 	mu       sync.Mutex
-	vectors  map[[32]byte][]float32 // by toolDigest
-	cache    *vectorCache           // nil without WithCacheDir, or when it cannot be opened
-	downTill time.Time              // no embedder calls before then
+	downTill time.Time // no embedder calls before then
 	now      func() time.Time
+
+	// toolsLock guards vectors and cache: a lock (send to take, receive to
+	// give back) that a search waits for no longer than its context, since
+	// its holder may be waiting for the embedder.
+	toolsLock chan struct{}
+	vectors   map[[32]byte][]float32 // by toolDigest
+	cache     *vectorCache           // nil without WithCacheDir, or when it cannot be opened
 }
 
 // NewSearcher returns a Searcher over reg's tools.
 func NewSearcher(reg *registry.Registry, opts ...Option) *Searcher {
-	s := &Searcher{reg: reg, timeout: DefaultTimeout, retryAfter: DefaultRetryAfter, log: slog.Default(), now: time.Now}
+	s := &Searcher{reg: reg, timeout: DefaultTimeout, retryAfter: DefaultRetryAfter, log: slog.Default(), now: time.Now, toolsLock: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -142,21 +149,46 @@ func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Matc
 
 // semantic ranks the tools q's filters keep by cosine similarity to the
 // query, the first candidates of them, embedding first the tools it has no
-// vector for.
+// vector for. A failure of the embedder, or its answer outlasting the
+// caller's deadline, keeps it uncalled for retryAfter; the caller cancelling,
+// or its deadline passing while another search holds the embedder, is no
+// failure of the embedder.
 func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]*toolreg.Tool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.now().Before(s.downTill) {
-		return nil, fmt.Errorf("it failed less than %v ago; not retried before %v", s.retryAfter, s.downTill.Format(time.RFC3339))
+	downTill := s.downTill
+	s.mu.Unlock()
+	if s.now().Before(downTill) {
+		return nil, fmt.Errorf("it failed less than %v ago; not retried before %v", s.retryAfter, downTill.Format(time.RFC3339))
 	}
-	tools := s.reg.Tools()
-	if err := s.embedTools(ctx, tools); err != nil {
+	ranked, err := s.rank(ctx, q)
+	if err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, errWaiting) {
+		s.mu.Lock()
 		s.downTill = s.now().Add(s.retryAfter)
-		return nil, err
+		s.mu.Unlock()
 	}
+	return ranked, err
+}
+
+// errWaiting is the caller's context ending while another search embeds the
+// tools.
+var errWaiting = errors.New("waiting for another search to embed the tools")
+
+// rank is semantic's ranking. The query is embedded first, without the lock,
+// so that concurrent searches do not queue for the embedder; its vector's
+// length is the one every tool's must have.
+func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]*toolreg.Tool, error) {
 	qv, err := s.embed(ctx, []string{q.Text})
 	if err != nil {
-		s.downTill = s.now().Add(s.retryAfter)
+		return nil, err
+	}
+	select {
+	case s.toolsLock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", errWaiting, context.Cause(ctx))
+	}
+	defer func() { <-s.toolsLock }()
+	tools := s.reg.Tools()
+	if err := s.embedTools(ctx, tools, len(qv[0])); err != nil {
 		return nil, err
 	}
 	type scored struct {
@@ -180,10 +212,12 @@ func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]*toolreg.T
 	return out, nil
 }
 
-// embedTools gives every tool a vector: from memory, from the cache on disk,
-// or from the embedder, in batches, each batch written to the cache as it
-// comes.
-func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool) error {
+// embedTools gives every tool a vector of length dims (the query's): from
+// memory, from the cache on disk, or from the embedder, in batches, each
+// batch written to the cache as it comes. A vector of another length (the
+// model behind the name changed) is embedded again, and the new one, written
+// after it, is the one the cache reads.
+func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool, dims int) error {
 	model := s.embedder.Model()
 	if s.vectors == nil {
 		s.vectors = map[[32]byte][]float32{}
@@ -202,7 +236,7 @@ func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool) error 
 	var digests [][32]byte
 	for _, t := range tools {
 		d := toolDigest(model, t.Spec())
-		if _, ok := s.vectors[d]; !ok && !slices.Contains(digests, d) {
+		if v, ok := s.vectors[d]; (!ok || len(v) != dims) && !slices.Contains(digests, d) {
 			missing = append(missing, t)
 			digests = append(digests, d)
 		}
@@ -216,6 +250,9 @@ func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool) error 
 		vs, err := s.embed(ctx, texts)
 		if err != nil {
 			return err
+		}
+		if len(vs[0]) != dims {
+			return fmt.Errorf("the embedder returned vectors of length %d for the query and %d for tools: its vectors cannot be compared", dims, len(vs[0]))
 		}
 		for i, v := range vs {
 			s.vectors[digests[start+i]] = v
@@ -241,9 +278,17 @@ func (s *Searcher) embed(ctx context.Context, texts []string) ([][]float32, erro
 	if len(vs) != len(texts) {
 		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(vs), len(texts))
 	}
-	for _, v := range vs {
-		if len(v) == 0 || len(v) != len(vs[0]) {
-			return nil, fmt.Errorf("the embedder returned vectors of lengths %d and %d", len(vs[0]), len(v))
+	for i, v := range vs {
+		switch {
+		case len(v) == 0:
+			return nil, fmt.Errorf("the embedder returned an empty vector for text %d of %d", i, len(texts))
+		case len(v) != len(vs[0]):
+			return nil, fmt.Errorf("the embedder returned vectors of lengths %d and %d for texts 0 and %d of %d", len(vs[0]), len(v), i, len(texts))
+		}
+		for j, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("the embedder returned %v, a value not finite, at %d of the vector of text %d of %d", x, j, i, len(texts))
+			}
 		}
 	}
 	return vs, nil
