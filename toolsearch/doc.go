@@ -19,7 +19,9 @@
 // tolerance and WordNet expansion), and, given an Embedder (WithEmbedder; the
 // one configuration is openaiembed.OptionsFromEnv, which `toolreg search`
 // reads too), that ranking fused with the embeddings' by reciprocal rank
-// fusion, tool vectors cached on disk by manifest digest (WithCacheDir). When
+// fusion, tool vectors cached on disk by manifest digest (WithCacheDir); the
+// embeddings add to the offline matches only the few tools nearest the query
+// (and none below WithMinSimilarity's floor). When
 // the embedder fails or times out, the search logs it and answers offline. It
 // refuses nothing a registry would not: what it returns are contracts; a call
 // of a found tool goes through the runner or Act like any other, with its

@@ -54,6 +54,14 @@ func WithTimeout(d time.Duration) Option { return func(s *Searcher) { s.timeout 
 // search is no failure of the embedder.
 func WithRetryAfter(d time.Duration) Option { return func(s *Searcher) { s.retryAfter = d } }
 
+// WithMinSimilarity is how near, in cosine similarity, a tool's vector must
+// be to the query's for the embeddings to count it at all; the default is no
+// floor. An embedding model has nearest tools for any query, nonsense
+// included, and where the unrelated begin depends on the model (about 0.3 for
+// some, 0.7 for others): set it for the model you use, and a query no tool is
+// near finds only what the offline ranking finds, often nothing.
+func WithMinSimilarity(x float64) Option { return func(s *Searcher) { s.minSim = x } }
+
 // WithLogger is where a fallback to the offline ranking is logged, at level
 // Warn; the default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(s *Searcher) { s.log = l } }
@@ -67,6 +75,10 @@ const (
 	rrfK = 60
 	// candidates is how deep each ranking is read for the fusion.
 	candidates = 50
+	// nearest is how many of the tools nearest the query, of every tool its
+	// caller may be offered whatever the filters, the embeddings may add to
+	// the offline ranking's matches; below them they only rerank those.
+	nearest = 3
 	// embedBatch is how many tools one call of the embedder embeds.
 	embedBatch = 128
 )
@@ -80,6 +92,7 @@ type Searcher struct {
 	cacheDir   string
 	timeout    time.Duration
 	retryAfter time.Duration
+	minSim     float64
 	log        *slog.Logger
 
 	mu       sync.Mutex
@@ -96,7 +109,7 @@ type Searcher struct {
 
 // NewSearcher returns a Searcher over reg's tools.
 func NewSearcher(reg *registry.Registry, opts ...Option) *Searcher {
-	s := &Searcher{reg: reg, timeout: DefaultTimeout, retryAfter: DefaultRetryAfter, log: slog.Default(), now: time.Now, toolsLock: make(chan struct{}, 1)}
+	s := &Searcher{reg: reg, timeout: DefaultTimeout, retryAfter: DefaultRetryAfter, log: slog.Default(), now: time.Now, toolsLock: make(chan struct{}, 1), minSim: math.Inf(-1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -110,6 +123,13 @@ func NewSearcher(reg *registry.Registry, opts ...Option) *Searcher {
 // tool's (reciprocal rank fusion; Match.Score is the fused score); when the
 // embedder fails or times out, it logs why at level Warn and returns the
 // offline ranking. It never fails: a search still answers without the server.
+//
+// The embeddings rerank the offline ranking's matches, and add to them only
+// the few tools nearest the query (nearest, 3) of every tool its caller may
+// be offered, whatever q's ReadOnly and Tags keep, as the offline ranking's
+// floor is taken: so a filter that leaves only tools far from the query
+// leaves none, and a query near no tool finds at most those few (none above
+// WithMinSimilarity's floor: none).
 func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Match {
 	limit := q.Limit
 	if limit <= 0 {
@@ -134,8 +154,10 @@ func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Matc
 	for i, m := range offline {
 		fused[m.Tool] += 1 / float64(rrfK+i+1)
 	}
-	for i, t := range semantic {
-		fused[t] += 1 / float64(rrfK+i+1)
+	for i, m := range semantic {
+		if _, matched := fused[m.tool]; matched || m.nearest {
+			fused[m.tool] += 1 / float64(rrfK+i+1)
+		}
 	}
 	out := make([]registry.Match, 0, len(fused))
 	for t, sc := range fused {
@@ -147,13 +169,20 @@ func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Matc
 	return out[:min(limit, len(out))]
 }
 
+// semanticMatch is a tool of the embeddings' ranking: nearest when it is
+// one of the nearest tools of every tool the query's caller may be offered.
+type semanticMatch struct {
+	tool    *toolreg.Tool
+	nearest bool
+}
+
 // semantic ranks the tools q's filters keep by cosine similarity to the
-// query, the first candidates of them, embedding first the tools it has no
-// vector for. A failure of the embedder, or its answer outlasting the
+// query, the first candidates of them at or above the floor of
+// WithMinSimilarity, embedding first the tools it has no vector for. A failure of the embedder, or its answer outlasting the
 // caller's deadline, keeps it uncalled for retryAfter; the caller cancelling,
 // or its deadline passing while another search holds the embedder, is no
 // failure of the embedder.
-func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]*toolreg.Tool, error) {
+func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]semanticMatch, error) {
 	s.mu.Lock()
 	downTill := s.downTill
 	s.mu.Unlock()
@@ -176,7 +205,7 @@ var errWaiting = errors.New("waiting for another search to embed the tools")
 // rank is semantic's ranking. The query is embedded first, without the lock,
 // so that concurrent searches do not queue for the embedder; its vector's
 // length is the one every tool's must have.
-func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]*toolreg.Tool, error) {
+func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch, error) {
 	qv, err := s.embed(ctx, []string{q.Text})
 	if err != nil {
 		return nil, err
@@ -195,9 +224,11 @@ func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]*toolreg.Tool,
 		t   *toolreg.Tool
 		sim float64
 	}
+	offered := q // every tool q's caller may be offered
+	offered.ReadOnly, offered.Tags = false, nil
 	var all []scored
 	for _, t := range tools {
-		if !q.Keeps(t) {
+		if !offered.Keeps(t) {
 			continue
 		}
 		if v := s.vectors[toolDigest(s.embedder.Model(), t.Spec())]; len(v) == len(qv[0]) {
@@ -205,9 +236,14 @@ func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]*toolreg.Tool,
 		}
 	}
 	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.sim, a.sim) })
-	out := make([]*toolreg.Tool, 0, min(len(all), candidates))
-	for _, sc := range all[:min(len(all), candidates)] {
-		out = append(out, sc.t)
+	var out []semanticMatch
+	for i, sc := range all {
+		if len(out) == candidates || sc.sim < s.minSim {
+			break
+		}
+		if q.Keeps(sc.t) {
+			out = append(out, semanticMatch{tool: sc.t, nearest: i < nearest})
+		}
 	}
 	return out, nil
 }

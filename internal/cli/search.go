@@ -37,7 +37,11 @@ TOOLREG_EMBED_BASE_URL (such as http://localhost:11434/v1 for Ollama; default
 OPENAI_BASE_URL, else OpenAI), TOOLREG_EMBED_API_KEY (default OPENAI_API_KEY),
 TOOLREG_EMBED_CACHE (where tool vectors are cached, by manifest digest; default
 toolreg/embeddings in the user's cache directory; off for none) and
-TOOLREG_EMBED_TIMEOUT (default 5s). When the server fails or times out, the
+TOOLREG_EMBED_TIMEOUT (default 5s) and TOOLREG_EMBED_MIN_SIMILARITY (how near,
+in cosine similarity, a tool must be to the query to count; default no floor).
+The embeddings add to the offline matches only the three tools nearest the
+query, of every tool the caller may be offered whatever -read-only and -tag
+keep. When the server fails or times out, the
 search answers offline and says so on stderr. A service gives search_tools the
 same configuration with openaiembed.OptionsFromEnv. An empty query ('') with -tag or -read-only
 lists the tools those keep, in load order.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -77,11 +78,15 @@ const (
 	// EnvTimeout bounds each call, as a Go duration (2s); unset,
 	// toolsearch.DefaultTimeout.
 	EnvTimeout = "TOOLREG_EMBED_TIMEOUT"
+	// EnvMinSimilarity is toolsearch.WithMinSimilarity's floor, a cosine
+	// similarity from -1 to 1 (0.3, say); unset, no floor.
+	EnvMinSimilarity = "TOOLREG_EMBED_MIN_SIMILARITY"
 )
 
 // OptionsFromEnv returns the toolsearch options the environment configures
 // (the variables above): none when EnvModel is unset, so search stays
-// offline; else an Embedder, its cache directory and its timeout. `toolreg
+// offline; else an Embedder, its cache directory, its timeout and its floor
+// of similarity. `toolreg
 // search` calls it; a service gives what it returns to toolsearch.Bind, so
 // that both rank alike. A malformed variable is an error naming it.
 func OptionsFromEnv() ([]toolsearch.Option, error) {
@@ -116,6 +121,13 @@ func optionsFrom(getenv func(string) string) ([]toolsearch.Option, error) {
 			return nil, fmt.Errorf("openaiembed: %s=%q: want a positive duration, such as 2s", EnvTimeout, t)
 		}
 		opts = append(opts, toolsearch.WithTimeout(d))
+	}
+	if v := getenv(EnvMinSimilarity); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(x >= -1 && x <= 1) {
+			return nil, fmt.Errorf("openaiembed: %s=%q: want a cosine similarity from -1 to 1, such as 0.3", EnvMinSimilarity, v)
+		}
+		opts = append(opts, toolsearch.WithMinSimilarity(x))
 	}
 	return opts, nil
 }

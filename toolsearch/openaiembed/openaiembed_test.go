@@ -331,3 +331,57 @@ func TestSearchToolsRanksWithTheEmbedderItWasGiven(t *testing.T) {
 		t.Fatalf("OptionsFromEnv with no TOOLREG_EMBED_MODEL = %v, %v, want none", opts, err)
 	}
 }
+
+// nearSpecs are tools of which three are about money, with side effects, and
+// seven read-only ones about nothing the queries below ask for: a registry
+// where the embeddings' nearest tools are few and the rest are noise.
+func nearSpecs() []*toolreg.Spec {
+	var ss []*toolreg.Spec
+	for _, n := range []string{"refund_payment", "reimburse_expense", "send_money"} {
+		ss = append(ss, &toolreg.Spec{Name: n, Description: "Move money: a payment, a refund.", SideEffect: true})
+	}
+	for _, n := range []string{"list_rooms", "get_profile", "read_log", "count_users", "show_menu", "find_song", "get_time"} {
+		ss = append(ss, &toolreg.Spec{Name: n, Description: "Show the " + strings.ReplaceAll(n, "_", " ") + "."})
+	}
+	return ss
+}
+
+// The embeddings add to the offline matches only the few tools nearest the
+// query of every tool its caller may be offered, whatever the filters keep:
+// a read-only search for a refund, whose nearest tools all have side
+// effects, finds nothing, as offline; a query near no tool finds at most
+// those few, not as many as the limit asks; and with WithMinSimilarity,
+// nothing. Before, every tool the filters kept was fused in, so a search
+// never came back empty (toolreg search never exited 1), and search_tools
+// offered a model its limit of unrelated tools.
+func TestTheEmbeddingsAddOnlyTheToolsNearestTheQuery(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	reg := registryOf(t, nearSpecs())
+	ctx := context.Background()
+	refund := registry.Query{Text: "money back for a payment", ReadOnly: true}
+	if got := names(reg.Search(refund)); len(got) != 0 {
+		t.Fatalf("offline, the read-only search for a refund = %v, want nothing: the test proves nothing", got)
+	}
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()))
+	if got := names(s.Search(ctx, refund)); len(got) != 0 {
+		t.Errorf("with embeddings, the read-only search for a refund = %v, want nothing: its nearest tools have side effects", got)
+	}
+	if got := names(s.Search(ctx, registry.Query{Text: "money back for a payment"})); len(got) < 3 || !slices.Contains(got[:3], "reimburse_expense") {
+		t.Errorf("with embeddings, the search for a refund = %v, want the three money tools first", got)
+	}
+	nonsense := registry.Query{Text: "xyzzy plugh", Limit: 10}
+	if got := names(reg.Search(nonsense)); len(got) != 0 {
+		t.Fatalf("offline, %q = %v, want nothing", nonsense.Text, got)
+	}
+	if got := names(s.Search(ctx, nonsense)); len(got) > 3 {
+		t.Errorf("with embeddings, %q = %v, want at most the 3 nearest tools", nonsense.Text, got)
+	}
+	floor := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithMinSimilarity(0.5))
+	if got := names(floor.Search(ctx, nonsense)); len(got) != 0 {
+		t.Errorf("with a floor of 0.5, %q = %v, want nothing", nonsense.Text, got)
+	}
+	if got := names(floor.Search(ctx, registry.Query{Text: "reimburse", Limit: 3})); len(got) != 3 {
+		t.Errorf("with a floor of 0.5, \"reimburse\" = %v, want the three money tools, near it", got)
+	}
+}
