@@ -323,6 +323,34 @@ func TestParamWithoutTypeIsRefusedNamingIt(t *testing.T) {
 	}
 }
 
+// A flow mapping's unquoted value ends at its first comma, so the rest of a
+// description becomes a key: it is reported once, at its key, with the path
+// CUE gives it (a label that is no identifier quoted), and told apart from a
+// misspelt keyword. Before, it was reported twice: the second time with the
+// path split at the label's own '.' and the message "\"\" is not allowed
+// here", and the first with the label quoted twice.
+func TestAKeyOfProseIsReportedOnceWithAHintToQuoteTheValue(t *testing.T) {
+	t.Parallel()
+	_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(
+		"name: get_x\ndescription: Get x.\nparams:\n  q: {type: string, description: The city, or a zip code.}\n  my.param: {type: string, descripton: d}\n")}}, ".")
+	var tde *toolreg.ToolDefinitionError
+	if !errors.As(err, &tde) {
+		t.Fatalf("got %v, want a *toolreg.ToolDefinitionError", err)
+	}
+	keywords := "type, description, default, enum, minLength, maxLength, pattern, format"
+	want := []toolreg.Problem{{
+		Pos: toolreg.Pos{File: "m.yaml", Line: 4, Col: 44}, Tool: "get_x", Path: `params.q."or a zip code."`,
+		Message: `field not allowed: "or a zip code." is no keyword of type string, which takes ` + keywords +
+			`; if it is the rest of a value, quote the value: in a flow mapping ({...}) a comma ends it`,
+	}, {
+		Pos: toolreg.Pos{File: "m.yaml", Line: 5, Col: 28}, Tool: "get_x", Path: `params."my.param".descripton`,
+		Message: `field not allowed: "descripton" is no keyword of type string, which takes ` + keywords,
+	}}
+	if diff := cmp.Diff(want, tde.Problems, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
 func TestExampleManifestsLoad(t *testing.T) {
 	t.Parallel()
 	specs, err := loader.Load("../manifests")

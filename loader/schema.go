@@ -208,55 +208,57 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 		}
 	}
 	if params, _, ok := tree.get("params"); ok {
-		missingTypes(tree, params, "params", add)
+		missingTypes(tree, params, []string{"params"}, add)
 	}
 	if returns, kp, ok := tree.get("returns"); ok {
-		missingTypesIn(tree, returns, kp, "returns", false, add)
+		missingTypesIn(tree, returns, kp, []string{"returns"}, false, add)
 	}
 	return ps
 }
 
 // missingTypes reports the params under a params or properties mapping that
 // have no type, or no items for an array, or a key their type does not take,
-// and those nested in their items and additionalProperties. tree is the tool.
-func missingTypes(tree, params *node, path string, add func(toolreg.Pos, string, string)) {
+// and those nested in their items and additionalProperties. tree is the tool;
+// path's elements are labels as CUE writes them (under), so that a problem CUE
+// reports too has the same path, and is reported once.
+func missingTypes(tree, params *node, path []string, add func(toolreg.Pos, string, string)) {
 	if params.kind != kindMap {
 		return
 	}
 	for i, k := range params.keys {
-		missingTypesIn(tree, params.vals[i], params.kpos[i], path+"."+k, true, add)
+		missingTypesIn(tree, params.vals[i], params.kpos[i], under(path, k), true, add)
 	}
 }
 
 // missingTypesIn is missingTypes for the one schema n at path; param says
 // whether n is a param or property, the schemas that may say required.
-func missingTypesIn(tree, n *node, pos toolreg.Pos, path string, param bool, add func(toolreg.Pos, string, string)) {
+func missingTypesIn(tree, n *node, pos toolreg.Pos, path []string, param bool, add func(toolreg.Pos, string, string)) {
 	if n.kind != kindMap {
 		return
 	}
 	t, _, ok := n.get("type")
 	if !ok {
-		add(pos, path, missingType(n))
+		add(pos, strings.Join(path, "."), missingType(n))
 	}
 	if ok && t.kind == kindString && toolreg.Type(t.text).Valid() {
 		if _, _, ok := n.get("items"); !ok && t.text == "array" {
-			add(pos, path+".items", "missing items"+requiredHint("items"))
+			add(pos, strings.Join(under(path, "items"), "."), "missing items"+requiredHint("items"))
 		}
 		allowed := keywords[t.text]
 		for i, k := range n.keys {
 			if !slices.Contains(keywords[""], k) && !slices.Contains(allowed, k) || k == "required" && !param {
-				add(n.kpos[i], path+"."+k, "field not allowed: "+notAllowedHint(tree, strings.Split(path+"."+k, ".")))
+				add(n.kpos[i], strings.Join(under(path, k), "."), "field not allowed: "+notAllowedHint(tree, under(path, k)))
 			}
 		}
 	}
 	if it, kp, ok := n.get("items"); ok {
-		missingTypesIn(tree, it, kp, path+".items", false, add)
+		missingTypesIn(tree, it, kp, under(path, "items"), false, add)
 	}
 	if ap, kp, ok := n.get("additionalProperties"); ok {
-		missingTypesIn(tree, ap, kp, path+".additionalProperties", false, add)
+		missingTypesIn(tree, ap, kp, under(path, "additionalProperties"), false, add)
 	}
 	if props, _, ok := n.get("properties"); ok {
-		missingTypes(tree, props, path+".properties", add)
+		missingTypes(tree, props, under(path, "properties"), add)
 	}
 }
 
@@ -489,12 +491,28 @@ func requiredHint(field string) string {
 	return ""
 }
 
-// notAllowedHint says which keys fit where the refused key is written.
+// under is path followed by the key k, as CUE writes a label: quoted when
+// it is no identifier ("my.param", "or a zip code.").
+func under(path []string, k string) []string {
+	return at(path, cue.Str(k).String())
+}
+
+// notAllowedHint says which keys fit where the refused key is written; of a
+// key with a space and no value, which prose left in a flow mapping by a
+// comma becomes, it also says to quote the value.
 func notAllowedHint(tree *node, path []string) string {
+	hint := keyHint(tree, path)
+	if n, _ := tree.lookup(path); len(path) > 0 && strings.Contains(unquoteLabel(path[len(path)-1]), " ") && (n == nil || n.kind == kindNull) {
+		hint += "; if it is the rest of a value, quote the value: in a flow mapping ({...}) a comma ends it"
+	}
+	return hint
+}
+
+func keyHint(tree *node, path []string) string {
 	if len(path) == 0 {
 		return ""
 	}
-	bad := path[len(path)-1]
+	bad := unquoteLabel(path[len(path)-1])
 	if len(path) == 1 {
 		return fmt.Sprintf("a tool takes %s; %q is none of them", strings.Join(toolKeys, ", "), bad)
 	}
@@ -511,7 +529,7 @@ func notAllowedHint(tree *node, path []string) string {
 		return fmt.Sprintf("remote takes server, tool, title, read_only_hint; %q is none of them", bad)
 	}
 	if len(path) >= 2 && (path[len(path)-2] == "params" || path[len(path)-2] == "properties") {
-		return fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", unquoteLabel(bad))
+		return fmt.Sprintf("invalid param name %q: use 1 to 64 letters, digits, '_', '.' or '-'", bad)
 	}
 	parent, _ := tree.lookup(path[:len(path)-1])
 	typ := ""
