@@ -636,7 +636,7 @@ func (e *Effector) execute(ctx context.Context, in *intent.Intent, t *toolreg.To
 	}
 	e.stats.detached.Add(1)
 	cause := context.Cause(ctx)
-	e.cfg.logger.WarnContext(ctx, "effector: the caller's context ended while the tool runs; it runs on and its result will be recorded",
+	e.cfg.logger.WarnContext(ctx, "effector: the caller's context ended while the tool runs; it runs on, and its result is recorded if it returns before this process exits (else the intent runs again when redelivered, marked effect unknown)",
 		"intent_id", in.ID, "tool", in.ToolName, "cause", cause.Error())
 	return intent.Result{}, &DetachedError{IntentID: in.ID, Tool: in.ToolName, Cause: cause}
 }
