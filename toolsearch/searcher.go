@@ -29,6 +29,13 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// ErrRefused is what an Embedder's error wraps when the server refused a
+// text (too long for the model, say) rather than failed: a search whose
+// query is refused answers offline, and does not keep the embedder offline
+// for WithRetryAfter, so one caller's query costs no other caller the
+// embeddings. openaiembed wraps it in an answer of status 400, 413 or 422.
+var ErrRefused = errors.New("the embedder refused the text")
+
 // Option configures a Searcher (and Bind, which makes one).
 type Option func(*Searcher)
 
@@ -143,7 +150,7 @@ func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Matc
 	offline := s.reg.Search(wide)
 	semantic, err := s.semantic(ctx, q)
 	if err != nil {
-		s.log.Warn("toolsearch: the embedder failed; searching offline", "model", s.embedder.Model(), "query", q.Text, "err", err)
+		s.log.Warn("toolsearch: the embedder failed; searching offline", "model", s.embedder.Model(), "query", clip(q.Text), "err", err)
 		return offline[:min(limit, len(offline))]
 	}
 	fused := map[*toolreg.Tool]float64{}
@@ -190,7 +197,7 @@ func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]semanticMa
 		return nil, fmt.Errorf("it failed less than %v ago; not retried before %v", s.retryAfter, downTill.Format(time.RFC3339))
 	}
 	ranked, err := s.rank(ctx, q)
-	if err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, errWaiting) {
+	if err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, errWaiting) && !errors.Is(err, errQueryRefused) {
 		s.mu.Lock()
 		s.downTill = s.now().Add(s.retryAfter)
 		s.mu.Unlock()
@@ -202,11 +209,26 @@ func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]semanticMa
 // tools.
 var errWaiting = errors.New("waiting for another search to embed the tools")
 
+// errQueryRefused is the embedder refusing the query (ErrRefused), which says
+// nothing of it serving others.
+var errQueryRefused = errors.New("the query was refused")
+
+// clip returns at most 200 bytes of a query, for a log line.
+func clip(q string) string {
+	if len(q) <= 200 {
+		return q
+	}
+	return strings.ToValidUTF8(q[:200], "") + fmt.Sprintf("... (%d bytes)", len(q))
+}
+
 // rank is semantic's ranking. The query is embedded first, without the lock,
 // so that concurrent searches do not queue for the embedder; its vector's
 // length is the one every tool's must have.
 func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch, error) {
 	qv, err := s.embed(ctx, []string{q.Text})
+	if errors.Is(err, ErrRefused) {
+		return nil, fmt.Errorf("%w: %w", errQueryRefused, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -291,3 +291,37 @@ func TestASearchWaitingForTheToolsEmbeddingStopsAtItsDeadline(t *testing.T) {
 		t.Errorf("a search after = %v, want [get_weather]", got)
 	}
 }
+
+// A server refusing one caller's query (too long for the model: a 400, as
+// OpenAI answers one over its token limit) says nothing of it serving
+// others: that search answers offline, its log line cut to 200 bytes of the
+// query, and the next search ranks with the embeddings at once. Before, the
+// refusal kept the embedder offline for every caller for WithRetryAfter
+// (30 seconds), so one hostile query a model sent to search_tools now and
+// then took the embeddings from everyone.
+func TestAQueryTheServerRefusesCostsOtherSearchesNothing(t *testing.T) {
+	t.Parallel()
+	srv := newScripted(t, func(_ *http.Request, in []string) (int, string) {
+		for _, text := range in {
+			if len(text) > 1000 {
+				return http.StatusBadRequest, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","param":"input","code":null}}`
+			}
+		}
+		return http.StatusOK, encode(answerOf(in))
+	})
+	reg := registryOf(t, specs(t))
+	var l syncbuf.Buffer
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+	ctx := context.Background()
+	long := registry.Query{Text: umbrella + strings.Repeat(" rain", 2000), Limit: 1}
+	if got, want := names(s.Search(ctx, long)), names(reg.Search(long)); !slices.Equal(got, want) {
+		t.Errorf("the refused search = %v, want the offline ranking %v", got, want)
+	}
+	if line := l.String(); !strings.Contains(line, "refused") || !strings.Contains(line, "maximum context length") || !strings.Contains(line, "(10008 bytes)") || len(line) > 2000 {
+		t.Errorf("log: %q, want the refusal named and the query cut", line)
+	}
+	q := registry.Query{Text: umbrella, Limit: 1}
+	if got := names(s.Search(ctx, q)); !slices.Equal(got, []string{"get_weather"}) {
+		t.Errorf("the next search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+	}
+}

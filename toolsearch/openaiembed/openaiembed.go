@@ -2,9 +2,11 @@ package openaiembed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,13 +34,18 @@ func New(client openai.Client, model string) *Embedder {
 // Model returns the model's name.
 func (e *Embedder) Model() string { return e.model }
 
-// Embed returns one vector per text, in order.
+// Embed returns one vector per text, in order. An answer of status 400, 413
+// or 422 (a text too long for the model, say) is an error wrapping
+// toolsearch.ErrRefused: the text was refused, the server did not fail.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	res, err := e.client.Embeddings.New(ctx, openai.EmbeddingNewParams{
 		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
 		Model:          openai.EmbeddingModel(e.model),
 		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
 	})
+	if apiErr := (*openai.Error)(nil); errors.As(err, &apiErr) && slices.Contains([]int{400, 413, 422}, apiErr.StatusCode) {
+		return nil, fmt.Errorf("openaiembed: %s: %w (%q): %w", e.model, toolsearch.ErrRefused, apiErr.Message, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("openaiembed: %s: %w", e.model, err)
 	}
