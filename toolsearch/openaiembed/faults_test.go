@@ -215,32 +215,6 @@ func TestToolVectorsCachedAtAnotherLengthAreEmbeddedAgain(t *testing.T) {
 	}
 }
 
-// A caller giving up (its context cancelled) says nothing of the server: it
-// does not keep the other searches offline for WithRetryAfter. Before, one
-// caller hanging up took the embedder away from every caller for 30 seconds.
-func TestACallerGivingUpDoesNotTakeTheEmbedderOffline(t *testing.T) {
-	t.Parallel()
-	srv := newServer(t)
-	srv.mode.Store("stall")
-	reg := registryOf(t, specs(t))
-	var l syncbuf.Buffer
-	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	q := registry.Query{Text: umbrella, Limit: 1}
-	if got, want := names(s.Search(ctx, q)), names(reg.Search(q)); !slices.Equal(got, want) {
-		t.Fatalf("the cancelled search = %v, want the offline ranking %v", got, want)
-	}
-	srv.mode.Store("ok")
-	before := srv.inputs.Load()
-	if got := names(s.Search(context.Background(), q)); !slices.Equal(got, []string{"get_weather"}) {
-		t.Errorf("the next caller's search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
-	}
-	if srv.inputs.Load() == before {
-		t.Error("the next caller's search did not call the server")
-	}
-}
-
 // While one search embeds the tools (the first, over a slow server), another
 // waits for it no longer than its own context: it answers offline when its
 // deadline passes, with a log line, not when the first search is done. Its

@@ -298,7 +298,10 @@ func TestAFailingOrStalledServerFallsBackToTheOfflineRanking(t *testing.T) {
 	}
 }
 
-// The caller's context ending mid-call is a fallback too, not a hang.
+// The caller's context ending mid-call is a fallback too, not a hang. And
+// it says nothing of the server: it does not keep the other searches offline
+// for WithRetryAfter (before, one caller hanging up took the embedder away
+// from every caller for 30 seconds).
 func TestACancelledSearchFallsBackToTheOfflineRanking(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
@@ -314,6 +317,15 @@ func TestACancelledSearchFallsBackToTheOfflineRanking(t *testing.T) {
 	}
 	if !strings.Contains(l.String(), "canceled") {
 		t.Errorf("log: %q, want the cancellation named", l.String())
+	}
+	srv.mode.Store("ok")
+	before := srv.inputs.Load()
+	next := registry.Query{Text: umbrella, Limit: 1}
+	if got := names(s.Search(context.Background(), next)); !slices.Equal(got, []string{"get_weather"}) {
+		t.Errorf("the next caller's search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+	}
+	if srv.inputs.Load() == before {
+		t.Error("the next caller's search did not call the server")
 	}
 }
 
