@@ -387,14 +387,15 @@ const minShard = 512
 // manifests is spread over the processors too (package loader), so a
 // build in one goroutine would be a larger share of a load the more
 // processors a machine has. The index built in shards is the one built
-// tool by tool, to the bit (TestShardedIndexIsTheOneBuiltToolByTool).
-func (x *searchIndex) addAll(tools []*toolreg.Tool) {
-	shards := min(runtime.GOMAXPROCS(0), len(tools)/minShard)
+// tool by tool, to the bit (TestShardedIndexIsTheOneBuiltToolByTool). It
+// returns how many shards it built, 1 when it added the tools itself.
+func (x *searchIndex) addAll(tools []*toolreg.Tool) (shards int) {
+	shards = min(runtime.GOMAXPROCS(0), len(tools)/minShard)
 	if shards <= 1 {
 		for _, t := range tools {
 			x.add(t.Spec())
 		}
-		return
+		return 1
 	}
 	parts := make([]searchIndex, shards)
 	par.Do(shards, func(i int) {
@@ -405,6 +406,7 @@ func (x *searchIndex) addAll(tools []*toolreg.Tool) {
 	for i := range parts {
 		x.merge(&parts[i])
 	}
+	return shards
 }
 
 // merge appends the documents of p, an index built apart, as the next
