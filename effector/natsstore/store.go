@@ -251,6 +251,16 @@ var errRetry = errors.New("natsstore: try again")
 // or finds no responders, and one sent after the election passes.
 func (s *Store) retry(ctx context.Context, f func(ctx context.Context) error) error {
 	backoff := 10 * time.Millisecond
+	// said is the last error that said more than that time ran out, which
+	// a give-up reports when ctx ended in the attempt after it: "no
+	// responders" tells what to do, a deadline does not.
+	var said error
+	giveUp := func(err error) error {
+		if said != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+			err = said
+		}
+		return fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
@@ -260,15 +270,18 @@ func (s *Store) retry(ctx context.Context, f func(ctx context.Context) error) er
 		cancel()
 		if err == nil || !transient(err) || ctx.Err() != nil {
 			if err != nil && ctx.Err() != nil && transient(err) {
-				return fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
+				return giveUp(err)
 			}
 			return err
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			said = err
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
+			return giveUp(err)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)

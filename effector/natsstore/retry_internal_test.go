@@ -1,0 +1,36 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// When the caller's context ends in an attempt that was cut short by it, the
+// give-up reports the last error that said more, not the deadline: Open on a
+// server without JetStream, on a loaded machine, had answered "context
+// deadline exceeded" where it must say "no responders" and what to do.
+func TestAGiveUpReportsTheLastErrorThatSaidSomething(t *testing.T) {
+	t.Parallel()
+	s := &Store{attemptWait: 20 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	attempts := 0
+	err := s.retry(ctx, func(actx context.Context) error {
+		attempts++
+		if attempts == 1 {
+			return nats.ErrNoResponders
+		}
+		<-actx.Done() // every later attempt runs out of time
+		return actx.Err()
+	})
+	if !errors.Is(err, nats.ErrNoResponders) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("retry = %v, want no responders, given up at the deadline", err)
+	}
+	if attempts < 3 {
+		t.Fatalf("%d attempts, want the deadline to end a later one", attempts)
+	}
+}
