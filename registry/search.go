@@ -57,12 +57,14 @@ type Query struct {
 // filters by. A remote tool withdrawn at run time (toolreg.Tool.Withdrawn)
 // is kept by no query: it is not offered.
 func (q Query) Keeps(t *toolreg.Tool) bool {
-	return q.offers(t) && q.filtersKeep(t)
+	return q.Offers(t) && q.filtersKeep(t)
 }
 
-// offers reports whether t may be offered to q's caller at all: it is not
-// withdrawn, and q's principal may call it.
-func (q Query) offers(t *toolreg.Tool) bool {
+// Offers reports whether t may be offered to q's caller at all, whatever
+// q's ReadOnly and Tags keep: it is not withdrawn, and q's principal may
+// call it. Search takes its floor over these tools (a tenth of the best of
+// them), and toolsearch the nearest tools of its embeddings.
+func (q Query) Offers(t *toolreg.Tool) bool {
 	return t.Withdrawn() == nil && (q.Principal == nil || q.Principal.Allows(t.Spec()))
 }
 
@@ -152,7 +154,7 @@ func (r *Registry) Search(q Query) []Match {
 			continue
 		}
 		t := r.tools[doc]
-		if !q.offers(t) {
+		if !q.Offers(t) {
 			continue
 		}
 		best = max(best, s)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/beam-agents/toolreg"
@@ -30,10 +31,12 @@ type Embedder interface {
 }
 
 // ErrRefused is what an Embedder's error wraps when the server refused a
-// text (too long for the model, say) rather than failed: a search whose
-// query is refused answers offline, and does not keep the embedder offline
-// for WithRetryAfter, so one caller's query costs no other caller the
-// embeddings. openaiembed wraps it in an answer of status 400, 413 or 422.
+// text (too long for the model, say) rather than failed. Once the embedder
+// has served, a search whose query is refused answers offline without
+// keeping the embedder offline for WithRetryAfter, so one caller's query
+// costs no other caller the embeddings; a tool whose text is refused is left
+// out of the embeddings' ranking (the offline ranking still finds it), with
+// a log line. openaiembed wraps it in an answer of status 400, 413 or 422.
 var ErrRefused = errors.New("the embedder refused the text")
 
 // Option configures a Searcher (and Bind, which makes one).
@@ -111,7 +114,10 @@ type Searcher struct {
 	// its holder may be waiting for the embedder.
 	toolsLock chan struct{}
 	vectors   map[[32]byte][]float32 // by toolDigest
+	refused   map[[32]byte]bool      // the tools whose text the embedder refused, by toolDigest
 	cache     *vectorCache           // nil without WithCacheDir, or when it cannot be opened
+
+	served atomic.Bool // the embedder has answered once
 }
 
 // NewSearcher returns a Searcher over reg's tools.
@@ -185,10 +191,11 @@ type semanticMatch struct {
 
 // semantic ranks the tools q's filters keep by cosine similarity to the
 // query, the first candidates of them at or above the floor of
-// WithMinSimilarity, embedding first the tools it has no vector for. A failure of the embedder, or its answer outlasting the
-// caller's deadline, keeps it uncalled for retryAfter; the caller cancelling,
-// or its deadline passing while another search holds the embedder, is no
-// failure of the embedder.
+// WithMinSimilarity, embedding first the tools it has no vector for. A
+// failure of the embedder, or its answer outlasting WithTimeout, keeps it
+// uncalled for retryAfter; the caller's context ending (cancelled, or its
+// deadline passing) is the caller giving up, no failure of the embedder;
+// nor is the query refused by an embedder that has served before.
 func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]semanticMatch, error) {
 	s.mu.Lock()
 	downTill := s.downTill
@@ -197,7 +204,7 @@ func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]semanticMa
 		return nil, fmt.Errorf("it failed less than %v ago; not retried before %v", s.retryAfter, downTill.Format(time.RFC3339))
 	}
 	ranked, err := s.rank(ctx, q)
-	if err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, errWaiting) && !errors.Is(err, errQueryRefused) {
+	if err != nil && ctx.Err() == nil && !(errors.Is(err, errQueryRefused) && s.served.Load()) {
 		s.mu.Lock()
 		s.downTill = s.now().Add(s.retryAfter)
 		s.mu.Unlock()
@@ -225,6 +232,10 @@ func clip(q string) string {
 // so that concurrent searches do not queue for the embedder; its vector's
 // length is the one every tool's must have.
 func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch, error) {
+	tools := s.reg.Tools()
+	if !slices.ContainsFunc(tools, q.Offers) {
+		return nil, nil // nothing to rank: no call
+	}
 	qv, err := s.embed(ctx, []string{q.Text})
 	if errors.Is(err, ErrRefused) {
 		return nil, fmt.Errorf("%w: %w", errQueryRefused, err)
@@ -238,7 +249,6 @@ func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch,
 		return nil, fmt.Errorf("%w: %w", errWaiting, context.Cause(ctx))
 	}
 	defer func() { <-s.toolsLock }()
-	tools := s.reg.Tools()
 	if err := s.embedTools(ctx, tools, len(qv[0])); err != nil {
 		return nil, err
 	}
@@ -246,11 +256,9 @@ func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch,
 		t   *toolreg.Tool
 		sim float64
 	}
-	offered := q // every tool q's caller may be offered
-	offered.ReadOnly, offered.Tags = false, nil
 	var all []scored
 	for _, t := range tools {
-		if !offered.Keeps(t) {
+		if !q.Offers(t) {
 			continue
 		}
 		if v := s.vectors[toolDigest(s.embedder.Model(), t.Spec())]; len(v) == len(qv[0]) {
@@ -294,32 +302,58 @@ func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool, dims i
 	var digests [][32]byte
 	for _, t := range tools {
 		d := toolDigest(model, t.Spec())
-		if v, ok := s.vectors[d]; (!ok || len(v) != dims) && !slices.Contains(digests, d) {
+		if v, ok := s.vectors[d]; (!ok || len(v) != dims) && !s.refused[d] && !slices.Contains(digests, d) {
 			missing = append(missing, t)
 			digests = append(digests, d)
 		}
 	}
 	for start := 0; start < len(missing); start += embedBatch {
 		end := min(start+embedBatch, len(missing))
-		texts := make([]string, 0, end-start)
-		for _, t := range missing[start:end] {
-			texts = append(texts, EmbeddingText(t.Spec()))
-		}
-		vs, err := s.embed(ctx, texts)
-		if err != nil {
+		if err := s.embedSome(ctx, missing[start:end], digests[start:end], dims); err != nil {
 			return err
 		}
-		if len(vs[0]) != dims {
-			return fmt.Errorf("the embedder returned vectors of length %d for the query and %d for tools: its vectors cannot be compared", dims, len(vs[0]))
-		}
-		for i, v := range vs {
-			s.vectors[digests[start+i]] = v
-		}
-		if s.cache != nil {
-			if err := s.cache.append(digests[start:end], vs); err != nil {
-				s.log.Warn("toolsearch: the vector cache is not written; vectors are kept in memory", "file", s.cache.path, "err", err)
-				s.cache = nil
+	}
+	return nil
+}
+
+// embedSome embeds tools, of digests, into s.vectors and the cache. A batch
+// the embedder refuses (ErrRefused: a tool's text too long for the model,
+// say) is split in halves, down to the tool it refuses alone, which is left
+// out of the embeddings' ranking, logged once.
+func (s *Searcher) embedSome(ctx context.Context, tools []*toolreg.Tool, digests [][32]byte, dims int) error {
+	texts := make([]string, 0, len(tools))
+	for _, t := range tools {
+		texts = append(texts, EmbeddingText(t.Spec()))
+	}
+	vs, err := s.embed(ctx, texts)
+	if errors.Is(err, ErrRefused) && s.served.Load() {
+		if len(tools) == 1 {
+			if s.refused == nil {
+				s.refused = map[[32]byte]bool{}
 			}
+			s.refused[digests[0]] = true
+			s.log.Warn("toolsearch: the embedder refused a tool's text; the embeddings leave the tool out, the offline ranking still finds it", "model", s.embedder.Model(), "tool", tools[0].Name(), "err", err)
+			return nil
+		}
+		h := len(tools) / 2
+		if err := s.embedSome(ctx, tools[:h], digests[:h], dims); err != nil {
+			return err
+		}
+		return s.embedSome(ctx, tools[h:], digests[h:], dims)
+	}
+	if err != nil {
+		return err
+	}
+	if len(vs[0]) != dims {
+		return fmt.Errorf("the embedder returned vectors of length %d for the query and %d for tools: its vectors cannot be compared", dims, len(vs[0]))
+	}
+	for i, v := range vs {
+		s.vectors[digests[i]] = v
+	}
+	if s.cache != nil {
+		if err := s.cache.append(digests, vs); err != nil {
+			s.log.Warn("toolsearch: the vector cache is not written; vectors are kept in memory", "file", s.cache.path, "err", err)
+			s.cache = nil
 		}
 	}
 	return nil
@@ -349,6 +383,7 @@ func (s *Searcher) embed(ctx context.Context, texts []string) ([][]float32, erro
 			}
 		}
 	}
+	s.served.Store(true) // an answer the search can rank by
 	return vs, nil
 }
 

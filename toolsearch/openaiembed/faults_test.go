@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/beam-agents/toolreg"
 	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/registry"
 	"github.com/beam-agents/toolreg/toolsearch"
@@ -266,27 +267,35 @@ func TestASearchWaitingForTheToolsEmbeddingStopsAtItsDeadline(t *testing.T) {
 	}
 }
 
-// A server refusing one caller's query (too long for the model: a 400, as
-// OpenAI answers one over its token limit) says nothing of it serving
-// others: that search answers offline, its log line cut to 200 bytes of the
-// query, and the next search ranks with the embeddings at once. Before, the
-// refusal kept the embedder offline for every caller for WithRetryAfter
-// (30 seconds), so one hostile query a model sent to search_tools now and
-// then took the embeddings from everyone.
+// tooLong is how a server answers a text over its model's limit (OpenAI: a
+// 400 invalid_request_error), for texts over 1000 bytes here.
+func tooLong(_ *http.Request, in []string) (int, string) {
+	for _, text := range in {
+		if len(text) > 1000 {
+			return http.StatusBadRequest, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","param":"input","code":null}}`
+		}
+	}
+	return http.StatusOK, encode(answerOf(in))
+}
+
+// A server that has served refusing one caller's query (too long for the
+// model) says nothing of it serving others: that search answers offline,
+// its log line cut to 200 bytes of the query, and the next search ranks
+// with the embeddings at once. Before, the refusal kept the embedder
+// offline for every caller for WithRetryAfter (30 seconds), so one hostile
+// query a model sent to search_tools now and then took the embeddings from
+// everyone.
 func TestAQueryTheServerRefusesCostsOtherSearchesNothing(t *testing.T) {
 	t.Parallel()
-	srv := newScripted(t, func(_ *http.Request, in []string) (int, string) {
-		for _, text := range in {
-			if len(text) > 1000 {
-				return http.StatusBadRequest, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","param":"input","code":null}}`
-			}
-		}
-		return http.StatusOK, encode(answerOf(in))
-	})
+	srv := newScripted(t, tooLong)
 	reg := registryOf(t, specs(t))
 	var l syncbuf.Buffer
 	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
 	ctx := context.Background()
+	q := registry.Query{Text: umbrella, Limit: 1}
+	if got := names(s.Search(ctx, q)); !slices.Equal(got, []string{"get_weather"}) {
+		t.Fatalf("the first search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+	}
 	long := registry.Query{Text: umbrella + strings.Repeat(" rain", 2000), Limit: 1}
 	if got, want := names(s.Search(ctx, long)), names(reg.Search(long)); !slices.Equal(got, want) {
 		t.Errorf("the refused search = %v, want the offline ranking %v", got, want)
@@ -294,8 +303,85 @@ func TestAQueryTheServerRefusesCostsOtherSearchesNothing(t *testing.T) {
 	if line := l.String(); !strings.Contains(line, "refused") || !strings.Contains(line, "maximum context length") || !strings.Contains(line, "(10008 bytes)") || len(line) > 2000 {
 		t.Errorf("log: %q, want the refusal named and the query cut", line)
 	}
-	q := registry.Query{Text: umbrella, Limit: 1}
 	if got := names(s.Search(ctx, q)); !slices.Equal(got, []string{"get_weather"}) {
 		t.Errorf("the next search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+	}
+}
+
+// A server that refuses everything (a model that is no embedding model, say)
+// is a failure like any other: the search answers offline and the next
+// within WithRetryAfter does not call it, where a refusal after the server
+// served is one query's alone.
+func TestAServerRefusingEverythingIsLeftAloneForAWhile(t *testing.T) {
+	t.Parallel()
+	srv := newScripted(t, func(_ *http.Request, _ []string) (int, string) {
+		return http.StatusBadRequest, `{"error":{"message":"this model does not support embeddings","type":"invalid_request_error"}}`
+	})
+	reg := registryOf(t, specs(t))
+	var l syncbuf.Buffer
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+	q := registry.Query{Text: umbrella, Limit: 1}
+	for i := range 3 {
+		if got, want := names(s.Search(context.Background(), q)), names(reg.Search(q)); !slices.Equal(got, want) {
+			t.Errorf("search %d = %v, want the offline ranking %v", i, got, want)
+		}
+	}
+	if n := srv.inputs.Load(); n != 1 {
+		t.Errorf("the server was sent %d texts over 3 searches, want the first query's alone (log %q)", n, l.String())
+	}
+}
+
+// A tool whose text the server refuses (a description over the model's
+// limit) is left out of the embeddings' ranking, once, by name in the log:
+// the other tools are embedded (its batch split until the refused tool is
+// alone), the search ranks with them, the offline ranking still finds the
+// refused one, and later searches ask the server for the query alone.
+// Before, the refused batch failed every search's embedding of the tools,
+// every WithRetryAfter, for good.
+func TestAToolTheServerRefusesIsLeftOutOfTheEmbeddingsAlone(t *testing.T) {
+	t.Parallel()
+	srv := newScripted(t, tooLong)
+	ss := specs(t)
+	long := &toolreg.Spec{Name: "summarize_contract", Description: strings.Repeat("Summarize a contract clause by clause. ", 40)}
+	reg := registryOf(t, append(ss, long))
+	var l syncbuf.Buffer
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+	ctx := context.Background()
+	q := registry.Query{Text: umbrella, Limit: 1}
+	if got := names(s.Search(ctx, q)); !slices.Equal(got, []string{"get_weather"}) {
+		t.Fatalf("the first search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+	}
+	if got := names(s.Search(ctx, registry.Query{Text: "summarize the contract", Limit: 3})); !slices.Contains(got, "summarize_contract") {
+		t.Errorf("the refused tool's own search = %v, want it found by the offline ranking", got)
+	}
+	if got := strings.Count(l.String(), "refused a tool's text"); got != 1 || !strings.Contains(l.String(), "tool=summarize_contract") {
+		t.Errorf("log: %q, want one line naming summarize_contract", l.String())
+	}
+	before := srv.inputs.Load()
+	s.Search(ctx, q)
+	if n := srv.inputs.Load() - before; n != 1 {
+		t.Errorf("a later search sent the server %d texts, want the query alone", n)
+	}
+}
+
+// A caller whose own deadline passes while the server is slow gives up: it
+// answers offline, and the next caller, with time to wait, ranks with the
+// embeddings. Only the searcher's own WithTimeout says the server is slow.
+func TestACallersDeadlineDoesNotTakeTheEmbedderOffline(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	srv.mode.Store("stall")
+	reg := registryOf(t, specs(t))
+	var l syncbuf.Buffer
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+	q := registry.Query{Text: umbrella, Limit: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if got, want := names(s.Search(ctx, q)), names(reg.Search(q)); !slices.Equal(got, want) {
+		t.Fatalf("the search past its deadline = %v, want the offline ranking %v", got, want)
+	}
+	srv.mode.Store("ok")
+	if got := names(s.Search(context.Background(), q)); !slices.Equal(got, []string{"get_weather"}) {
+		t.Errorf("the next caller's search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
 	}
 }
