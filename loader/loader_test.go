@@ -332,12 +332,14 @@ func TestParamWithoutTypeIsRefusedNamingIt(t *testing.T) {
 func TestAKeyOfProseIsReportedOnceWithAHintToQuoteTheValue(t *testing.T) {
 	t.Parallel()
 	_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(
-		"name: get_x\ndescription: Get x.\nparams:\n  q: {type: string, description: The city, or a zip code.}\n  my.param: {type: string, descripton: d}\n")}}, ".")
+		"name: get_x\ndescription: Get x.\nparams:\n  q: {type: string, description: The city, or a zip code.}\n  my.param: {type: string, descripton: d}\n"+
+			"---\n{name: get_y, description: Get y, or a z., my.key: 1}\n")}}, ".")
 	var tde *toolreg.ToolDefinitionError
 	if !errors.As(err, &tde) {
 		t.Fatalf("got %v, want a *toolreg.ToolDefinitionError", err)
 	}
 	keywords := "type, description, default, enum, minLength, maxLength, pattern, format"
+	toolKeys := "name, description, side_effect, strict, params, returns, approval, approval_reason, approval_timeout, tags, keywords, annotations, remote, scopes, budgets"
 	want := []toolreg.Problem{{
 		Pos: toolreg.Pos{File: "m.yaml", Line: 4, Col: 44}, Tool: "get_x", Path: `params.q."or a zip code."`,
 		Message: `field not allowed: "or a zip code." is no keyword of type string, which takes ` + keywords +
@@ -345,6 +347,13 @@ func TestAKeyOfProseIsReportedOnceWithAHintToQuoteTheValue(t *testing.T) {
 	}, {
 		Pos: toolreg.Pos{File: "m.yaml", Line: 5, Col: 28}, Tool: "get_x", Path: `params."my.param".descripton`,
 		Message: `field not allowed: "descripton" is no keyword of type string, which takes ` + keywords,
+	}, {
+		Pos: toolreg.Pos{File: "m.yaml", Line: 7, Col: 35}, Tool: "get_y", Path: `"or a z."`,
+		Message: `field not allowed: a tool takes ` + toolKeys + `; "or a z." is none of them` +
+			`; if it is the rest of a value, quote the value: in a flow mapping ({...}) a comma ends it`,
+	}, {
+		Pos: toolreg.Pos{File: "m.yaml", Line: 7, Col: 44}, Tool: "get_y", Path: `"my.key"`,
+		Message: `field not allowed: a tool takes ` + toolKeys + `; "my.key" is none of them`,
 	}}
 	if diff := cmp.Diff(want, tde.Problems, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

@@ -204,7 +204,7 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 	// a param has an error of its own.
 	for i, k := range tree.keys {
 		if !slices.Contains(toolKeys, k) && (k != "name" || withName) {
-			add(tree.kpos[i], k, "field not allowed: "+notAllowedHint(tree, []string{k}))
+			add(tree.kpos[i], cue.Str(k).String(), "field not allowed: "+notAllowedHint(tree, under(nil, k)))
 		}
 	}
 	if params, _, ok := tree.get("params"); ok {
