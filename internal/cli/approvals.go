@@ -80,7 +80,7 @@ func runApprovals(e *env, sub string, args []string) int {
 		return exitUsage
 	}
 	if f := flagAfterArgs(fs, args); f != "" {
-		fmt.Fprintf(e.stderr, "toolreg approvals %s: flag %s comes after an argument, where it is read as one: write flags first, such as toolreg approvals %s %s STORE\n", sub, f, sub, f)
+		fmt.Fprintf(e.stderr, "toolreg approvals %s: flag %s comes after an argument, where it is read as one: write flags right after %q, before STORE\n", sub, f, "toolreg approvals "+sub)
 		return exitUsage
 	}
 	if fs.NArg() != nargs {

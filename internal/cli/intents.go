@@ -111,7 +111,7 @@ func runIntents(e *env, sub string, args []string) int {
 		return exitUsage
 	}
 	if f := flagAfterArgs(fs, args); f != "" {
-		fmt.Fprintf(e.stderr, "toolreg intents %s: flag %s comes after an argument, where it is read as one: write flags first, such as toolreg intents %s %s STORE\n", sub, f, sub, f)
+		fmt.Fprintf(e.stderr, "toolreg intents %s: flag %s comes after an argument, where it is read as one: write flags right after %q, before STORE\n", sub, f, "toolreg intents "+sub)
 		return exitUsage
 	}
 	if olderThan < 0 {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 )
 
@@ -111,26 +110,40 @@ func (c *command) run(e *env, args []string) int {
 }
 
 // flagAfterArgs returns the first of the arguments fs.Parse left (it stops
-// at the first that is no flag) that names one of fs's flags, such as the
-// -n of "toolreg search refund -n 1", which would otherwise be taken for a
-// path; "" if there is none, or if args hold "--", after which an argument
-// may look like a flag.
+// at the first that is no flag) that names one of fs's flags or asks for
+// help, such as the -n of "toolreg search refund -n 1", which would
+// otherwise be taken for a path; "" if there is none, or if the arguments
+// follow "--", after which an argument may look like a flag.
 func flagAfterArgs(fs *flag.FlagSet, args []string) string {
-	if slices.Contains(args, "--") {
-		return ""
+	rest := fs.Args()
+	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && (n == 1 || !takesValue(fs, args[n-2])) {
+		return "" // "--" ended the flags (and was no flag's value)
 	}
-	for _, a := range fs.Args() {
+	for _, a := range rest {
 		name, ok := strings.CutPrefix(a, "-")
 		if !ok {
 			continue
 		}
 		name = strings.TrimPrefix(name, "-")
 		name, _, _ = strings.Cut(name, "=")
-		if name != "" && fs.Lookup(name) != nil {
+		if name == "h" || name == "help" || name != "" && fs.Lookup(name) != nil {
 			return a
 		}
 	}
 	return ""
+}
+
+// takesValue reports whether a is a flag of fs that takes the argument after
+// it as its value (not -name=value, not a boolean flag).
+func takesValue(fs *flag.FlagSet, a string) bool {
+	name, ok := strings.CutPrefix(a, "-")
+	name = strings.TrimPrefix(name, "-")
+	f := fs.Lookup(name)
+	if !ok || f == nil || strings.Contains(name, "=") {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
 }
 
 // synopsis is the command's one-line usage, such as

@@ -49,7 +49,8 @@ func TestMainExitStatus(t *testing.T) {
 		{"an unknown command is a usage error", []string{"frob"}, 2, "", `unknown command "frob"`},
 		{"a flag before the command is a usage error", []string{"-v", "vet"}, 2, "", "comes before a command"},
 		{"a flag after an argument is a usage error", []string{"search", "lookup", "-n", "1", good}, 2, "", "flag -n comes after an argument, where it is read as one: write flags first"},
-		{"a subcommand's flag after its store is a usage error", []string{"intents", "list", filepath.Join(dir, "x.db"), "-json"}, 2, "", "write flags first, such as toolreg intents list -json STORE"},
+		{"a subcommand's flag after its store is a usage error", []string{"intents", "list", filepath.Join(dir, "x.db"), "-json"}, 2, "", `flag -json comes after an argument, where it is read as one: write flags right after "toolreg intents list", before STORE`},
+		{"help asked for after an argument is a usage error that says where flags go", []string{"search", "lookup", "--help"}, 2, "", "flag --help comes after an argument"},
 		{"vet --help prints vet's help on stdout", []string{"vet", "--help"}, 0, "file:line:col: tool: path: message", ""},
 		{"schema -h prints schema's help on stdout", []string{"schema", "-h"}, 0, "usage: toolreg schema [-manifest] [-provider form] [paths...]", ""},
 		{"vet with an unknown flag is a usage error", []string{"vet", "-x", good}, 2, "", "flag provided but not defined: -x"},
@@ -144,12 +145,18 @@ func TestFlagAfterArgs(t *testing.T) {
 		{[]string{"refund", "-n", "1"}, "-n"},
 		{[]string{"refund", "--n=1"}, "--n=1"},
 		{[]string{"-n", "1", "refund", "dir"}, ""},
-		{[]string{"refund", "-x"}, ""},       // no flag of this command: an argument
-		{[]string{"refund", "-"}, ""},        // stdin, say
-		{[]string{"--", "refund", "-n"}, ""}, // "--": what follows is arguments
+		{[]string{"refund", "-x"}, ""},                 // no flag of this command: an argument
+		{[]string{"refund", "-"}, ""},                  // stdin, say
+		{[]string{"--", "refund", "-n"}, ""},           // "--": what follows is arguments
+		{[]string{"refund", "-h"}, "-h"},               // help is asked for where arguments go
+		{[]string{"refund", "--", "-n"}, "-n"},         // "--" as an argument, not the end of the flags
+		{[]string{"-tag", "--", "refund", "-n"}, "-n"}, // "--" as a flag's value
+		{[]string{"-v", "--", "refund", "-n"}, ""},     // after a boolean flag, "--" ends the flags
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.Int("n", 10, "")
+		fs.String("tag", "", "")
+		fs.Bool("v", false, "")
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
