@@ -278,6 +278,19 @@ func tooLong(_ *http.Request, in []string) (int, string) {
 	return http.StatusOK, encode(answerOf(in))
 }
 
+// served returns a Searcher over reg with srv's embedder, logging to the
+// buffer it returns, after a first search the embeddings ranked: the server
+// has served.
+func served(t *testing.T, reg *registry.Registry, srv *scripted) (*toolsearch.Searcher, *syncbuf.Buffer) {
+	t.Helper()
+	l := new(syncbuf.Buffer)
+	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(l)))
+	if got := names(s.Search(context.Background(), registry.Query{Text: umbrella, Limit: 1})); !slices.Equal(got, []string{"get_weather"}) {
+		t.Fatalf("the first search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+	}
+	return s, l
+}
+
 // A server that has served refusing one caller's query (too long for the
 // model) says nothing of it serving others: that search answers offline,
 // its log line cut to 200 bytes of the query, and the next search ranks
@@ -289,13 +302,9 @@ func TestAQueryTheServerRefusesCostsOtherSearchesNothing(t *testing.T) {
 	t.Parallel()
 	srv := newScripted(t, tooLong)
 	reg := registryOf(t, specs(t))
-	var l syncbuf.Buffer
-	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+	s, l := served(t, reg, srv)
 	ctx := context.Background()
 	q := registry.Query{Text: umbrella, Limit: 1}
-	if got := names(s.Search(ctx, q)); !slices.Equal(got, []string{"get_weather"}) {
-		t.Fatalf("the first search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
-	}
 	long := registry.Query{Text: umbrella + strings.Repeat(" rain", 2000), Limit: 1}
 	if got, want := names(s.Search(ctx, long)), names(reg.Search(long)); !slices.Equal(got, want) {
 		t.Errorf("the refused search = %v, want the offline ranking %v", got, want)
@@ -344,13 +353,9 @@ func TestAToolTheServerRefusesIsLeftOutOfTheEmbeddingsAlone(t *testing.T) {
 	ss := specs(t)
 	long := &toolreg.Spec{Name: "summarize_contract", Description: strings.Repeat("Summarize a contract clause by clause. ", 40)}
 	reg := registryOf(t, append(ss, long))
-	var l syncbuf.Buffer
-	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+	s, l := served(t, reg, srv)
 	ctx := context.Background()
 	q := registry.Query{Text: umbrella, Limit: 1}
-	if got := names(s.Search(ctx, q)); !slices.Equal(got, []string{"get_weather"}) {
-		t.Fatalf("the first search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
-	}
 	if got := names(s.Search(ctx, registry.Query{Text: "summarize the contract", Limit: 3})); !slices.Contains(got, "summarize_contract") {
 		t.Errorf("the refused tool's own search = %v, want it found by the offline ranking", got)
 	}
@@ -361,27 +366,5 @@ func TestAToolTheServerRefusesIsLeftOutOfTheEmbeddingsAlone(t *testing.T) {
 	s.Search(ctx, q)
 	if n := srv.inputs.Load() - before; n != 1 {
 		t.Errorf("a later search sent the server %d texts, want the query alone", n)
-	}
-}
-
-// A caller whose own deadline passes while the server is slow gives up: it
-// answers offline, and the next caller, with time to wait, ranks with the
-// embeddings. Only the searcher's own WithTimeout says the server is slow.
-func TestACallersDeadlineDoesNotTakeTheEmbedderOffline(t *testing.T) {
-	t.Parallel()
-	srv := newServer(t)
-	srv.mode.Store("stall")
-	reg := registryOf(t, specs(t))
-	var l syncbuf.Buffer
-	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
-	q := registry.Query{Text: umbrella, Limit: 1}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if got, want := names(s.Search(ctx, q)), names(reg.Search(q)); !slices.Equal(got, want) {
-		t.Fatalf("the search past its deadline = %v, want the offline ranking %v", got, want)
-	}
-	srv.mode.Store("ok")
-	if got := names(s.Search(context.Background(), q)); !slices.Equal(got, []string{"get_weather"}) {
-		t.Errorf("the next caller's search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
 	}
 }

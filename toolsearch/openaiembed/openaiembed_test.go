@@ -298,34 +298,54 @@ func TestAFailingOrStalledServerFallsBackToTheOfflineRanking(t *testing.T) {
 	}
 }
 
-// The caller's context ending mid-call is a fallback too, not a hang. And
-// it says nothing of the server: it does not keep the other searches offline
-// for WithRetryAfter (before, one caller hanging up took the embedder away
-// from every caller for 30 seconds).
-func TestACancelledSearchFallsBackToTheOfflineRanking(t *testing.T) {
+// The caller giving up mid-call (its context cancelled, or its deadline
+// passing) is a fallback too, not a hang. And it says nothing of the
+// server: it does not keep the other searches offline for WithRetryAfter
+// (before, one caller hanging up took the embedder away from every caller
+// for 30 seconds). Only the searcher's own WithTimeout says the server is
+// slow.
+func TestACallerGivingUpFallsBackAndKeepsNoOneOffline(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
-	srv.mode.Store("stall")
-	reg := registryOf(t, specs(t))
-	var l syncbuf.Buffer
-	s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	q := registry.Query{Text: "refund", Limit: 3}
-	if got, want := names(s.Search(ctx, q)), names(reg.Search(q)); !slices.Equal(got, want) {
-		t.Errorf("Search = %v, want the offline ranking %v", got, want)
-	}
-	if !strings.Contains(l.String(), "canceled") {
-		t.Errorf("log: %q, want the cancellation named", l.String())
-	}
-	srv.mode.Store("ok")
-	before := srv.inputs.Load()
-	next := registry.Query{Text: umbrella, Limit: 1}
-	if got := names(s.Search(context.Background(), next)); !slices.Equal(got, []string{"get_weather"}) {
-		t.Errorf("the next caller's search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
-	}
-	if srv.inputs.Load() == before {
-		t.Error("the next caller's search did not call the server")
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		log  string
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return ctx, cancel
+		}, "canceled"},
+		{"past its deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}, "deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t)
+			srv.mode.Store("stall")
+			reg := registryOf(t, specs(t))
+			var l syncbuf.Buffer
+			s := toolsearch.NewSearcher(reg, toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithLogger(textLogger(&l)))
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			q := registry.Query{Text: "refund", Limit: 3}
+			if got, want := names(s.Search(ctx, q)), names(reg.Search(q)); !slices.Equal(got, want) {
+				t.Errorf("Search = %v, want the offline ranking %v", got, want)
+			}
+			if !strings.Contains(l.String(), tc.log) {
+				t.Errorf("log: %q, want %q named", l.String(), tc.log)
+			}
+			srv.mode.Store("ok")
+			before := srv.inputs.Load()
+			next := registry.Query{Text: umbrella, Limit: 1}
+			if got := names(s.Search(context.Background(), next)); !slices.Equal(got, []string{"get_weather"}) {
+				t.Errorf("the next caller's search = %v, want [get_weather] from the embeddings (log %q)", got, l.String())
+			}
+			if srv.inputs.Load() == before {
+				t.Error("the next caller's search did not call the server")
+			}
+		})
 	}
 }
 
