@@ -332,7 +332,7 @@ func TestParamWithoutTypeIsRefusedNamingIt(t *testing.T) {
 func TestAKeyOfProseIsReportedOnceWithAHintToQuoteTheValue(t *testing.T) {
 	t.Parallel()
 	_, err := loader.LoadFS(fstest.MapFS{"m.yaml": {Data: []byte(
-		"name: get_x\ndescription: Get x.\nparams:\n  q: {type: string, description: The city, or a zip code.}\n  my.param: {type: string, descripton: d}\n"+
+		"name: get_x\ndescription: Get x.\nparams:\n  q: {type: string, description: The city, or a zip code.}\n  my.param: {type: string, descripton: d}\n" +
 			"---\n{name: get_y, description: Get y, or a z., my.key: 1}\n")}}, ".")
 	var tde *toolreg.ToolDefinitionError
 	if !errors.As(err, &tde) {
