@@ -14,8 +14,10 @@
 //		// No result to publish: leave the intent for redelivery.
 //	}
 //	if res.Status != intent.StatusOK {
-//		// EXPIRED or REJECTED: nothing ran. ERROR: it ran and failed, or its
-//		// effect is unknown. res.ErrorMessage says which.
+//		// EXPIRED or REJECTED: nothing ran. ERROR: it ran and failed, or
+//		// timed out, so its effect is unknown. res.ErrorMessage says which.
+//		// (An OK result whose ErrorMessage starts "effect unknown" ran
+//		// after an earlier attempt was cut off: it may have run twice.)
 //	}
 //
 // Process refuses, in this order and before anything runs: an intent whose

@@ -141,9 +141,11 @@ func ExampleEffector_Process_outcomes() {
 			// intent; redeliver it later.
 			fmt.Println("no result: redeliver later:", err)
 		default:
-			// Publish res, then acknowledge. OK: it ran. ERROR: it ran and
-			// failed, or its effect is unknown. REJECTED or EXPIRED: nothing
-			// ran. res.ErrorMessage says why.
+			// Publish res, then acknowledge. OK: it ran (when an earlier
+			// attempt was cut off, res.ErrorMessage starts "effect unknown": it
+			// may have run twice). ERROR: it ran and failed, or timed out, so its
+			// effect is unknown. REJECTED or EXPIRED: nothing ran.
+			// res.ErrorMessage says why.
 			fmt.Println("publish", res.Status, "then acknowledge")
 		}
 	}

@@ -39,10 +39,11 @@ bucket an effector opened), while effectors use it: each step is one
 short transaction.
 
   toolreg intents list [-state S] [-tool T] [-json] STORE
-      every record, ordered by id, streamed as it is read: a table (its
-      columns fit intent ids, which are UUIDs, and put the tool last), or
-      JSON lines with -json, each result in the wire's JSON form (payload
-      base64). -state is in_flight, unknown, done or expired.
+      every record, streamed as it is read (ordered by id; on Redis, in
+      the server's scan order): a table (its columns fit intent ids, which
+      are UUIDs, and put the tool last; a deadline the store no longer
+      keeps is -), or JSON lines with -json, each result in the wire's JSON
+      form (payload base64). -state is in_flight, unknown, done or expired.
   toolreg intents show STORE ID
       one record as JSON, with its decoded result: the entity key as text,
       a JSON payload as JSON, other text as payload_text, other bytes as
@@ -333,7 +334,11 @@ func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool 
 		if asJSON {
 			return enc.Encode(toJSON(r))
 		}
-		return tbl.row(r.ID, r.State.String(), strconv.Itoa(r.Attempts), r.Deadline.UTC().Format(time.RFC3339), r.Tool)
+		deadline := "-" // none kept (Redis keeps no deadline once a lease lapsed)
+		if !r.Deadline.IsZero() {
+			deadline = r.Deadline.UTC().Format(time.RFC3339)
+		}
+		return tbl.row(r.ID, r.State.String(), strconv.Itoa(r.Attempts), deadline, r.Tool)
 	})
 }
 
