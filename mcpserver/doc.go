@@ -35,7 +35,8 @@
 // per request; the SDK lists it in name order. Because it never changes, the
 // server advertises the tools capability without listChanged and never sends
 // notifications/tools/list_changed (a tool added later through MCP() is not
-// announced either). A remote tool (pinned from another MCP server, package
+// announced either), except with WithToolSearch (below), where each
+// session's list grows. A remote tool (pinned from another MCP server, package
 // remote) that is withdrawn or suspended at run time is left out of each
 // tools/list, unannounced, and a call of it is answered with its
 // *toolreg.ToolWithdrawnError's model message.
@@ -46,7 +47,10 @@
 //     its contract come back as an isError result whose text is
 //     toolreg.ToolArgumentError.ModelMessage, so the model can correct the
 //     call; the function is not invoked. Any other failure of the tool is an
-//     isError result too. Only an unknown tool name is a protocol error.
+//     isError result too. Only an unknown tool name is a protocol error
+//     (with WithToolSearch, a tool the session was not offered, known or
+//     not, is an isError result telling the model to search, so the answer
+//     says nothing of which tools exist).
 //   - a side-effecting tool is staged with an Activation's Act (which checks
 //     its arguments the same way) and executed by the effector's Process. The
 //     result is the effector's: OK as text and structured content, ERROR,

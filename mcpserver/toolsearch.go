@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/toolsearch"
 )
 
@@ -23,9 +24,10 @@ import (
 // client lists the tools again. The tools/listChanged capability is
 // advertised to such sessions, and only with this option.
 //
-// The bound set must hold search_tools, bound with
-// toolsearch.Bind(b, provider.MCP) so that it answers in MCP's form, and every
-// name in initial. The default is one tool set, every bound tool, for every
+// The bound set must hold search_tools, bound with toolsearch.Bind (over
+// MCP it answers in MCP's form, whatever form it was bound with), and every
+// name in initial. The search logs its fallbacks to toolsearch.WithLogger's
+// logger, given to Bind (default slog.Default()), not to WithLogger's. The default is one tool set, every bound tool, for every
 // session.
 //
 // Each session (each Run or Connect, each new streamable HTTP session) gets
@@ -114,7 +116,7 @@ func (st *sessionTools) add(names []string) {
 		if n == toolsearch.Name {
 			inner := h
 			h = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return inner(toolsearch.WithFound(ctx, st.add), req)
+				return inner(toolsearch.WithForm(toolsearch.WithFound(ctx, st.add), provider.MCP), req)
 			}
 		}
 		// The tool was added to the server of every tool in New: the SDK

@@ -25,6 +25,12 @@ import (
 // served with WithToolSearch(initial...).
 func searchFixture(t testing.TB, initial ...string) (*mcpserver.Server, *atomic.Int64) {
 	t.Helper()
+	return searchFixtureBound(t, provider.MCP, initial...)
+}
+
+// searchFixtureBound is searchFixture with search_tools bound in form.
+func searchFixtureBound(t testing.TB, form string, initial ...string) (*mcpserver.Server, *atomic.Int64) {
+	t.Helper()
 	specs, err := loader.LoadFS(fstest.MapFS{"tools.yaml": {Data: []byte(manifests)}}, "tools.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,7 @@ func searchFixture(t testing.TB, initial ...string) (*mcpserver.Server, *atomic.
 		charges.Add(1)
 		return map[string]any{"charge_id": "ch_1", "amount": a.Amount}, nil
 	})
-	if err := toolsearch.Bind(b, provider.MCP); err != nil {
+	if err := toolsearch.Bind(b, form); err != nil {
 		t.Fatal(err)
 	}
 	bound, err := b.Bind()
@@ -163,6 +169,24 @@ func TestToolSearchGrowsTheSessionsSetAndNotifiesItsClient(t *testing.T) {
 	case <-changed:
 		t.Error("tools/list_changed sent though the set did not grow")
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// search_tools bound in another provider's form (OpenAI's, say, for a
+// service that also runs a chat loop) answers over MCP in MCP's: before, an
+// MCP client got {"type":"function","function":{...}} entries, which it
+// cannot read as tools.
+func TestToolSearchAnswersInMCPsFormHoweverItWasBound(t *testing.T) {
+	t.Parallel()
+	srv, _ := searchFixtureBound(t, provider.OpenAI, "greet")
+	cs, _ := searchClient(t, srv)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "charge a card", "limit": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("search_tools = %+v %q, %v", res, resultText(res), err)
+	}
+	var found struct{ Tools []mcp.Tool }
+	if err := json.Unmarshal([]byte(resultText(res)), &found); err != nil || len(found.Tools) != 1 || found.Tools[0].Name != "charge" || found.Tools[0].InputSchema == nil {
+		t.Fatalf("search_tools answered %s (%v), want charge in MCP's tools/list form", resultText(res), err)
 	}
 }
 

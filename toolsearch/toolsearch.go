@@ -97,6 +97,9 @@ func search(ctx context.Context, s *Searcher, form string, a Args) Result {
 	if p == nil {
 		p = &toolreg.Principal{}
 	}
+	if f, ok := ctx.Value(formKey{}).(string); ok {
+		form = f
+	}
 	ms := s.Search(ctx, registry.Query{Text: a.Query, Tags: a.Tags, ReadOnly: a.ReadOnly, Limit: a.Limit, Principal: p})
 	res := Result{Tools: make([]json.RawMessage, 0, len(ms))}
 	for _, m := range ms {
@@ -114,6 +117,16 @@ func search(ctx context.Context, s *Searcher, form string, a Args) Result {
 }
 
 type foundKey struct{}
+
+type formKey struct{}
+
+// WithForm returns ctx asking search_tools, when it runs with ctx, to answer
+// in provider form form, whatever form Bind was given: a server that speaks
+// one protocol (mcpserver, MCP's) answers in its form however the tool was
+// bound.
+func WithForm(ctx context.Context, form string) context.Context {
+	return context.WithValue(ctx, formKey{}, form)
+}
 
 // WithFound returns ctx carrying f, which search_tools calls with the names
 // of the tools it found, before it returns them, when it runs with ctx. A
