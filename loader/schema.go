@@ -204,7 +204,7 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 	// a param has an error of its own.
 	for i, k := range tree.keys {
 		if !slices.Contains(toolKeys, k) && (k != "name" || withName) {
-			add(tree.kpos[i], cue.Str(k).String(), "field not allowed: "+notAllowedHint(tree, under(nil, k)))
+			add(tree.kpos[i], cue.Str(k).String(), "field not allowed: "+notAllowedHint(tree, cueLabels([]string{k})))
 		}
 	}
 	if params, _, ok := tree.get("params"); ok {
@@ -219,14 +219,15 @@ func withMissing(ps []toolreg.Problem, tool string, tree *node, withName bool) [
 // missingTypes reports the params under a params or properties mapping that
 // have no type, or no items for an array, or a key their type does not take,
 // and those nested in their items and additionalProperties. tree is the tool;
-// path's elements are labels as CUE writes them (under), so that a problem CUE
-// reports too has the same path, and is reported once.
+// path holds the keys to params as written. A problem's path has them as CUE
+// writes labels (cueLabels), so that a problem CUE reports too has the same
+// path, and is reported once.
 func missingTypes(tree, params *node, path []string, add func(toolreg.Pos, string, string)) {
 	if params.kind != kindMap {
 		return
 	}
 	for i, k := range params.keys {
-		missingTypesIn(tree, params.vals[i], params.kpos[i], under(path, k), true, add)
+		missingTypesIn(tree, params.vals[i], params.kpos[i], at(path, k), true, add)
 	}
 }
 
@@ -238,27 +239,28 @@ func missingTypesIn(tree, n *node, pos toolreg.Pos, path []string, param bool, a
 	}
 	t, _, ok := n.get("type")
 	if !ok {
-		add(pos, strings.Join(path, "."), missingType(n))
+		add(pos, strings.Join(cueLabels(path), "."), missingType(n))
 	}
 	if ok && t.kind == kindString && toolreg.Type(t.text).Valid() {
 		if _, _, ok := n.get("items"); !ok && t.text == "array" {
-			add(pos, strings.Join(under(path, "items"), "."), "missing items"+requiredHint("items"))
+			add(pos, strings.Join(cueLabels(at(path, "items")), "."), "missing items"+requiredHint("items"))
 		}
 		allowed := keywords[t.text]
 		for i, k := range n.keys {
 			if !slices.Contains(keywords[""], k) && !slices.Contains(allowed, k) || k == "required" && !param {
-				add(n.kpos[i], strings.Join(under(path, k), "."), "field not allowed: "+notAllowedHint(tree, under(path, k)))
+				bad := cueLabels(at(path, k))
+				add(n.kpos[i], strings.Join(bad, "."), "field not allowed: "+notAllowedHint(tree, bad))
 			}
 		}
 	}
 	if it, kp, ok := n.get("items"); ok {
-		missingTypesIn(tree, it, kp, under(path, "items"), false, add)
+		missingTypesIn(tree, it, kp, at(path, "items"), false, add)
 	}
 	if ap, kp, ok := n.get("additionalProperties"); ok {
-		missingTypesIn(tree, ap, kp, under(path, "additionalProperties"), false, add)
+		missingTypesIn(tree, ap, kp, at(path, "additionalProperties"), false, add)
 	}
 	if props, _, ok := n.get("properties"); ok {
-		missingTypes(tree, props, under(path, "properties"), add)
+		missingTypes(tree, props, at(path, "properties"), add)
 	}
 }
 
@@ -491,10 +493,15 @@ func requiredHint(field string) string {
 	return ""
 }
 
-// under is path followed by the key k, as CUE writes a label: quoted when
-// it is no identifier ("my.param", "or a zip code.").
-func under(path []string, k string) []string {
-	return at(path, cue.Str(k).String())
+// cueLabels returns keys as CUE writes them in a path: quoted where one is
+// no identifier ("my.param", "or a zip code."). Only a problem's path needs
+// them: the walk carries the keys as written.
+func cueLabels(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = cue.Str(k).String()
+	}
+	return out
 }
 
 // notAllowedHint says which keys fit where the refused key is written; of a
