@@ -113,9 +113,10 @@ type Searcher struct {
 	// give back) that a search waits for no longer than its context, since
 	// its holder may be waiting for the embedder.
 	toolsLock chan struct{}
-	vectors   map[[32]byte][]float32 // by toolDigest
-	refused   map[[32]byte]bool      // the tools whose text the embedder refused, by toolDigest
-	cache     *vectorCache           // nil without WithCacheDir, or when it cannot be opened
+	vectors   map[[32]byte][]float32     // by toolDigest
+	digests   map[*toolreg.Tool][32]byte // each tool's toolDigest, once: it hashes the tool's text
+	refused   map[[32]byte]bool          // the tools whose text the embedder refused, by toolDigest
+	cache     *vectorCache               // nil without WithCacheDir, or when it cannot be opened
 
 	served atomic.Bool // the embedder has answered once
 }
@@ -160,16 +161,18 @@ func (s *Searcher) Search(ctx context.Context, q registry.Query) []registry.Matc
 		return offline[:min(limit, len(offline))]
 	}
 	fused := map[*toolreg.Tool]float64{}
-	order := map[*toolreg.Tool]int{}
-	for i, t := range s.reg.Tools() {
-		order[t] = i
-	}
 	for i, m := range offline {
 		fused[m.Tool] += 1 / float64(rrfK+i+1)
 	}
 	for i, m := range semantic {
 		if _, matched := fused[m.tool]; matched || m.nearest {
 			fused[m.tool] += 1 / float64(rrfK+i+1)
+		}
+	}
+	order := make(map[*toolreg.Tool]int, len(fused)) // registration order, which breaks a tie
+	for i, t := range s.reg.Tools() {
+		if _, ok := fused[t]; ok {
+			order[t] = i
 		}
 	}
 	out := make([]registry.Match, 0, len(fused))
@@ -233,7 +236,13 @@ func clip(q string) string {
 // length is the one every tool's must have.
 func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch, error) {
 	tools := s.reg.Tools()
-	if !slices.ContainsFunc(tools, q.Offers) {
+	var offered []*toolreg.Tool // every tool q's caller may be offered, whatever the filters
+	for _, t := range tools {
+		if q.Offers(t) {
+			offered = append(offered, t)
+		}
+	}
+	if len(offered) == 0 {
 		return nil, nil // nothing to rank: no call
 	}
 	qv, err := s.embed(ctx, []string{q.Text})
@@ -255,17 +264,15 @@ func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch,
 	type scored struct {
 		t   *toolreg.Tool
 		sim float64
+		i   int // its place among the tools, which breaks a tie
 	}
-	var all []scored
-	for _, t := range tools {
-		if !q.Offers(t) {
-			continue
-		}
-		if v := s.vectors[toolDigest(s.embedder.Model(), t.Spec())]; len(v) == len(qv[0]) {
-			all = append(all, scored{t, cosine(qv[0], v)})
+	all := make([]scored, 0, len(offered))
+	for i, t := range offered {
+		if v := s.vectors[s.digest(t)]; len(v) == len(qv[0]) {
+			all = append(all, scored{t, cosine(qv[0], v), i})
 		}
 	}
-	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.sim, a.sim) })
+	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(b.sim, a.sim), cmp.Compare(a.i, b.i)) })
 	var out []semanticMatch
 	for i, sc := range all {
 		if len(out) == candidates || sc.sim < s.minSim {
@@ -300,11 +307,13 @@ func (s *Searcher) embedTools(ctx context.Context, tools []*toolreg.Tool, dims i
 	}
 	var missing []*toolreg.Tool
 	var digests [][32]byte
+	listed := map[[32]byte]bool{} // two tools of one text are embedded once
 	for _, t := range tools {
-		d := toolDigest(model, t.Spec())
-		if v, ok := s.vectors[d]; (!ok || len(v) != dims) && !s.refused[d] && !slices.Contains(digests, d) {
+		d := s.digest(t)
+		if v, ok := s.vectors[d]; (!ok || len(v) != dims) && !s.refused[d] && !listed[d] {
 			missing = append(missing, t)
 			digests = append(digests, d)
+			listed[d] = true
 		}
 	}
 	for start := 0; start < len(missing); start += embedBatch {
@@ -415,6 +424,20 @@ func EmbeddingText(spec *toolreg.Spec) string {
 // toolDigest keys a tool's vector: the SHA-256 of the model's name and the
 // tool's EmbeddingText, so that a manifest changed where it is embedded, or
 // another model, is embedded again.
+// digest returns t's toolDigest, hashed the first time only; the caller
+// holds toolsLock.
+func (s *Searcher) digest(t *toolreg.Tool) [32]byte {
+	d, ok := s.digests[t]
+	if !ok {
+		if s.digests == nil {
+			s.digests = map[*toolreg.Tool][32]byte{}
+		}
+		d = toolDigest(s.embedder.Model(), t.Spec())
+		s.digests[t] = d
+	}
+	return d
+}
+
 func toolDigest(model string, spec *toolreg.Spec) [32]byte {
 	return sha256.Sum256([]byte(model + "\x00" + EmbeddingText(spec)))
 }
