@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -366,5 +368,34 @@ func TestAToolTheServerRefusesIsLeftOutOfTheEmbeddingsAlone(t *testing.T) {
 	s.Search(ctx, q)
 	if n := srv.inputs.Load() - before; n != 1 {
 		t.Errorf("a later search sent the server %d texts, want the query alone", n)
+	}
+}
+
+// A cache directory that cannot be made (its path runs through a file) is
+// said once, with the directory, and costs nothing else: the search ranks
+// with the embeddings, and keeps the vectors in memory, so the next search
+// sends the server the query alone.
+func TestACacheThatCannotBeOpenedKeepsVectorsInMemory(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t)
+	var l syncbuf.Buffer
+	dir := filepath.Join(file, "cache")
+	s := toolsearch.NewSearcher(registryOf(t, specs(t)), toolsearch.WithEmbedder(srv.embedder()), toolsearch.WithCacheDir(dir), toolsearch.WithLogger(textLogger(&l)))
+	q := registry.Query{Text: umbrella, Limit: 1}
+	for i := range 2 {
+		before := srv.inputs.Load()
+		if got := names(s.Search(context.Background(), q)); !slices.Equal(got, []string{"get_weather"}) {
+			t.Fatalf("search %d = %v, want [get_weather] from the embeddings (log %q)", i, got, l.String())
+		}
+		if n := srv.inputs.Load() - before; i == 1 && n != 1 {
+			t.Errorf("the second search sent the server %d texts, want the query alone", n)
+		}
+	}
+	if line := l.String(); strings.Count(line, "no vector cache on disk") != 1 || !strings.Contains(line, dir) {
+		t.Errorf("log: %q, want one warning naming %s", line, dir)
 	}
 }
