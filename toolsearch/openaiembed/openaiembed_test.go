@@ -1,6 +1,7 @@
 package openaiembed_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"hash/fnv"
@@ -19,6 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/internal/cli"
 	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/loader"
 	"github.com/beam-agents/toolreg/registry"
@@ -415,5 +417,43 @@ func TestTheEmbeddingsAddOnlyTheToolsNearestTheQuery(t *testing.T) {
 	}
 	if got := names(floor.Search(ctx, registry.Query{Text: "reimburse", Limit: 3})); len(got) != 3 {
 		t.Errorf("with a floor of 0.5, \"reimburse\" = %v, want the three money tools, near it", got)
+	}
+}
+
+// `toolreg search` and search_tools rank alike from one configuration: the
+// command, given TOOLREG_EMBED_* for a server, prints the ranking of the
+// Searcher that OptionsFromEnv's options make (what toolsearch.Bind makes
+// for search_tools), embeddings included: "umbrella" finds get_weather,
+// which the words alone miss.
+func TestToolregSearchAndSearchToolsRankAlikeFromTheEnvironment(t *testing.T) {
+	srv := newServer(t)
+	t.Setenv(openaiembed.EnvModel, "concepts-1")
+	t.Setenv(openaiembed.EnvBaseURL, srv.URL+"/v1/")
+	t.Setenv(openaiembed.EnvAPIKey, "test")
+	t.Setenv(openaiembed.EnvCacheDir, "off")
+	opts, err := openaiembed.OptionsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := toolsearch.NewSearcher(registryOf(t, specs(t)), opts...)
+	for _, q := range []string{umbrella, "money back for a payment", "where is my parcel"} {
+		var stdout, stderr bytes.Buffer
+		if code := cli.Main([]string{"search", "-n", "3", q, "../testdata/tools.yaml"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("toolreg search %q exited %d: %s", q, code, stderr.String())
+		}
+		var got []string
+		for line := range strings.Lines(stdout.String()) {
+			// file:line:col: name (kind): description
+			_, rest, _ := strings.Cut(line, ": ")
+			name, _, _ := strings.Cut(rest, " ")
+			got = append(got, name)
+		}
+		want := names(s.Search(context.Background(), registry.Query{Text: q, Limit: 3}))
+		if !slices.Equal(got, want) {
+			t.Errorf("toolreg search %q = %v, search_tools' ranking %v", q, got, want)
+		}
+		if q == umbrella && (len(got) == 0 || got[0] != "get_weather") {
+			t.Errorf("toolreg search %q = %v, want get_weather first, from the embeddings (stderr %q)", q, got, stderr.String())
+		}
 	}
 }
