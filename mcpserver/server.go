@@ -18,7 +18,9 @@ import (
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/intent"
 	"github.com/beam-agents/toolreg/internal/par"
+	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/runner"
+	"github.com/beam-agents/toolreg/toolsearch"
 )
 
 // Meta keys this package reads from a tools/call request's _meta and writes
@@ -291,6 +293,11 @@ func (s *Server) handler(t *toolreg.Tool) mcp.ToolHandler {
 	if t.SideEffect() {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return s.callEffect(joinTrace(ctx, req), t, req), nil
+		}
+	}
+	if t.Name() == toolsearch.Name { // it answers in MCP's form, however it was bound
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return s.callInline(toolsearch.WithForm(joinTrace(ctx, req), provider.MCP), t, req), nil
 		}
 	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

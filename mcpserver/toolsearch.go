@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/beam-agents/toolreg"
-	"github.com/beam-agents/toolreg/provider"
 	"github.com/beam-agents/toolreg/toolsearch"
 )
 
@@ -47,7 +46,7 @@ type searchConfig struct {
 func (s *Server) initSearch() error {
 	sc := s.cfg.search
 	if _, err := s.bound.Pipeline.Get(toolsearch.Name); err != nil {
-		return fmt.Errorf("mcpserver: WithToolSearch serves search_tools, which the bound set lacks: append toolsearch.Spec() to the specs and bind it with toolsearch.Bind(b, provider.MCP)")
+		return fmt.Errorf("mcpserver: WithToolSearch serves search_tools, which the bound set lacks: append toolsearch.Spec() to the specs and bind it with toolsearch.Bind")
 	}
 	sc.byName = make(map[string]*mcp.Tool, len(s.tools))
 	for _, t := range s.tools {
@@ -116,7 +115,7 @@ func (st *sessionTools) add(names []string) {
 		if n == toolsearch.Name {
 			inner := h
 			h = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return inner(toolsearch.WithForm(toolsearch.WithFound(ctx, st.add), provider.MCP), req)
+				return inner(toolsearch.WithFound(ctx, st.add), req)
 			}
 		}
 		// The tool was added to the server of every tool in New: the SDK

@@ -25,11 +25,12 @@ import (
 // served with WithToolSearch(initial...).
 func searchFixture(t testing.TB, initial ...string) (*mcpserver.Server, *atomic.Int64) {
 	t.Helper()
-	return searchFixtureBound(t, provider.MCP, initial...)
+	return searchFixtureBound(t, provider.MCP, mcpserver.WithToolSearch(initial...))
 }
 
-// searchFixtureBound is searchFixture with search_tools bound in form.
-func searchFixtureBound(t testing.TB, form string, initial ...string) (*mcpserver.Server, *atomic.Int64) {
+// searchFixtureBound is searchFixture with search_tools bound in form,
+// served with opts.
+func searchFixtureBound(t testing.TB, form string, opts ...mcpserver.Option) (*mcpserver.Server, *atomic.Int64) {
 	t.Helper()
 	specs, err := loader.LoadFS(fstest.MapFS{"tools.yaml": {Data: []byte(manifests)}}, "tools.yaml")
 	if err != nil {
@@ -55,7 +56,7 @@ func searchFixtureBound(t testing.TB, form string, initial ...string) (*mcpserve
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(bound, eff, mcpserver.WithToolSearch(initial...))
+	srv, err := mcpserver.New(bound, eff, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,18 +176,27 @@ func TestToolSearchGrowsTheSessionsSetAndNotifiesItsClient(t *testing.T) {
 // search_tools bound in another provider's form (OpenAI's, say, for a
 // service that also runs a chat loop) answers over MCP in MCP's: before, an
 // MCP client got {"type":"function","function":{...}} entries, which it
-// cannot read as tools.
+// cannot read as tools. So with a tool set per session, and without, where
+// every tool is listed and search_tools is one of them.
 func TestToolSearchAnswersInMCPsFormHoweverItWasBound(t *testing.T) {
 	t.Parallel()
-	srv, _ := searchFixtureBound(t, provider.OpenAI, "greet")
-	cs, _ := searchClient(t, srv)
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "charge a card", "limit": 1}})
-	if err != nil || res.IsError {
-		t.Fatalf("search_tools = %+v %q, %v", res, resultText(res), err)
-	}
-	var found struct{ Tools []mcp.Tool }
-	if err := json.Unmarshal([]byte(resultText(res)), &found); err != nil || len(found.Tools) != 1 || found.Tools[0].Name != "charge" || found.Tools[0].InputSchema == nil {
-		t.Fatalf("search_tools answered %s (%v), want charge in MCP's tools/list form", resultText(res), err)
+	for name, opts := range map[string][]mcpserver.Option{
+		"with WithToolSearch": {mcpserver.WithToolSearch("greet")},
+		"without":             nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, _ := searchFixtureBound(t, provider.OpenAI, opts...)
+			cs, _ := searchClient(t, srv)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "charge a card", "limit": 1}})
+			if err != nil || res.IsError {
+				t.Fatalf("search_tools = %+v %q, %v", res, resultText(res), err)
+			}
+			var found struct{ Tools []mcp.Tool }
+			if err := json.Unmarshal([]byte(resultText(res)), &found); err != nil || len(found.Tools) != 1 || found.Tools[0].Name != "charge" || found.Tools[0].InputSchema == nil {
+				t.Fatalf("search_tools answered %s (%v), want charge in MCP's tools/list form", resultText(res), err)
+			}
+		})
 	}
 }
 
