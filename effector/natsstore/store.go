@@ -256,13 +256,16 @@ func (s *Store) retry(ctx context.Context, f func(ctx context.Context) error) er
 	// responders" tells what to do, a deadline does not.
 	var said error
 	giveUp := func(err error) error {
-		if said != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		if said != nil && errors.Is(err, context.DeadlineExceeded) {
 			err = said
 		}
 		return fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
 	}
 	for {
-		if err := ctx.Err(); err != nil {
+		if ctx.Err() != nil {
+			if said != nil { // ctx ended as the backoff did
+				return giveUp(said)
+			}
 			return context.Cause(ctx)
 		}
 		actx, cancel := context.WithTimeout(ctx, s.attemptWait)
