@@ -215,10 +215,6 @@ func (s *Searcher) semantic(ctx context.Context, q registry.Query) ([]semanticMa
 	return ranked, err
 }
 
-// errWaiting is the caller's context ending while another search embeds the
-// tools.
-var errWaiting = errors.New("waiting for another search to embed the tools")
-
 // errQueryRefused is the embedder refusing the query (ErrRefused), which says
 // nothing of it serving others.
 var errQueryRefused = errors.New("the query was refused")
@@ -255,7 +251,7 @@ func (s *Searcher) rank(ctx context.Context, q registry.Query) ([]semanticMatch,
 	select {
 	case s.toolsLock <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", errWaiting, context.Cause(ctx))
+		return nil, fmt.Errorf("waiting for another search to embed the tools: %w", context.Cause(ctx))
 	}
 	defer func() { <-s.toolsLock }()
 	if err := s.embedTools(ctx, tools, len(qv[0])); err != nil {
@@ -335,7 +331,7 @@ func (s *Searcher) embedSome(ctx context.Context, tools []*toolreg.Tool, digests
 		texts = append(texts, EmbeddingText(t.Spec()))
 	}
 	vs, err := s.embed(ctx, texts)
-	if errors.Is(err, ErrRefused) && s.served.Load() {
+	if errors.Is(err, ErrRefused) { // the query, embedded first, was taken: a tool's text was refused
 		if len(tools) == 1 {
 			if s.refused == nil {
 				s.refused = map[[32]byte]bool{}
@@ -421,9 +417,6 @@ func EmbeddingText(spec *toolreg.Spec) string {
 	return b.String()
 }
 
-// toolDigest keys a tool's vector: the SHA-256 of the model's name and the
-// tool's EmbeddingText, so that a manifest changed where it is embedded, or
-// another model, is embedded again.
 // digest returns t's toolDigest, hashed the first time only; the caller
 // holds toolsLock.
 func (s *Searcher) digest(t *toolreg.Tool) [32]byte {
@@ -438,6 +431,9 @@ func (s *Searcher) digest(t *toolreg.Tool) [32]byte {
 	return d
 }
 
+// toolDigest keys a tool's vector: the SHA-256 of the model's name and the
+// tool's EmbeddingText, so that a manifest changed where it is embedded, or
+// another model, is embedded again.
 func toolDigest(model string, spec *toolreg.Spec) [32]byte {
 	return sha256.Sum256([]byte(model + "\x00" + EmbeddingText(spec)))
 }

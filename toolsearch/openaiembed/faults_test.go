@@ -399,3 +399,19 @@ func TestACacheThatCannotBeOpenedKeepsVectorsInMemory(t *testing.T) {
 		t.Errorf("log: %q, want one warning naming %s", line, dir)
 	}
 }
+
+// A caller who may be offered no tool (each needs a scope it lacks) finds
+// nothing, and its search calls no embedding server: there is nothing to
+// rank, and the query would only cost a round trip.
+func TestASearchOfferingNoToolCallsNoServer(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	spec := &toolreg.Spec{Name: "get_weather", Description: "Get the weather forecast.", Scopes: []string{"weather:read"}}
+	s := toolsearch.NewSearcher(registryOf(t, []*toolreg.Spec{spec}), toolsearch.WithEmbedder(srv.embedder()))
+	if got := s.Search(context.Background(), registry.Query{Text: umbrella, Principal: &toolreg.Principal{}}); len(got) != 0 {
+		t.Errorf("Search = %v, want nothing", names(got))
+	}
+	if n := srv.inputs.Load(); n != 0 {
+		t.Errorf("the server was sent %d texts, want none", n)
+	}
+}
