@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -43,7 +44,7 @@ short transaction.
       the server's scan order): a table (its columns fit intent ids, which
       are UUIDs, and put the tool last; a deadline the store no longer
       keeps is -), or JSON lines with -json, each result in the wire's JSON
-      form (payload base64). -state is in_flight, unknown, done or expired.
+      form (payload base64; no deadline field where the store keeps none). -state is in_flight, unknown, done or expired.
   toolreg intents show STORE ID
       one record as JSON, with its decoded result: the entity key as text,
       a JSON payload as JSON, other text as payload_text, other bytes as
@@ -238,12 +239,21 @@ type recordJSON struct {
 	Tool     string          `json:"tool"`
 	State    string          `json:"state"`
 	Attempts int             `json:"attempts"`
-	Deadline string          `json:"deadline"`
+	Deadline string          `json:"deadline,omitempty"` // none when the store keeps none
 	Result   json.RawMessage `json:"result,omitempty"`
 }
 
+// deadlineText is a record's deadline in layout, or "" when the store keeps
+// none (Redis, once a lease lapsed, keeps no deadline for it).
+func deadlineText(d time.Time, layout string) string {
+	if d.IsZero() {
+		return ""
+	}
+	return d.UTC().Format(layout)
+}
+
 func toJSON(r effector.Record) recordJSON {
-	j := recordJSON{ID: r.ID, Tool: r.Tool, State: r.State.String(), Attempts: r.Attempts, Deadline: r.Deadline.UTC().Format(time.RFC3339Nano)}
+	j := recordJSON{ID: r.ID, Tool: r.Tool, State: r.State.String(), Attempts: r.Attempts, Deadline: deadlineText(r.Deadline, time.RFC3339Nano)}
 	if r.Result != nil {
 		var res intent.Result
 		if err := res.UnmarshalBinary(r.Result); err == nil {
@@ -334,10 +344,7 @@ func listIntents(ctx context.Context, e *env, s effector.Inspector, state, tool 
 		if asJSON {
 			return enc.Encode(toJSON(r))
 		}
-		deadline := "-" // none kept (Redis keeps no deadline once a lease lapsed)
-		if !r.Deadline.IsZero() {
-			deadline = r.Deadline.UTC().Format(time.RFC3339)
-		}
+		deadline := cmp.Or(deadlineText(r.Deadline, time.RFC3339), "-")
 		return tbl.row(r.ID, r.State.String(), strconv.Itoa(r.Attempts), deadline, r.Tool)
 	})
 }
@@ -411,7 +418,7 @@ type recordView struct {
 	Tool     string      `json:"tool"`
 	State    string      `json:"state"`
 	Attempts int         `json:"attempts"`
-	Deadline string      `json:"deadline"`
+	Deadline string      `json:"deadline,omitempty"`
 	Result   *resultView `json:"result,omitempty"`
 	// The stored result's bytes, base64, when they are no ToolResult.
 	Undecodable string `json:"undecodable_result,omitempty"`
@@ -436,7 +443,7 @@ type resultView struct {
 }
 
 func showJSON(r effector.Record) recordView {
-	v := recordView{ID: r.ID, Tool: r.Tool, State: r.State.String(), Attempts: r.Attempts, Deadline: r.Deadline.UTC().Format(time.RFC3339Nano)}
+	v := recordView{ID: r.ID, Tool: r.Tool, State: r.State.String(), Attempts: r.Attempts, Deadline: deadlineText(r.Deadline, time.RFC3339Nano)}
 	if r.Result == nil {
 		return v
 	}

@@ -210,3 +210,40 @@ func TestAResolvedIntentIsAnsweredWithItsEntityKeyAndSeq(t *testing.T) {
 		t.Errorf("two deliveries got different results:\n%x\n%x", b1, b2)
 	}
 }
+
+// noDeadline is an Inspector of one unknown record whose store keeps no
+// deadline, as Redis's does once a lease lapsed.
+type noDeadline struct{ effector.Inspector }
+
+func (noDeadline) Records(_ context.Context, fn func(effector.Record) error) error {
+	return fn(effector.Record{ID: "lapsed-2", Tool: "send_email", State: effector.RecordUnknown, Attempts: 1})
+}
+
+func (n noDeadline) Record(ctx context.Context, id string) (effector.Record, bool, error) {
+	var r effector.Record
+	err := n.Records(ctx, func(rec effector.Record) error { r = rec; return nil })
+	return r, r.ID == id, err
+}
+
+// A deadline the store does not keep is shown as none, in the table (-),
+// in list -json and in show (no "deadline" field), never as the year 1.
+func TestADeadlineTheStoreDoesNotKeepIsShownAsNone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := listIntents(ctx, &env{stdout: &out, stderr: &bytes.Buffer{}}, noDeadline{}, "", "", asJSON, false); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "0001-01-01") || !asJSON && !strings.Contains(out.String(), "  -  ") || asJSON && strings.Contains(out.String(), `"deadline"`) {
+			t.Errorf("list (json %t) printed:\n%s", asJSON, out.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := showIntent(ctx, &env{stdout: &out, stderr: &bytes.Buffer{}}, noDeadline{}, "lapsed-2"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "0001-01-01") || strings.Contains(out.String(), `"deadline"`) {
+		t.Errorf("show printed:\n%s", out.String())
+	}
+}
