@@ -112,38 +112,43 @@ func (c *command) run(e *env, args []string) int {
 // flagAfterArgs returns the first of the arguments fs.Parse left (it stops
 // at the first that is no flag) that names one of fs's flags or asks for
 // help, such as the -n of "toolreg search refund -n 1", which would
-// otherwise be taken for a path; "" if there is none, or if the arguments
-// follow "--", after which an argument may look like a flag.
+// otherwise be taken for a path; "" if there is none, or if Parse stopped at
+// "--", after which an argument may look like a flag.
 func flagAfterArgs(fs *flag.FlagSet, args []string) string {
-	rest := fs.Args()
-	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && (n == 1 || !takesValue(fs, args[n-2])) {
-		return "" // "--" ended the flags (and was no flag's value)
-	}
-	for _, a := range rest {
-		name, ok := strings.CutPrefix(a, "-")
-		if !ok {
-			continue
+	// Parse took the first n arguments: flags, their values, and a "--"
+	// that ends them, which can only be the last it took.
+	n := len(args) - fs.NArg()
+	for i := 0; i < n; i++ {
+		if args[i] == "--" {
+			return ""
 		}
-		name = strings.TrimPrefix(name, "-")
-		name, _, _ = strings.Cut(name, "=")
-		if name == "h" || name == "help" || name != "" && fs.Lookup(name) != nil {
+		if f, inline := flagOf(fs, args[i]); f != nil && !inline && !isBool(f) {
+			i++ // its value, whatever it looks like
+		}
+	}
+	for _, a := range fs.Args() {
+		if f, _ := flagOf(fs, a); f != nil || a == "-h" || a == "--h" || a == "-help" || a == "--help" {
 			return a
 		}
 	}
 	return ""
 }
 
-// takesValue reports whether a is a flag of fs that takes the argument after
-// it as its value (not -name=value, not a boolean flag).
-func takesValue(fs *flag.FlagSet, a string) bool {
+// flagOf returns the flag of fs that the argument a names (-n, --n, -n=1),
+// nil if none, and whether a carries its value.
+func flagOf(fs *flag.FlagSet, a string) (f *flag.Flag, inline bool) {
 	name, ok := strings.CutPrefix(a, "-")
-	name = strings.TrimPrefix(name, "-")
-	f := fs.Lookup(name)
-	if !ok || f == nil || strings.Contains(name, "=") {
-		return false
+	if !ok {
+		return nil, false
 	}
-	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
-	return !isBool || !b.IsBoolFlag()
+	name, _, inline = strings.Cut(strings.TrimPrefix(name, "-"), "=")
+	return fs.Lookup(name), inline
+}
+
+// isBool reports whether f is a boolean flag, which takes no argument.
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // synopsis is the command's one-line usage, such as

@@ -145,13 +145,15 @@ func TestFlagAfterArgs(t *testing.T) {
 		{[]string{"refund", "-n", "1"}, "-n"},
 		{[]string{"refund", "--n=1"}, "--n=1"},
 		{[]string{"-n", "1", "refund", "dir"}, ""},
-		{[]string{"refund", "-x"}, ""},                 // no flag of this command: an argument
-		{[]string{"refund", "-"}, ""},                  // stdin, say
-		{[]string{"--", "refund", "-n"}, ""},           // "--": what follows is arguments
-		{[]string{"refund", "-h"}, "-h"},               // help is asked for where arguments go
-		{[]string{"refund", "--", "-n"}, "-n"},         // "--" as an argument, not the end of the flags
-		{[]string{"-tag", "--", "refund", "-n"}, "-n"}, // "--" as a flag's value
-		{[]string{"-v", "--", "refund", "-n"}, ""},     // after a boolean flag, "--" ends the flags
+		{[]string{"refund", "-x"}, ""},                       // no flag of this command: an argument
+		{[]string{"refund", "-"}, ""},                        // stdin, say
+		{[]string{"--", "refund", "-n"}, ""},                 // "--": what follows is arguments
+		{[]string{"refund", "-h"}, "-h"},                     // help is asked for where arguments go
+		{[]string{"refund", "--", "-n"}, "-n"},               // "--" as an argument, not the end of the flags
+		{[]string{"-tag", "--", "refund", "-n"}, "-n"},       // "--" as a flag's value
+		{[]string{"-v", "--", "refund", "-n"}, ""},           // after a boolean flag, "--" ends the flags
+		{[]string{"-tag", "-tag", "--", "refund", "-n"}, ""}, // "--" ends the flags after -tag's value "-tag"
+		{[]string{"refund", "-help=x"}, ""},                  // no flag of this command
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.Int("n", 10, "")
