@@ -86,7 +86,6 @@ func Start(t testing.TB, target string, hook Hook) *Proxy {
 		}
 	})
 	t.Cleanup(func() {
-		close(p.done)
 		ln.Close()
 		p.mu.Lock()
 		p.closed = true
@@ -94,6 +93,11 @@ func Start(t testing.TB, target string, hook Hook) *Proxy {
 			c.Close()
 		}
 		p.mu.Unlock()
+		// Hooks held in Wait are released only now that the connections
+		// are cut, so a chunk one held back goes nowhere: released first,
+		// it could reach the server and its answer the client before the
+		// cut.
+		close(p.done)
 		p.wg.Wait()
 	})
 	return p
