@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/beam-agents/toolreg"
@@ -56,7 +57,8 @@ found. A tool that needs scopes shows them after its kind.
 
 The exit status is 0 when a tool matches, 1 when none does or a manifest is
 invalid (vet's findings are printed on stderr), and 2 on a usage error.
-Paths default to ./manifests.
+Paths default to ./manifests; with none given and no ./manifests, a QUERY that
+names a file or directory is taken for a path written first, a usage error.
 `,
 	setup: func(fs *flag.FlagSet) func(*env, []string) int {
 		limit := fs.Int("n", registry.DefaultSearchLimit, "print at most `n` tools")
@@ -94,6 +96,10 @@ Paths default to ./manifests.
 			}
 			opts = append(opts, toolsearch.WithLogger(slog.New(slog.NewTextHandler(e.stderr, nil))))
 			query, paths := args[0], args[1:]
+			if len(paths) == 0 && isPath(query) && !isPath(defaultPaths[0]) {
+				fmt.Fprintf(e.stderr, "toolreg search: no query: %q is a path and there is no %s to search; write the query first, such as toolreg search 'refund a payment' %s\n", query, defaultPaths[0], query)
+				return exitUsage
+			}
 			specs, ok := loadSpecs(e, "search", paths)
 			if !ok {
 				return exitFindings
@@ -133,6 +139,12 @@ Paths default to ./manifests.
 			return exitOK
 		}
 	},
+}
+
+// isPath reports whether name is a file or directory that exists.
+func isPath(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }
 
 // filtersText says which filters a search had, for its "no tool matches".
