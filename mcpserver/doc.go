@@ -17,7 +17,15 @@
 // null, which MCP forbids and the SDK would take for a notification (a
 // tools/call run with no one told its result), is refused with -32600
 // Invalid Request, id null, and a message saying to send a string or number
-// id (over streamable HTTP, with status 400); it runs nothing. A response
+// id (over streamable HTTP, with status 400); it runs nothing. So is a
+// request whose id is a number other than a whole one of at most 2^53 in
+// size (7.25, 1e3, 9007199254740993), which the SDK would read as another id
+// (7, 1000, 2^53): its answer would carry that id, and a call would be taken
+// for that id's retry. Member names are matched exactly, as the SDK matches
+// them: "Id" is not the id. Over streamable HTTP, a JSON-RPC batch is refused
+// too (the SDK serves batches at protocol versions before 2025-06-18, whose
+// calls the server could not stamp, below), and a body over 8 MiB with status
+// 413. A response
 // the server never asked for, a "result" or "error" whose id matches no
 // request the server sent that session (elicitation/create, ping) and has
 // not been answered, or that has no id, is logged at level Warn through

@@ -188,11 +188,13 @@ func (c *stampingConn) SessionID() string {
 }
 
 // maxStampBody bounds the POST bodies stampHTTP reads to stamp; a larger
-// one passes through unstamped, for the SDK to accept or refuse.
+// one is refused (413), since it could not be stamped.
 const maxStampBody = 8 << 20
 
-// stampHTTP stamps the request id of a tools/call POSTed to h; refuses a
-// request whose id is null with -32600; notes the requests the server sends
+// stampHTTP stamps the request id of a tools/call POSTed to h; refuses with
+// -32600 what it cannot stamp or the server could not answer under its own
+// id (a batch, a body over maxStampBody, a request whose id is null, a
+// fraction or beyond 2^53); notes the requests the server sends
 // each session; and logs a response POSTed to no request the server sent,
 // which the SDK then acknowledges and ignores.
 func (s *Server) stampHTTP(h http.Handler) http.Handler {
@@ -215,44 +217,50 @@ func (s *Server) stampHTTP(h http.Handler) http.Handler {
 			http.Error(w, "mcpserver: reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		rest := r.Body
-		if len(body) <= maxStampBody {
-			if nullIDRequest(body) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				m, _ := json.Marshal(nullIDMessage)
-				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", jsonrpc.CodeInvalidRequest, m)
+		if len(body) > maxStampBody {
+			refuseHTTP(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("mcpserver: a request body of more than %d bytes: send smaller messages", maxStampBody))
+			return
+		}
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+			// The SDK serves batches at protocol versions before
+			// 2025-06-18; their calls would go unstamped.
+			refuseHTTP(w, http.StatusBadRequest, "mcpserver: a JSON-RPC batch: batches are not supported (MCP removed them in 2025-06-18); POST one message at a time")
+			return
+		}
+		if m := readEnvelope(body); m["method"] != nil && string(m["method"]) != "null" {
+			if problem := requestIDProblem(m["id"]); problem != "" {
+				refuseHTTP(w, http.StatusBadRequest, problem)
 				return
 			}
-			if msg, err := jsonrpc.DecodeMessage(body); err == nil {
-				switch msg := msg.(type) {
-				case *jsonrpc.Request:
-					if msg.Method == "tools/call" {
-						if b, err := jsonrpc.EncodeMessage(stamp(msg)); err == nil {
-							body = b
-						}
+		}
+		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			switch msg := msg.(type) {
+			case *jsonrpc.Request:
+				if msg.Method == "tools/call" {
+					if b, err := jsonrpc.EncodeMessage(stamp(msg)); err == nil {
+						body = b
 					}
-				case *jsonrpc.Response:
-					if !s.calls.answered(session, msg.ID) {
-						s.logStray(r.Context(), session, msg)
-					}
+				}
+			case *jsonrpc.Response:
+				if !s.calls.answered(session, msg.ID) {
+					s.logStray(r.Context(), session, msg)
 				}
 			}
 		}
 		r2 := r.Clone(r.Context())
-		r2.Body = readCloser{io.MultiReader(bytes.NewReader(body), rest), rest}
-		if len(body) <= maxStampBody {
-			r2.ContentLength = int64(len(body))
-		} else {
-			r2.ContentLength = -1
-		}
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		r2.ContentLength = int64(len(body))
 		h.ServeHTTP(w, r2)
 	})
 }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
+// refuseHTTP answers a POST the server will not pass on with status and a
+// JSON-RPC error -32600 whose id is null: the request's own cannot be trusted.
+func refuseHTTP(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	m, _ := json.Marshal(message)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", jsonrpc.CodeInvalidRequest, m)
 }
 
 // hexDigest names a principal in an entity key by its SHA-256, so any
@@ -260,4 +268,9 @@ type readCloser struct {
 func hexDigest(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:16])
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }

@@ -180,3 +180,93 @@ func TestANullIDIsRefusedAndAStrayResponseLoggedOverStreamableHTTP(t *testing.T)
 	}
 	_ = context.Background
 }
+
+// Over streamable HTTP, what the server cannot answer under the request's
+// own id, or cannot stamp with it, is refused with HTTP 400 and -32600 and
+// runs nothing: a batch (which the SDK accepts at protocol versions before
+// 2025-06-18, and which went past the stamp: the same call delivered twice
+// ran twice, and a client's own _meta id was believed), a fractional id, an
+// id beyond 2^53, and a null id beside an "Id". A body over the size the
+// server stamps is refused with 413. The calls after them run once each.
+func TestWhatCannotBeStampedIsRefusedOverStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	hs := httptest.NewServer(f.srv.Handler(nil))
+	t.Cleanup(hs.Close)
+	const version = "2025-03-26"
+	session := ""
+	post := func(body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
+		b, _ := io.ReadAll(resp.Body)
+		text := strings.TrimSpace(string(b))
+		for _, line := range strings.Split(text, "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				text = data
+			}
+		}
+		var m map[string]any
+		_ = json.Unmarshal([]byte(text), &m)
+		return resp.StatusCode, m
+	}
+	init := strings.Replace(strings.Replace(initialize, "%s", "1", 1), "2025-06-18", version, 1)
+	if code, m := post(init); code != http.StatusOK || m["result"] == nil {
+		t.Fatalf("initialize: HTTP %d %v", code, m)
+	}
+	if code, _ := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: HTTP %d", code)
+	}
+	call := func(id string, meta string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"charge","arguments":{"amount":5}` + meta + `}}`
+	}
+	for _, tt := range []struct{ name, body, says string }{
+		{"a batch", "[" + call("7", "") + "]", "batches are not supported"},
+		{"a batch with a forged _meta id", "[" + call("9", `,"_meta":{"toolreg/jsonrpc-id":"8"}`) + "]", "batches are not supported"},
+		{"a batch after spaces", " \n [" + call("10", "") + "]", "batches are not supported"},
+		{"a fractional id", call("7.25", ""), "not an integer"},
+		{"an id beyond 2^53", call("9007199254740993", ""), "not an integer"},
+		{"a null id beside an Id", `{"jsonrpc":"2.0","id":null,"Id":5,"method":"tools/call","params":{"name":"charge","arguments":{"amount":5}}}`, "is null"},
+	} {
+		for range 2 { // delivered twice, as a retry does
+			code, m := post(tt.body)
+			errObj, _ := m["error"].(map[string]any)
+			msg, _ := errObj["message"].(string)
+			if c, _ := errorCode(m); code != http.StatusBadRequest || c != -32600 || m["id"] != nil || !strings.Contains(msg, tt.says) {
+				t.Errorf("%s: HTTP %d %v, want 400 with error -32600, id null, saying %q", tt.name, code, m, tt.says)
+			}
+		}
+	}
+	if n := f.charges.Load(); n != 0 {
+		t.Fatalf("charge ran %d times for requests refused", n)
+	}
+	big := call("11", `,"_meta":{"pad":"`+strings.Repeat("a", 8<<20)+`"}`)
+	if code, m := post(big); code != http.StatusRequestEntityTooLarge || m["error"] == nil {
+		t.Errorf("a body over 8 MiB: HTTP %d %v, want 413 with a JSON-RPC error", code, m)
+	}
+	// Then the same call twice, and the id 8 the batch forged: each id runs once.
+	for _, id := range []string{"8", "8", "9"} {
+		if code, m := post(call(id, "")); code != http.StatusOK || m["result"] == nil {
+			t.Fatalf("call %s: HTTP %d %v", id, code, m)
+		}
+	}
+	if n := f.charges.Load(); n != 2 {
+		t.Errorf("calls 8, 8 (a retry) and 9 ran charge %d times, want 2", n)
+	}
+}

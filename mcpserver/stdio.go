@@ -202,33 +202,36 @@ func (c *lineConn) judge(line []byte, tooLong bool) jsonrpc.Message {
 		c.refuse(nil, jsonrpc.CodeInvalidRequest, "mcpserver: a JSON-RPC batch: batches are not supported (MCP removed them in 2025-06-18); send one message a line")
 		return nil
 	}
-	var probe struct {
-		Method *string          `json:"method"`
-		Result json.RawMessage  `json:"result"`
-		Error  *json.RawMessage `json:"error"`
-		ID     json.RawMessage  `json:"id"`
+	m := readEnvelope(line) // an object or not: decided below
+	method, result, errObj, id := m["method"], m["result"], m["error"], m["id"]
+	if string(method) == "null" {
+		method = nil
 	}
-	_ = json.Unmarshal(line, &probe) // an object or not: decided below
-	if probe.Method != nil && string(probe.ID) == "null" {
-		c.refuse(nil, jsonrpc.CodeInvalidRequest, nullIDMessage)
-		return nil
+	if string(errObj) == "null" {
+		errObj = nil
 	}
-	if probe.Method == nil && (probe.Result != nil || probe.Error != nil) && (probe.ID == nil || string(probe.ID) == "null") {
+	if method != nil {
+		if problem := requestIDProblem(id); problem != "" {
+			c.refuse(nil, jsonrpc.CodeInvalidRequest, problem)
+			return nil
+		}
+	}
+	if method == nil && (result != nil || errObj != nil) && (id == nil || string(id) == "null") {
 		// A response with no id answers nothing the server sent: the
 		// server logs it as a stray, and nothing answers a response.
-		resp := &jsonrpc.Response{Result: probe.Result}
-		if probe.Error != nil {
+		resp := &jsonrpc.Response{Result: result}
+		if errObj != nil {
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError}
-			_ = json.Unmarshal(*probe.Error, resp.Error)
+			_ = json.Unmarshal(errObj, resp.Error)
 		}
 		return resp
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
-	if err == nil && probe.Method == nil && probe.Result == nil && probe.Error == nil {
+	if err == nil && method == nil && result == nil && errObj == nil {
 		err = errors.New(`neither "method" nor "result" nor "error"`)
 	}
 	if err != nil {
-		c.refuse(idOf(probe.ID), jsonrpc.CodeInvalidRequest, "mcpserver: not a JSON-RPC 2.0 request, notification or response: "+err.Error())
+		c.refuse(idOf(id), jsonrpc.CodeInvalidRequest, "mcpserver: not a JSON-RPC 2.0 request, notification or response: "+err.Error())
 		return nil
 	}
 	return msg

@@ -108,6 +108,14 @@ var hostileLines = []struct {
 	{"a call before initialize", `{"jsonrpc":"2.0","id":13,"method":"tools/list"}`, -32600, float64(13)},
 	{"a truncated request", `{"jsonrpc":"2.0","id":14,"method":"tools/li`, -32700, nil},
 	{"params the SDK cannot read", `{"jsonrpc":"2.0","id":15,"method":"initialize","params":5}`, -32602, float64(15)},
+	// The SDK reads a number id as an int64 through a float64: these would
+	// be answered as, and deduplicated with, another id (7, 2^53).
+	{"a fractional id", `{"jsonrpc":"2.0","id":7.25,"method":"ping"}`, -32600, nil},
+	{"an id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, -32600, nil},
+	{"an id in exponent form", `{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, -32600, nil},
+	// The SDK matches member names exactly: "Id" is not the id, so this
+	// request's id is null.
+	{"a null id beside an Id", `{"jsonrpc":"2.0","id":null,"Id":5,"method":"ping"}`, -32600, nil},
 }
 
 // sdkAnswered are the hostile lines the SDK itself answers (with the code
@@ -122,7 +130,8 @@ func checkHostileLines(t *testing.T, c *pipeConn) {
 		if !ok || code != tt.code || m["id"] != tt.id || m["jsonrpc"] != "2.0" {
 			t.Errorf("%s: answered %v, want error %v with id %v", tt.name, m, tt.code, tt.id)
 		}
-		if msg, _ := m["error"].(map[string]any)["message"].(string); !strings.HasPrefix(msg, "mcpserver: ") && !sdkAnswered[tt.name] {
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); !strings.HasPrefix(msg, "mcpserver: ") && !sdkAnswered[tt.name] {
 			t.Errorf("%s: message %q does not say who refused the line", tt.name, msg)
 		}
 		// Still serving: a ping right after is answered.

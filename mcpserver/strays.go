@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,17 +17,36 @@ import (
 // SDK would take it for a notification and answer nothing).
 const nullIDMessage = `mcpserver: this request's "id" is null, which MCP forbids: give a request a string or number id (or send no "id" for a notification)`
 
-// nullIDRequest reports whether msg, one JSON-RPC message, is a request
-// (it has a method) whose id is written as null.
-func nullIDRequest(msg []byte) bool {
-	var probe struct {
-		Method *string         `json:"method"`
-		ID     json.RawMessage `json:"id"` // null stays "null"; absent, nil
+// envelope is a JSON-RPC message's members, named exactly, as the SDK reads
+// them ("Id" is not "id"); nil when the message is not a JSON object. A
+// member written twice is its last value, as the SDK reads it too.
+type envelope map[string]json.RawMessage
+
+func readEnvelope(msg []byte) envelope {
+	var m envelope
+	_ = json.Unmarshal(msg, &m)
+	return m
+}
+
+// requestIDProblem says what in a request's id (its JSON text; nil when the
+// message has none) the server cannot answer under it, or "". The SDK reads
+// a number id through a float64 into an int64, so a fraction (7.25), an
+// exponent (1e3) or an integer beyond 2^53 would be answered as, and its
+// call deduplicated with, another id.
+func requestIDProblem(id json.RawMessage) string {
+	id = bytes.TrimSpace(id)
+	switch {
+	case id == nil:
+		return ""
+	case string(id) == "null":
+		return nullIDMessage
+	case id[0] == '-' || id[0] >= '0' && id[0] <= '9':
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil || n > 1<<53 || n < -(1<<53) {
+			return fmt.Sprintf("mcpserver: this request's id %.40s is not an integer of at most 2^53, which the server could not answer under its own id: give a request a string id or a whole number", id)
+		}
 	}
-	if json.Unmarshal(msg, &probe) != nil || probe.Method == nil {
-		return false
-	}
-	return string(probe.ID) == "null"
+	return ""
 }
 
 // maxPendingCalls bounds the requests (elicitation, ping) one session's
