@@ -216,7 +216,7 @@ func (c *lineConn) judge(line []byte, tooLong bool) jsonrpc.Message {
 			return nil
 		}
 	}
-	if method == nil && (result != nil || errObj != nil) && (id == nil || string(id) == "null") {
+	if method == nil && (result != nil || errObj != nil) && (id == nil || string(id) == "null") && string(m["jsonrpc"]) == `"2.0"` {
 		// A response with no id answers nothing the server sent: the
 		// server logs it as a stray, and nothing answers a response.
 		resp := &jsonrpc.Response{Result: result}

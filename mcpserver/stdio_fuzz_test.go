@@ -41,7 +41,8 @@ func refDepth(b []byte) int {
 // answered with exactly one JSON-RPC 2.0 error line of a standard code.
 func FuzzJudgeLine(f *testing.F) {
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `hello`, `{"foo":1}`, `[1]`, `{"jsonrpc":"2.0","id":{"a":1},"method":"x"}`,
-		`{"jsonrpc":"2.0","id":7,"params":{}}`, `{"a":"[[[\"]]]"}`, strings.Repeat("[", 70), `{"jsonrpc":"2.0","id":1,"result":{}}`, `"x\"[{"`} {
+		`{"jsonrpc":"2.0","id":7,"params":{}}`, `{"a":"[[[\"]]]"}`, strings.Repeat("[", 70), `{"jsonrpc":"2.0","id":1,"result":{}}`, `"x\"[{"`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":1}}`, `{"jsonrpc":"2.0","id":7.5,"method":"ping"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -52,6 +53,17 @@ func FuzzJudgeLine(f *testing.F) {
 		if msg != nil {
 			if out.Len() != 0 {
 				t.Fatalf("%q was both passed on and answered: %s", line, out.Bytes())
+			}
+			if r, ok := msg.(*jsonrpc.Response); ok && !r.ID.IsValid() {
+				// A JSON-RPC 2.0 response with no id, which the SDK cannot
+				// decode: passed on only to be logged as a stray.
+				var env struct {
+					JSONRPC string `json:"jsonrpc"`
+				}
+				if json.Unmarshal(trimmed, &env) != nil || env.JSONRPC != "2.0" {
+					t.Fatalf("%q passed on as a stray response, but it is no JSON-RPC 2.0 message", line)
+				}
+				return
 			}
 			if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
 				t.Fatalf("%q passed on, but the SDK cannot decode it: %v", line, err)
