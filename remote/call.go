@@ -110,12 +110,17 @@ func (p *pinned) call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		switch {
 		case p.srv.tooLarge.Load():
 			return nil, fail(true, &MessageTooLargeError{Server: r.Server, Limit: p.srv.set.opts.maxMessage})
-		case errors.As(err, &werr):
+		case errors.As(err, &werr) && !rejectedByTransport(werr):
 			return nil, &ToolError{Server: r.Server, Tool: r.Tool, Code: werr.Code, Message: cut(werr.Message, 1024)}
 		case ctx.Err() == nil && cctx.Err() == context.DeadlineExceeded:
 			return nil, fail(true, fmt.Errorf("no answer within %v (remote.WithCallTimeout): %w", timeout, context.DeadlineExceeded))
 		case ctx.Err() != nil:
 			return nil, fail(true, fmt.Errorf("%w (the call was cancelled on the server)", context.Cause(ctx)))
+		case werr != nil:
+			// The HTTP exchange failed (a gateway's 502 or 504, a dropped
+			// connection) after the request may have reached the server;
+			// the SDK keeps the session, so the tools stay offered.
+			return nil, fail(true, err)
 		}
 		// The connection broke under the call: the server's tools are
 		// suspended now, not when the SDK notices, and it is reconnected.
@@ -144,6 +149,15 @@ func (p *pinned) call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		return nil, fmt.Errorf("remote: tool %q of server %q: its content does not encode: %w", r.Tool, r.Server, err)
 	}
 	return b, nil
+}
+
+// rejectedByTransport reports whether e is the SDK's own error for an HTTP
+// exchange that failed (jsonrpc2.ErrRejected: a transient status such as
+// 502, 503, 504 or 429, or an error of the HTTP client), not a server's
+// answer. The SDK does not export it; it wraps a server's JSON-RPC error
+// from a failed status before it, so errors.As finds the server's first.
+func rejectedByTransport(e *jsonrpc.Error) bool {
+	return e.Code == -32005 && e.Message == "rejected by transport"
 }
 
 // text is the text of a result's content blocks, for an error message.

@@ -37,7 +37,8 @@
 //     WithCallTimeout.
 //
 // A call that was sent and got no answer (the server died, the connection
-// broke, the timeout passed) is a *CallError; for a side-effecting tool the
+// broke, the timeout passed, a gateway in front of a streamable HTTP server
+// answered 502 or 504) is a *CallError; for a side-effecting tool the
 // effector records it as ERROR with "effect unknown", and never as done.
 // A server that answers that the call failed gives a *ToolError.
 //

@@ -342,3 +342,68 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) Close() error                { return nil }
+
+// A gateway in front of a streamable HTTP server that loses the answer of a
+// call the server ran (502, 504, a dropped connection): the SDK reports it
+// as a JSON-RPC error of its own (-32005, "rejected by transport"), which
+// was taken for the server's refusal, so an effect that ran was recorded
+// as refused, with no "effect unknown". It is a call sent and unanswered:
+// a *remote.CallError, naming what the transport saw.
+func TestAGatewayThatLosesTheAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ mode, says string }{
+		{"502", "Bad Gateway"},
+		{"504", "Gateway Timeout"},
+		{"drop", "EOF"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			s := newShop(t)
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
+			var lose atomic.Bool
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(strings.NewReader(string(body)))
+				if !lose.Load() || r.Method != http.MethodPost || !strings.Contains(string(body), `"tools/call"`) {
+					h.ServeHTTP(w, r)
+					return
+				}
+				h.ServeHTTP(httptest.NewRecorder(), r) // the server runs the call; its answer is lost
+				switch tt.mode {
+				case "502":
+					w.WriteHeader(http.StatusBadGateway)
+				case "504":
+					w.WriteHeader(http.StatusGatewayTimeout)
+				case "drop":
+					c, _, err := w.(http.Hijacker).Hijack()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					c.Close()
+				}
+			}))
+			t.Cleanup(ts.Close)
+			srv := remote.Server{URL: ts.URL}
+			_, specs := pin(t, "shop", srv, "lookup_order", "ping")
+			_, bound := bindAll(t, specs, remote.Servers{"shop": srv}, remote.WithCallTimeout(5*time.Second))
+			lose.Store(true)
+
+			_, err := runner.NewActivation(bound.Pipeline, []byte("k"), 1).RunTool(context.Background(), "lookup_order", json.RawMessage(`{"order_id":"ord_1"}`))
+			var ce *remote.CallError
+			if !errors.As(err, &ce) || !ce.Sent {
+				t.Fatalf("a read whose answer was lost: %v, want a sent *remote.CallError", err)
+			}
+			mustContain(t, "the read's error", err.Error(), `tool "lookup_order" of server "shop" was called and no answer came`, tt.says)
+
+			r := process(t, bound, newStore(), "refund_order", `{"order_id":"ord_1","amount":5}`)
+			if n := len(s.callsTo("refund_order")); n != 1 {
+				t.Fatalf("the refund reached the server %d times, want 1", n)
+			}
+			if r.Status != intent.StatusError {
+				t.Fatalf("the effector recorded %v %s", r.Status, r.Payload)
+			}
+			mustContain(t, "the effector's result", r.ErrorMessage, "effect unknown", tt.says)
+		})
+	}
+}
