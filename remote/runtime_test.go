@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/beam-agents/toolreg"
+	"github.com/beam-agents/toolreg/bindings"
 	"github.com/beam-agents/toolreg/effector"
 	"github.com/beam-agents/toolreg/internal/syncbuf"
 	"github.com/beam-agents/toolreg/provider/dispatch"
@@ -127,6 +128,83 @@ func TestAnAnnouncedPoisonedDescriptionIsWithdrawn(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if _, err := bound.Pipeline.Get("lookup_order"); err == nil {
 		t.Error("a withdrawn tool came back when the server changed back")
+	}
+}
+
+// A change announced while the Set is listing the server's tools again:
+// the list under way was taken before the change, so checking it must not
+// offer again the tools the announcement suspended. It did (the re-list
+// restored them), and until the next list came back a call reached the
+// changed tool, which nobody had checked.
+func TestAChangeAnnouncedDuringAReListKeepsTheToolsSuspended(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	_, specs := pin(t, "shop", s.server(), "lookup_order", "ping")
+	var (
+		logs     syncbuf.Buffer
+		lists    atomic.Int32
+		bound    atomic.Pointer[bindings.Bound]
+		third    = make(chan struct{})
+		release  = make(chan struct{})
+		poisoned = &mcp.Tool{Name: "lookup_order", Title: "Look up an order", Description: poison,
+			InputSchema: json.RawMessage(lookupIn), OutputSchema: json.RawMessage(lookupOut),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}}
+	)
+	suspended := func() bool {
+		_, err := bound.Load().Pipeline.Get("lookup_order")
+		var we *toolreg.ToolWithdrawnError
+		return errors.As(err, &we)
+	}
+	s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			switch lists.Add(1) {
+			case 2: // the re-list: the list as it was, answered only after the change is announced and seen
+				res, err := next(ctx, method, req)
+				s.add(poisoned, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return structured(map[string]any{"status": "paid", "amount": 1}), nil
+				})
+				eventually(t, "the announced change seen", func() bool {
+					return strings.Count(logs.String(), "announced a change of its tools") == 2
+				})
+				return res, err
+			case 3: // the list after the change: held while the test calls
+				close(third)
+				<-release
+			}
+			return next(ctx, method, req)
+		}
+	})
+	_, b := bindAll(t, specs, remote.Servers{"shop": s.server()}, remote.WithLogger(textLogger(&logs)))
+	bound.Store(b)
+	// A change that changes nothing starts the re-list.
+	s.add(&mcp.Tool{Name: "ping", Description: "Answer pong.", InputSchema: json.RawMessage(pingIn)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil
+		})
+	select {
+	case <-third:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the change was never listed")
+	}
+	if !suspended() {
+		t.Error("while the change is being listed, lookup_order is offered")
+	}
+	_, err := runner.NewActivation(b.Pipeline, []byte("k"), 1).RunTool(context.Background(), "lookup_order", json.RawMessage(`{"order_id":"ord_1"}`))
+	var we *toolreg.ToolWithdrawnError
+	if !errors.As(err, &we) {
+		t.Errorf("RunTool = %v, want the tool suspended", err)
+	}
+	close(release)
+	eventually(t, "lookup_order withdrawn", func() bool {
+		_, err := b.Pipeline.Get("lookup_order")
+		var we *toolreg.ToolWithdrawnError
+		return errors.As(err, &we) && !we.Temporary
+	})
+	if n := len(s.callsTo("lookup_order")); n != 0 {
+		t.Errorf("%d calls reached the changed tool before its change was checked", n)
 	}
 }
 

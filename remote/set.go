@@ -62,6 +62,10 @@ type server struct {
 	mu   sync.Mutex
 	sess *mcp.ClientSession
 	gen  int
+	// changes counts the suspensions of the server's tools (an announced
+	// change, a lost connection): a check of a list taken before one must
+	// not offer them again.
+	changes int
 }
 
 // pinned is one pinned remote tool.
@@ -343,10 +347,21 @@ func (sv *server) disconnect() {
 // suspended at once, so that none is called between the change and its
 // check, and the watcher lists them again.
 func (sv *server) changed() {
+	sv.set.opts.logger.Info("remote: a server announced a change of its tools; they are suspended until checked", "server", sv.name)
+	sv.mu.Lock()
+	sv.changes++
 	for _, p := range sv.tools {
 		p.gate.Suspend(fmt.Sprintf("server %q announced a change of its tools, not yet checked", sv.name))
 	}
+	sv.mu.Unlock()
 	sv.poke()
+}
+
+// changeCount returns how many times sv's tools have been suspended.
+func (sv *server) changeCount() int {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.changes
 }
 
 func (sv *server) poke() {
@@ -375,6 +390,9 @@ func (sv *server) lost(gen int) {
 }
 
 func (sv *server) suspend(reason string) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	sv.changes++
 	for _, p := range sv.tools {
 		if _, tmp, out := p.gate.Withdrawn(); !out || tmp {
 			p.gate.Suspend(reason)
@@ -417,6 +435,7 @@ func (sv *server) watch() {
 // gone, and checks each pinned tool: a drifted one is withdrawn for good, a
 // matching one offered again. It reports whether it could check.
 func (sv *server) refresh(ctx context.Context) bool {
+	listed := sv.changeCount() // the list below is taken after these
 	var tools map[string]*mcp.Tool
 	var err error
 	if sess, _ := sv.session(); sess != nil {
@@ -440,7 +459,7 @@ func (sv *server) refresh(ctx context.Context) bool {
 	for _, p := range sv.tools {
 		ds := p.check(tools)
 		if len(ds) == 0 {
-			p.gate.Restore()
+			sv.restore(p, listed)
 			continue
 		}
 		if _, tmp, out := p.gate.Withdrawn(); out && !tmp {
@@ -457,6 +476,18 @@ func (sv *server) refresh(ctx context.Context) bool {
 		sv.set.count(sv.name, p.spec.Name, "drift")
 	}
 	return true
+}
+
+// restore offers p again, unless sv's tools were suspended after the list
+// p was checked against was asked for: a change announced, or the
+// connection lost, while it was under way. The next refresh, which the
+// suspension asked for, checks p again.
+func (sv *server) restore(p *pinned, listed int) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.changes == listed {
+		p.gate.Restore()
+	}
 }
 
 // count adds one to MetricWithdrawals.
