@@ -524,7 +524,15 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 	case Done:
 		return storedResult(in, c.Result)
 	case Claimed:
-		// No one else finished it: this execution's result is the one.
+		// No one else finished it: this execution's result is the one. If
+		// another owner claimed it in between and stopped (Reclaimed), that
+		// owner may have run the tool too.
+		if c.Reclaimed && !strings.HasPrefix(res.ErrorMessage, unknownEffectPrefix) {
+			res.ErrorMessage = withUnknownEffect(res.ErrorMessage)
+			if b, err = res.MarshalBinary(); err != nil {
+				return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)
+			}
+		}
 		attempts, err := e.complete(ctx, in.ID, c.Token, b, leaseEnd, ttl)
 		if err != nil {
 			return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
@@ -721,16 +729,23 @@ func (x *execution) stop() bool {
 }
 
 // unknownEffect is the note on the result of a reclaimed execution.
-const unknownEffect = "effect unknown: an earlier attempt claimed this intent and stopped without a result, so it may have run the tool; this attempt ran it again, which repeats the effect unless the downstream deduplicates on the intent id"
+const (
+	unknownEffectPrefix = "effect unknown"
+	unknownEffect       = unknownEffectPrefix + ": an earlier attempt claimed this intent and stopped without a result, so it may have run the tool; this attempt ran it again, which repeats the effect unless the downstream deduplicates on the intent id"
+)
+
+// withUnknownEffect puts unknownEffect before a result's error message.
+func withUnknownEffect(msg string) string {
+	if msg == "" {
+		return unknownEffect
+	}
+	return unknownEffect + "; " + msg
+}
 
 // ran is the result of an execution whose function ran (or may have).
 func (x *execution) ran(st intent.Status, payload []byte, msg string) intent.Result {
 	if x.reclaimed {
-		if msg == "" {
-			msg = unknownEffect
-		} else {
-			msg = unknownEffect + "; " + msg
-		}
+		msg = withUnknownEffect(msg)
 	}
 	return x.e.result(x.in, st, payload, msg)
 }

@@ -1089,6 +1089,58 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 	}
 }
 
+// A paused owner wakes after its lease ran out and another owner claimed
+// the intent (and may have run it) and stopped without a result: the late
+// owner claims the intent again and records its own result, which must say
+// "effect unknown", since the tool may have run twice. It said nothing.
+func TestALateOwnerAfterAnotherOwnerStoppedRecordsEffectUnknown(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
+	in := intentFor("late", `{}`, 9)
+
+	b := bindings.New([]*toolreg.Spec{spec("late", true)})
+	calls := 0
+	bindings.Effect(b, "late", func(ctx context.Context, _ noArgs) (string, error) {
+		calls++
+		// The owner stalls past its lease; another worker claims, and stops
+		// without completing; its lease lapses too.
+		now.Add(int64(time.Hour))
+		c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
+		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
+			t.Errorf("the other worker's claim = %+v, %v; want Claimed and Reclaimed", c, err)
+		}
+		now.Add(int64(time.Hour))
+		return "the late owner's", nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
+		effector.WithLease(time.Minute), effector.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Process(testCtx(t), in)
+	if err != nil {
+		t.Fatalf("Process: %v", err)
+	}
+	if got.Status != intent.StatusOK || string(got.Payload) != `"the late owner's"` || !strings.HasPrefix(got.ErrorMessage, "effect unknown") {
+		t.Errorf("Process returned %v %s %q, want the late owner's OK marked effect unknown", got.Status, got.Payload, got.ErrorMessage)
+	}
+	stored := storeState(t, store, in)
+	var res intent.Result
+	if err := res.UnmarshalBinary(stored.Result); err != nil || !strings.HasPrefix(res.ErrorMessage, "effect unknown") {
+		t.Errorf("the store holds %q (%v), want it marked effect unknown", res.ErrorMessage, err)
+	}
+	if calls != 1 {
+		t.Errorf("the function ran %d times here, want 1", calls)
+	}
+}
+
 // TestProcessRunsItsPhasesInOrder: issue 4's order is verify, expiry, claim,
 // resolve and validate, execute. An intent that fails two phases gets the
 // earlier phase's answer: a bad signature wins over expiry (no result, dead
