@@ -456,7 +456,7 @@ func (pl *pipeline) renew(items []*item) {
 }
 
 // publish hands a durable item to the sink and then the finisher, in the
-// completer's goroutine, in the order items reached the completer. A
+// completer's publisher goroutine, in the order items reached the completer. A
 // StagedSink (jsonl's Sink, the transports' Sinks) stages it here, and the
 // finisher waits for it; with more than one worker, another sink's Publish
 // runs in the finisher, beside the others'.
@@ -490,8 +490,8 @@ func (pl *pipeline) publish(it *item) {
 // completer writes the results the workers hand it in batches, one
 // CompleteBatch for what is waiting (up to maxCompleteBatch), with no timer:
 // a lone result is written at once, and results gather while a write is
-// under way. It publishes each result once its completion is durable, in the
-// order they were handed to it. A completion that fails is retried with
+// under way. Its publisher publishes each result once its completion is
+// durable, in the order they were handed to it. A completion that fails is retried with
 // backoff until its lease ends, beside the later ones, never ahead of them:
 // a result the store keeps refusing does not hold the others back. While
 // every completion of a batch fails, the workers start no more tools
@@ -502,24 +502,28 @@ type completer struct {
 	space   *sync.Cond // the backlog shrank
 	queue   []*item    // completions to write, in order
 	retry   []*item    // completions that failed, each with its next try
-	order   []*item    // what to publish, in order, until published
+	order   []*item    // what to publish, in order, until durable
+	pubq    []*item    // durable, in order, until the publisher has published them
+	pubWake *sync.Cond // pubq grew, or the completer exited
 	running int        // goroutines that will hand an item back (recordLate, Process's way)
 	exited  bool
 	closed  bool
 	failing atomic.Bool
 	wake    chan struct{}
 	done    chan struct{}
+	pubDone chan struct{}
 
 	batch []*item // the loop's buffers
 	reqs  []Completion
 	errs  []error
-	ready []*item
 }
 
 func newCompleter(pl *pipeline) *completer {
-	c := &completer{pl: pl, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &completer{pl: pl, wake: make(chan struct{}, 1), done: make(chan struct{}), pubDone: make(chan struct{})}
 	c.space = sync.NewCond(&c.mu)
+	c.pubWake = sync.NewCond(&c.mu)
 	go c.loop()
+	go c.publisher()
 	return c
 }
 
@@ -530,7 +534,9 @@ func (c *completer) poke() {
 	}
 }
 
-func (c *completer) backlog() int { return len(c.queue) + len(c.retry) + len(c.order) }
+func (c *completer) backlog() int {
+	return len(c.queue) + len(c.retry) + len(c.order) + len(c.pubq)
+}
 
 // add takes the completion of it's claim (it.cl, which the worker ran it
 // under) with result b (copied) for ttl, and returns true; false once the
@@ -591,6 +597,41 @@ func (c *completer) close() {
 	c.mu.Unlock()
 	c.poke()
 	<-c.done
+	<-c.pubDone
+}
+
+// publisher publishes the durable results the completer hands it, in
+// order, in a goroutine of its own: a sink or an acknowledgement that keeps
+// failing (publish retries it) holds back the publication of what follows,
+// never the writing of completions, whose leases would run out meanwhile.
+// The results waiting here count in the backlog, so the workers stop when
+// it fills.
+func (c *completer) publisher() {
+	defer close(c.pubDone)
+	var ready []*item
+	for {
+		c.mu.Lock()
+		for len(c.pubq) == 0 && !c.exited {
+			c.pubWake.Wait()
+		}
+		if len(c.pubq) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		ready = append(ready[:0], c.pubq...)
+		c.mu.Unlock()
+		for _, it := range ready {
+			c.pl.publish(it)
+		}
+		c.mu.Lock()
+		rest := copy(c.pubq, c.pubq[len(ready):])
+		clear(c.pubq[rest:])
+		c.pubq = c.pubq[:rest]
+		c.space.Broadcast()
+		c.mu.Unlock()
+		clear(ready)
+		c.poke() // the completer may be waiting for the backlog to empty
+	}
 }
 
 func (c *completer) loop() {
@@ -619,23 +660,27 @@ func (c *completer) loop() {
 		rest := copy(c.queue, c.queue[n:])
 		clear(c.queue[rest:])
 		c.queue = c.queue[:rest]
-		ready := c.ready[:0]
-		k := 0
+		k, handed := 0, false
 		for k < len(c.order) && c.order[k].pub != pubPending {
 			if c.order[k].pub == pubReady {
-				ready = append(ready, c.order[k])
+				c.pubq = append(c.pubq, c.order[k])
+				handed = true
 			}
 			k++
 		}
 		rest = copy(c.order, c.order[k:])
 		clear(c.order[rest:])
 		c.order = c.order[:rest]
+		if handed {
+			c.pubWake.Signal()
+		}
 		if len(batch) > 0 || k > 0 {
 			c.space.Broadcast()
 		}
-		if len(batch) == 0 && len(ready) == 0 && c.closed && c.backlog() == 0 && c.running == 0 {
+		if len(batch) == 0 && c.closed && c.backlog() == 0 && c.running == 0 {
 			c.exited = true
 			c.space.Broadcast()
+			c.pubWake.Signal()
 			c.mu.Unlock()
 			return
 		}
@@ -643,14 +688,9 @@ func (c *completer) loop() {
 		if len(batch) > 0 {
 			c.write(batch)
 		}
-		for _, it := range ready {
-			c.pl.publish(it)
-		}
 		clear(batch)
 		c.batch = batch
-		clear(ready)
-		c.ready = ready
-		if len(batch) > 0 || len(ready) > 0 {
+		if len(batch) > 0 || handed {
 			continue
 		}
 		if next == 0 {
