@@ -407,3 +407,45 @@ func TestAGatewayThatLosesTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A server that pages its tools/list without end: every page empty, with a
+// next cursor (the same one, or always a new one). WithMaxTools counts
+// tools, so the client paged until the connect timeout and then said the
+// server had not answered. A cursor seen before, or more pages than
+// WithMaxTools allows tools, ends the list with an error that says so.
+func TestAServerThatPagesWithoutEnd(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		next func(n int) string
+		says string
+	}{
+		{"the same cursor", func(int) string { return "again" }, `its tools/list gave cursor "again" twice`},
+		{"a new cursor every page", func(n int) string { return "page-" + strconv.Itoa(n) }, "its tools/list ran past 110 pages"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newShop(t)
+			_, specs := pin(t, "shop", s.server(), "lookup_order", "ping")
+			var pages atomic.Int32
+			s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/list" {
+						return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: tt.next(int(pages.Add(1)))}, nil
+					}
+					return next(ctx, method, req)
+				}
+			})
+			start := time.Now()
+			_, err := remote.Connect(context.Background(), specs, remote.Servers{"shop": s.server()}, remote.WithLogger(nil),
+				remote.WithConnectTimeout(20*time.Second), remote.WithMaxTools(100))
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("Connect took %v", d)
+			}
+			mustContain(t, "the error", errString(err), `remote: server "shop"`, tt.says)
+			if strings.Contains(errString(err), "no answer within") {
+				t.Errorf("the error blames a timeout: %v", err)
+			}
+		})
+	}
+}

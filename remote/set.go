@@ -246,22 +246,40 @@ func (sv *server) connect(ctx context.Context) (map[string]*mcp.Tool, error) {
 	return tools, nil
 }
 
-// list lists every page of sess's tools, within the tool limit.
+// list lists every page of sess's tools, within the tool limit. Pages are
+// bounded too: a server can answer empty pages with a next cursor for ever,
+// which the tool limit never sees.
 func (sv *server) list(ctx context.Context, sess *mcp.ClientSession) (map[string]*mcp.Tool, error) {
 	tools := map[string]*mcp.Tool{}
-	for t, err := range sess.Tools(ctx, nil) {
+	maxPages := sv.set.opts.maxTools + 10
+	cursors := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for pages := 1; ; pages++ {
+		res, err := sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, sv.explain("listing its tools", ctx, err)
 		}
-		if len(tools) == sv.set.opts.maxTools {
-			return nil, fmt.Errorf("it lists more than %d tools (remote.WithMaxTools): a broken or hostile server", sv.set.opts.maxTools)
+		for _, t := range res.Tools {
+			if len(tools) == sv.set.opts.maxTools {
+				return nil, fmt.Errorf("it lists more than %d tools (remote.WithMaxTools): a broken or hostile server", sv.set.opts.maxTools)
+			}
+			if _, dup := tools[t.Name]; dup {
+				return nil, fmt.Errorf("it lists tool %q twice: which one would be pinned?", t.Name)
+			}
+			tools[t.Name] = t
 		}
-		if _, dup := tools[t.Name]; dup {
-			return nil, fmt.Errorf("it lists tool %q twice: which one would be pinned?", t.Name)
+		switch next := res.NextCursor; {
+		case next == "":
+			return tools, nil
+		case cursors[next]:
+			return nil, fmt.Errorf("its tools/list gave cursor %q twice, which would page for ever: a broken or hostile server", cut(next, 64))
+		case pages == maxPages:
+			return nil, fmt.Errorf("its tools/list ran past %d pages (remote.WithMaxTools, plus 10): a broken or hostile server", maxPages)
+		default:
+			cursors[next] = true
+			params = &mcp.ListToolsParams{Cursor: next}
 		}
-		tools[t.Name] = t
 	}
-	return tools, nil
 }
 
 // explain words an error of the SDK's client: the size limit, the timeout,
