@@ -104,12 +104,16 @@ func (p *pinned) call(ctx context.Context, args json.RawMessage) (json.RawMessag
 	timeout := p.srv.set.opts.callTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Close ends the calls in flight: the SDK's session close waits for them.
+	defer context.AfterFunc(p.srv.set.ctx, cancel)()
 	res, err := sess.CallTool(cctx, params)
 	if err != nil {
 		var werr *jsonrpc.Error
 		switch {
 		case p.srv.tooLarge.Load():
 			return nil, fail(true, &MessageTooLargeError{Server: r.Server, Limit: p.srv.set.opts.maxMessage})
+		case p.srv.set.ctx.Err() != nil && ctx.Err() == nil && cctx.Err() == context.Canceled:
+			return nil, fail(true, errors.New("the remote servers were closed (Set.Close) during the call"))
 		case errors.As(err, &werr) && !rejectedByTransport(werr):
 			return nil, &ToolError{Server: r.Server, Tool: r.Tool, Code: werr.Code, Message: cut(werr.Message, 1024)}
 		case ctx.Err() == nil && cctx.Err() == context.DeadlineExceeded:

@@ -449,3 +449,45 @@ func TestAServerThatPagesWithoutEnd(t *testing.T) {
 		})
 	}
 }
+
+// Close while a call is in flight to a server that never answers it and
+// ignores its cancellation: Close waited for the call's whole timeout (the
+// SDK's session close waits for outstanding calls), 60 s by default per
+// call. Close now ends the calls in flight first, which fail at once, an
+// effect's with "effect unknown".
+func TestCloseEndsTheCallsInFlight(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	_, specs := pin(t, "shop", s.server(), "lookup_order", "ping")
+	stuck := make(chan struct{})
+	t.Cleanup(func() { close(stuck) })
+	deaf := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-stuck // deaf to its context
+		return nil, errors.New("too late")
+	}
+	s.add(&mcp.Tool{Name: "lookup_order", Title: "Look up an order", Description: "Look up an order by its id.",
+		InputSchema: json.RawMessage(lookupIn), OutputSchema: json.RawMessage(lookupOut),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}}, deaf)
+	set, bound := bindAll(t, specs, remote.Servers{"shop": s.server()}, remote.WithCallTimeout(20*time.Second))
+	called := make(chan error, 1)
+	go func() {
+		_, err := runner.NewActivation(bound.Pipeline, []byte("k"), 1).RunTool(context.Background(), "lookup_order", json.RawMessage(`{"order_id":"ord_1"}`))
+		called <- err
+	}()
+	eventually(t, "the call reaching the server", func() bool { return len(s.callsTo("lookup_order")) == 1 })
+	start := time.Now()
+	set.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v with a call in flight", d)
+	}
+	select {
+	case err := <-called:
+		var ce *remote.CallError
+		if !errors.As(err, &ce) || !ce.Sent {
+			t.Fatalf("the call in flight: %v, want a sent *remote.CallError", err)
+		}
+		mustContain(t, "the call's error", err.Error(), "the remote servers were closed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight did not end when the Set was closed")
+	}
+}

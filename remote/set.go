@@ -203,7 +203,8 @@ func (s *Set) Bind(b *bindings.Binder) {
 
 // Close ends every connection (a stdio server's stdin is closed, and the
 // server killed if it does not exit within a second) and stops watching.
-// Calls after Close fail with a *CallError; nothing is sent.
+// Calls in flight end at once with a sent *CallError (an effect's says
+// "effect unknown"); calls after Close fail with a *CallError, nothing sent.
 func (s *Set) Close() error {
 	if s.cancel != nil {
 		s.cancel()
