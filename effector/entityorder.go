@@ -184,6 +184,7 @@ func (pl *pipeline) drop(w *item) {
 	if pl.s.processing.Add(-1) <= 0 {
 		pl.fin.poke()
 	}
+	<-pl.slots // it never reaches a worker, which would give its slot back
 }
 
 // waitIdle returns once no intent waits behind another of its entity: then

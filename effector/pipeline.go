@@ -90,6 +90,12 @@ type item struct {
 	// batch does not claim it (Serve's receive loop says why); Process's
 	// way does.
 	claimAlone bool
+	// claimTried: claimStage claimed it in a batch; if it came back in
+	// flight (another owner holds it), it waits for its claim off the
+	// workers (awaitClaim); if the claim failed (claimErr), it takes
+	// Process's way.
+	claimTried bool
+	claimErr   error
 
 	res     intent.Result
 	refused bool // dead-lettered: no result, only the acknowledgement
@@ -114,6 +120,7 @@ type pipeline struct {
 	fin        *finisher
 	finishing  chan struct{} // a slot per intent handed to the finisher
 	jobs       chan *item    // the workers'
+	slots      chan struct{} // a slot per item between receiving and leaving a worker (Serve's)
 	ents       *entities     // WithEntityOrder's; nil without it
 
 	// waiting holds the claimed items no worker has started, whose leases
@@ -129,8 +136,8 @@ type claimBufs struct {
 	idx  []int
 }
 
-func newPipeline(s *server, e *Effector, work, stop context.Context, fin *finisher, finishing chan struct{}, jobs chan *item) *pipeline {
-	pl := &pipeline{s: s, e: e, work: work, stop: stop, fin: fin, finishing: finishing, jobs: jobs, waiting: map[*item]struct{}{}}
+func newPipeline(s *server, e *Effector, work, stop context.Context, fin *finisher, finishing, slots chan struct{}, jobs chan *item) *pipeline {
+	pl := &pipeline{s: s, e: e, work: work, stop: stop, fin: fin, finishing: finishing, slots: slots, jobs: jobs, waiting: map[*item]struct{}{}}
 	if s.cfg.entityOrder {
 		pl.ents = newEntities()
 	}
@@ -180,33 +187,38 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 	e.store.ClaimBatch(sctx, reqs, outs)
 	cancel()
 	for k, o := range outs {
-		it := items[idx[k]]
-		in := it.d.Intent
-		if o.Err != nil {
-			// Process's way claims it alone, and retries what fails.
-			continue
-		}
-		e.countClaim(pl.work, in, o.Claim) // telemetry.go
-		switch o.Claim.State {
-		case Claimed:
-			it.kind = kindClaimed
-			it.cl = claim{token: o.Claim.Token, leaseEnd: leaseEnd, reclaimed: o.Claim.Reclaimed}
-			it.attempts = o.Claim.Attempts
-		case Done:
-			if res, err := storedResult(in, o.Claim.Result); err == nil {
-				it.kind, it.res = kindAnswered, res
-				e.answered(pl.work, in, res, nil)
-			}
-		case Mismatch:
-			var err error
-			it.kind = kindAnswered
-			it.res, err = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
-			e.answered(pl.work, in, it.res, err)
-		}
-		// InFlight: Process's way waits for the owner.
+		pl.settleClaim(items[idx[k]], o, leaseEnd)
 	}
 	clear(outs)
 	clear(reqs)
+}
+
+// settleClaim sets it's kind from the outcome of its claim, whose lease
+// ends at leaseEnd (monotonic ns).
+func (pl *pipeline) settleClaim(it *item, o ClaimOutcome, leaseEnd int64) {
+	e, in := pl.e, it.d.Intent
+	it.claimTried, it.claimErr = true, o.Err
+	if o.Err != nil {
+		return // Process's way claims it alone, and retries what fails
+	}
+	e.countClaim(pl.work, in, o.Claim) // telemetry.go
+	switch o.Claim.State {
+	case Claimed:
+		it.kind = kindClaimed
+		it.cl = claim{token: o.Claim.Token, leaseEnd: leaseEnd, reclaimed: o.Claim.Reclaimed}
+		it.attempts = o.Claim.Attempts
+	case Done:
+		if res, err := storedResult(in, o.Claim.Result); err == nil {
+			it.kind, it.res = kindAnswered, res
+			e.answered(pl.work, in, res, nil)
+		}
+	case Mismatch:
+		var err error
+		it.kind = kindAnswered
+		it.res, err = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
+		e.answered(pl.work, in, it.res, err)
+	}
+	// InFlight: awaitClaim waits for the owner.
 }
 
 // answered gives an intent that claimStage answers (done, or a replay that
@@ -254,8 +266,10 @@ func (pl *pipeline) handOut(items []*item) {
 	pl.wmu.Unlock()
 }
 
-// run takes it through the stages after the claim, in a worker.
-func (pl *pipeline) run(it *item) {
+// run takes it through the stages after the claim, in a worker. It
+// reports whether it is done with the worker's slot: an item that waits for
+// its claim keeps it (awaitClaim).
+func (pl *pipeline) run(it *item) bool {
 	switch it.kind {
 	case kindEntry:
 		pl.s.answer(pl.work, pl.stop, it.d)
@@ -265,7 +279,61 @@ func (pl *pipeline) run(it *item) {
 	case kindClaimed:
 		pl.runClaimed(it)
 	default:
+		if it.claimTried && it.claimErr == nil {
+			go pl.awaitClaim(it)
+			return false
+		}
 		pl.process(it)
+	}
+	return true
+}
+
+// awaitClaim claims again, with backoff, an item whose batch claim found it
+// in flight (another owner holds it), until the claim is the item's or
+// answers it, and then hands it back to the workers. It waits off
+// the workers: a worker waiting for an intent another Serve holds would
+// hold back the claims queued behind it, and that Serve may be waiting, in
+// its own worker, for one of them (two Serves given the same intents in
+// crossed order waited for each other for ever, their leases renewed). The
+// item keeps its slot, so it has room in jobs.
+func (pl *pipeline) awaitClaim(it *item) {
+	e := pl.e
+	backoff := e.cfg.minBackoff
+	for {
+		if w, ok := e.store.(InFlightWaiter); ok {
+			w.WaitInFlight(pl.work, it.d.Intent.ID, backoff)
+		} else {
+			t := time.NewTimer(backoff)
+			select {
+			case <-pl.work.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if pl.work.Err() != nil {
+			pl.left(it) // unanswered: it stays unacknowledged, for redelivery
+			<-pl.slots
+			return
+		}
+		backoff = min(2*backoff, e.cfg.maxBackoff)
+		it.kind, it.claimTried, it.claimErr = kindProcess, false, nil
+		if e.batchable(it.d.Intent, e.cfg.now()) {
+			leaseEnd := monoNow() + int64(e.cfg.lease)
+			sctx, cancel := e.storeContext(pl.work)
+			c, err := e.store.Claim(sctx, it.d.Intent.ID, it.call, e.cfg.lease)
+			cancel()
+			pl.settleClaim(it, ClaimOutcome{Claim: c, Err: err}, leaseEnd)
+		}
+		if it.kind == kindProcess && it.claimTried && it.claimErr == nil {
+			continue // in flight still
+		}
+		// Claimed or answered; or for Process's way: the claim failed
+		// (Process retries it, or gives it up past WithMaxAttempts), or the
+		// intent is no longer for a batch (it expired while it waited).
+		it.claimTried = false
+		pl.handOut([]*item{it})
+		pl.jobs <- it
+		return
 	}
 }
 

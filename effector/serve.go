@@ -344,7 +344,7 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 	finishing := make(chan struct{}, max(cfg.workers, maxFinishing))
 	fin := newFinisher(s, work, ctx, func() { <-finishing })
 	e, _ := p.(*Effector)
-	pl := newPipeline(s, e, work, ctx, fin, finishing, jobs)
+	pl := newPipeline(s, e, work, ctx, fin, finishing, slots, jobs)
 	keeperDone := make(chan struct{})
 	var keeper sync.WaitGroup
 	if e != nil && batched {
@@ -360,8 +360,9 @@ func Serve(ctx context.Context, source Source, sink Sink, p Processor, opts ...S
 					one[0] = it
 					pl.claimStage(one[:], &b) // a batch of one, claimed by its worker
 				}
-				pl.run(it)
-				<-slots
+				if pl.run(it) {
+					<-slots
+				}
 			}
 		})
 	}
@@ -461,6 +462,9 @@ receive:
 	}
 	claimers.Wait()
 	pl.ents.waitIdle() // every intent received is with the workers
+	for range cap(slots) {
+		slots <- struct{}{} // every item has left the workers (and awaitClaim)
+	}
 	close(jobs)
 	wg.Wait()
 	close(keeperDone)
