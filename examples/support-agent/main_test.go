@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/beam-agents/toolreg/examples/support-agent/tools"
+	"github.com/beam-agents/toolreg/internal/cli"
 )
 
 // TestMainJobExecutesEachEffectOnce runs the example service twice on one
@@ -51,6 +53,19 @@ func TestMainJobExecutesEachEffectOnce(t *testing.T) {
 	carried := regexp.MustCompile(`(?m)^\S+ (OK|REJECTED) .*\(the decision, carried out\)$`)
 	if got := carried.FindAllStringSubmatch(first, -1); len(got) != 2 || got[0][1] == got[1][1] {
 		t.Errorf("first run carried out %v, want one OK (approved) and one REJECTED (denied):\n%s", got, first)
+	}
+
+	// The README shows `toolreg intents stats` of the store after one run.
+	var stats, statsErr strings.Builder
+	if code := cli.Main([]string{"intents", "stats", filepath.Join(state, "effects.db")}, &stats, &statsErr); code != 0 {
+		t.Fatalf("toolreg intents stats exited %d: %s", code, statsErr.String())
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "$ toolreg intents stats .state/support-agent/effects.db\n" + stats.String() + "```"; !strings.Contains(string(readme), want) {
+		t.Errorf("the README's toolreg intents stats after the support-agent is not what it prints now:\n%s", stats.String())
 	}
 
 	second := runOnce()
