@@ -380,6 +380,29 @@ func TestSearchMatchesWordForms(t *testing.T) {
 	}
 }
 
+// Text is matched whatever its Unicode form: a word written with a
+// combining mark (as macOS and some clients send "naïve": i then U+0308)
+// meets the same word precomposed, and is one word, not two split at the
+// mark; fullwidth letters meet their ASCII. Both sides are compared in
+// NFKC, and a mark is part of its word (as a vowel sign is in Devanagari).
+func TestSearchMatchesTextWhateverItsUnicodeForm(t *testing.T) {
+	t.Parallel()
+	r := registryOf(t,
+		&toolreg.Spec{Name: "classify_text", Description: "Nai\u0308ve Bayes classifier for short texts."},
+		&toolreg.Spec{Name: "get_forecast", Description: "Weather forecast for a city."},
+		&toolreg.Spec{Name: "read_cafe_menu", Description: "Read the menu of a café near you."})
+	for q, want := range map[string][]string{
+		"naïve":      {"classify_text"},  // precomposed query, decomposed tool
+		"cafe\u0301": {"read_cafe_menu"}, // decomposed query, precomposed tool
+		"ＷＥＡＴＨＥＲ":    {"get_forecast"},   // fullwidth
+		"nai":        nil,                // no word of the tool: "naïve" is one word
+	} {
+		if got := names(r.Search(registry.Query{Text: q})); !slices.Equal(got, want) {
+			t.Errorf("Search(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
 // One typo is tolerated in a word of five letters or more, not two, and not
 // in a shorter word, where one edit makes another word too often.
 func TestSearchToleratesOneTypoInALongWord(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/beam-agents/toolreg/internal/lexicon"
 )
 
@@ -26,8 +28,9 @@ func appendTermsFunc(dst []string, text string, compound bool, term func(dst []s
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, " ")
 	}
+	text = normalized(text)
 	var words []string
-	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r) }
 	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isWord(r) && r != '_' && r != '-' }) {
 		humps := 0
 		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == '_' || r == '-' }) {
@@ -115,6 +118,7 @@ type termScanner struct {
 // byte that is no UTF-8 separates words, as appendTerms's replacement of it
 // by a space does: it decodes as utf8.RuneError, which is no chunk rune.
 func (sc *termScanner) scan(text string, compound bool, emit func([]byte)) {
+	text = normalized(text)
 	sc.prev = sc.prev[:0]
 	havePrev := false
 	for len(text) > 0 {
@@ -213,8 +217,24 @@ func (sc *termScanner) absorb(o *termScanner) {
 	}
 }
 
+// isChunkRune reports whether r is part of a chunk of words: a letter, a
+// digit, a mark (a combining accent, a vowel sign: part of its letter's
+// word), '_' or '-'.
 func isChunkRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-'
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' || r >= utf8.RuneSelf && unicode.Is(unicode.M, r)
+}
+
+// normalized returns text in Unicode's NFKC form, so that a word matches
+// whatever form it was written in: "naïve" precomposed or as i and a
+// combining diaeresis, fullwidth letters as ASCII. ASCII text is returned
+// as it is, at the cost of a scan.
+func normalized(text string) string {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return norm.NFKC.String(text)
+		}
+	}
+	return text
 }
 
 func isJoiner(r rune) bool { return r == '_' || r == '-' }
