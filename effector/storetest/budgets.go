@@ -192,10 +192,14 @@ func testBudgetAllOrNone(t *testing.T, e *budgetEnv, key string) {
 }
 
 func testBudgetWindow(t *testing.T, e *budgetEnv, key string) {
-	b := use(key, 1, short)
+	// A window long enough that the refusal right after the admission
+	// falls inside it on a loaded machine (40 ms did not, once, under
+	// -race with other suites running).
+	const window = 500 * time.Millisecond
+	b := use(key, 1, window)
 	wantAdmitted(t, e.s, key+"-a", b)
 	wantRefused(t, e.s, key+"-b", 0, b)
-	e.pass(wait)
+	e.pass(window + wait)
 	wantAdmitted(t, e.s, key+"-c", b)
 	wantUsed(t, e.s, key, 1)
 }
