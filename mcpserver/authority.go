@@ -193,16 +193,18 @@ func (s *Server) MetadataHandler() http.Handler {
 
 // authHTTP wraps h, the server's streamable HTTP handler, in the bearer
 // authentication of WithAuth and the per-tool scope check.
-func (s *Server) authHTTP(h http.Handler) http.Handler {
+func (s *Server) authHTTP(h http.Handler, limit int64) http.Handler {
 	a := s.cfg.auth
-	return auth.RequireBearerToken(a.Verifier, &auth.RequireBearerTokenOptions{ResourceMetadataURL: a.metadataURL()})(s.scopeHTTP(h))
+	return auth.RequireBearerToken(a.Verifier, &auth.RequireBearerTokenOptions{ResourceMetadataURL: a.metadataURL()})(s.scopeHTTP(h, limit))
 }
 
 // scopeHTTP answers 403 insufficient_scope, before h reads it, to a POST
 // whose tools/call names a tool the verified token's scopes do not cover,
 // as the MCP authorization specification asks: the WWW-Authenticate header
-// names every scope the tool needs, so the client can ask for them.
-func (s *Server) scopeHTTP(h http.Handler) http.Handler {
+// names every scope the tool needs, so the client can ask for them. A body
+// over limit, or that is not one JSON-RPC message, goes on to h untouched,
+// which refuses it (stampHTTP).
+func (s *Server) scopeHTTP(h http.Handler, limit int64) http.Handler {
 	if !s.scoped() {
 		return h
 	}
@@ -211,13 +213,13 @@ func (s *Server) scopeHTTP(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxStampBody+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
 			http.Error(w, "mcpserver: reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		rest := r.Body
-		if len(body) <= maxStampBody {
+		if int64(len(body)) <= limit {
 			info := auth.TokenInfoFromContext(r.Context())
 			p := &toolreg.Principal{}
 			if info != nil {
@@ -234,35 +236,30 @@ func (s *Server) scopeHTTP(h http.Handler) http.Handler {
 	})
 }
 
-// callsUnallowed returns the tool of a tools/call in body (a JSON-RPC
-// message, or a batch of them) that p may not call, with the scopes it
-// lacks; nil when there is none.
+// callsUnallowed returns the tool of the tools/call body is that p may not
+// call, with the scopes it lacks; nil when there is none, or when body is
+// no single JSON-RPC message (a batch, or not JSON: stampHTTP refuses it).
 func (s *Server) callsUnallowed(body []byte, p *toolreg.Principal) (*toolreg.Tool, []string) {
-	msgs := []json.RawMessage{body}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		if err := json.Unmarshal(b, &msgs); err != nil {
-			return nil, nil
-		}
+	if !json.Valid(body) {
+		return nil, nil
 	}
-	for _, raw := range msgs {
-		msg, err := jsonrpc.DecodeMessage(raw)
-		req, ok := msg.(*jsonrpc.Request)
-		if err != nil || !ok || req.Method != "tools/call" {
-			continue
-		}
-		var params struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(req.Params, &params) != nil {
-			continue
-		}
-		t, err := s.bound.Pipeline.Get(params.Name)
-		if err != nil {
-			continue // the SDK answers an unknown tool
-		}
-		if missing := p.Missing(t.Spec()); missing != nil {
-			return t, missing
-		}
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || req.Method != "tools/call" {
+		return nil, nil
+	}
+	var params struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(req.Params, &params) != nil {
+		return nil, nil
+	}
+	t, err := s.bound.Pipeline.Get(params.Name)
+	if err != nil {
+		return nil, nil // the SDK answers an unknown tool
+	}
+	if missing := p.Missing(t.Spec()); missing != nil {
+		return t, missing
 	}
 	return nil, nil
 }

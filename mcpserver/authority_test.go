@@ -362,6 +362,40 @@ func TestStreamableHTTPAuthenticatesAndChecksScopesPerTool(t *testing.T) {
 	}
 }
 
+// Behind WithAuth with scoped tools, the body goes through the scope check
+// before the stamp: a batch, or a request with bytes after its JSON, is
+// refused as without WithAuth (400, -32600 or -32700), whatever the token's
+// scopes, and runs nothing. The scope check decoded a batch into the body's
+// own bytes, so the stamp saw its first element alone and a batch of calls
+// ran, unstamped; and it answered 403 insufficient_scope for a batch that
+// would be refused anyway.
+func TestWithAuthWhatCannotBeStampedIsRefusedAsWithout(t *testing.T) {
+	t.Parallel()
+	iss := oauthtest.Start(t)
+	s, resource := authServer(t, iss)
+	refunder := iss.Token(t, iss.Claims("ana", resource, "orders:read", "orders:refund"))
+	reader := iss.Token(t, iss.Claims("bo", resource, "orders:read"))
+	refund := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"refund_order","arguments":{"order_id":"o-` + id + `"}}}`
+	}
+	for _, tt := range []struct {
+		name, token, body, code string
+	}{
+		{"a batch of calls", refunder, "[" + refund("20") + "," + refund("21") + "]", "-32600"},
+		{"a batch, from a token without the scope", reader, "[" + refund("22") + "]", "-32600"},
+		{"a batch with a fractional id", refunder, "[" + refund("7.25") + "]", "-32600"},
+		{"bytes after the JSON", refunder, refund("7.25") + " x", "-32700"},
+	} {
+		resp, body := post(t, resource, tt.token, tt.body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"code":`+tt.code) {
+			t.Errorf("%s: %d %s; want 400 with JSON-RPC error %s", tt.name, resp.StatusCode, body, tt.code)
+		}
+	}
+	if n := s.refunds.Load(); n != 0 {
+		t.Errorf("refund_order ran %d times for requests refused", n)
+	}
+}
+
 // The TypeScript MCP SDK's client, over streamable HTTP with tokens of a
 // real issuer: with the scopes it lists and calls the tool; without them
 // the tool is not listed and its call fails with the server's 403; with no

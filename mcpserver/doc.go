@@ -24,8 +24,11 @@
 // for that id's retry. Member names are matched exactly, as the SDK matches
 // them: "Id" is not the id. Over streamable HTTP, a JSON-RPC batch is refused
 // too (the SDK serves batches at protocol versions before 2025-06-18, whose
-// calls the server could not stamp, below), and a body over 8 MiB with status
-// 413. A response
+// calls the server could not stamp, below), a body that is not JSON with
+// -32700 (the SDK would serve its first JSON value and ignore the rest), and
+// a body over 8 MiB, or over the handler's MaxRequestBodyBytes when that is
+// larger, with status 413. With WithAuth, the scope check passes these on
+// to be refused the same way. A response
 // the server never asked for, a "result" or "error" whose id matches no
 // request the server sent that session (elicitation/create, ping) and has
 // not been answered, or that has no id, is logged at level Warn through

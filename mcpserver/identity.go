@@ -187,17 +187,18 @@ func (c *stampingConn) SessionID() string {
 	return c.id
 }
 
-// maxStampBody bounds the POST bodies stampHTTP reads to stamp; a larger
+// maxStampBody bounds the POST bodies stampHTTP reads to stamp, unless the
+// handler's StreamableHTTPOptions.MaxRequestBodyBytes allows more; a larger
 // one is refused (413), since it could not be stamped.
 const maxStampBody = 8 << 20
 
-// stampHTTP stamps the request id of a tools/call POSTed to h; refuses with
-// -32600 what it cannot stamp or the server could not answer under its own
-// id (a batch, a body over maxStampBody, a request whose id is null, a
+// stampHTTP stamps the request id of a tools/call POSTed to h; refuses what
+// it cannot stamp or the server could not answer under its own id (a body
+// over limit or that is not JSON, a batch, a request whose id is null, a
 // fraction or beyond 2^53); notes the requests the server sends
 // each session; and logs a response POSTed to no request the server sent,
 // which the SDK then acknowledges and ignores.
-func (s *Server) stampHTTP(h http.Handler) http.Handler {
+func (s *Server) stampHTTP(h http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		session := r.Header.Get("Mcp-Session-Id")
 		if session != "" {
@@ -212,24 +213,30 @@ func (s *Server) stampHTTP(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxStampBody+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
 			http.Error(w, "mcpserver: reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if len(body) > maxStampBody {
-			refuseHTTP(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("mcpserver: a request body of more than %d bytes: send smaller messages", maxStampBody))
+		if int64(len(body)) > limit {
+			refuseHTTP(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpserver: a request body of more than %d bytes: send smaller messages (or raise StreamableHTTPOptions.MaxRequestBodyBytes)", limit))
 			return
 		}
-		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+		if !json.Valid(body) {
+			// The SDK would serve the first JSON value and ignore the rest,
+			// which the checks below could not read.
+			refuseHTTP(w, http.StatusBadRequest, jsonrpc.CodeParseError, "mcpserver: a request body that is not JSON ("+syntaxError(body)+"): POST one JSON-RPC 2.0 message")
+			return
+		}
+		if trimmed := bytes.TrimSpace(body); trimmed[0] == '[' {
 			// The SDK serves batches at protocol versions before
 			// 2025-06-18; their calls would go unstamped.
-			refuseHTTP(w, http.StatusBadRequest, "mcpserver: a JSON-RPC batch: batches are not supported (MCP removed them in 2025-06-18); POST one message at a time")
+			refuseHTTP(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "mcpserver: a JSON-RPC batch: batches are not supported (MCP removed them in 2025-06-18); POST one message at a time")
 			return
 		}
 		if m := readEnvelope(body); m["method"] != nil && string(m["method"]) != "null" {
 			if problem := requestIDProblem(m["id"]); problem != "" {
-				refuseHTTP(w, http.StatusBadRequest, problem)
+				refuseHTTP(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, problem)
 				return
 			}
 		}
@@ -255,12 +262,13 @@ func (s *Server) stampHTTP(h http.Handler) http.Handler {
 }
 
 // refuseHTTP answers a POST the server will not pass on with status and a
-// JSON-RPC error -32600 whose id is null: the request's own cannot be trusted.
-func refuseHTTP(w http.ResponseWriter, status int, message string) {
+// JSON-RPC error of code whose id is null: the request's own cannot be
+// trusted.
+func refuseHTTP(w http.ResponseWriter, status int, code int64, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	m, _ := json.Marshal(message)
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", jsonrpc.CodeInvalidRequest, m)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, m)
 }
 
 // hexDigest names a principal in an entity key by its SHA-256, so any

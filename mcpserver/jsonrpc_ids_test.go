@@ -243,13 +243,21 @@ func TestWhatCannotBeStampedIsRefusedOverStreamableHTTP(t *testing.T) {
 		{"a fractional id", call("7.25", ""), "not an integer"},
 		{"an id beyond 2^53", call("9007199254740993", ""), "not an integer"},
 		{"a null id beside an Id", `{"jsonrpc":"2.0","id":null,"Id":5,"method":"tools/call","params":{"name":"charge","arguments":{"amount":5}}}`, "is null"},
+		// The SDK serves the first JSON value of a body and ignores what
+		// follows, which kept the id check from reading it.
+		{"bytes after the JSON", call("7.25", "") + " x", "not JSON"},
+		{"a brace after the JSON", call("7.75", "") + "}", "not JSON"},
 	} {
+		want := -32600.0
+		if strings.HasPrefix(tt.says, "not JSON") {
+			want = -32700
+		}
 		for range 2 { // delivered twice, as a retry does
 			code, m := post(tt.body)
 			errObj, _ := m["error"].(map[string]any)
 			msg, _ := errObj["message"].(string)
-			if c, _ := errorCode(m); code != http.StatusBadRequest || c != -32600 || m["id"] != nil || !strings.Contains(msg, tt.says) {
-				t.Errorf("%s: HTTP %d %v, want 400 with error -32600, id null, saying %q", tt.name, code, m, tt.says)
+			if c, _ := errorCode(m); code != http.StatusBadRequest || c != want || m["id"] != nil || !strings.Contains(msg, tt.says) {
+				t.Errorf("%s: HTTP %d %v, want 400 with error %v, id null, saying %q", tt.name, code, m, want, tt.says)
 			}
 		}
 	}
@@ -268,5 +276,25 @@ func TestWhatCannotBeStampedIsRefusedOverStreamableHTTP(t *testing.T) {
 	}
 	if n := f.charges.Load(); n != 2 {
 		t.Errorf("calls 8, 8 (a retry) and 9 ran charge %d times, want 2", n)
+	}
+}
+
+// A handler given a body limit above the 8 MiB the server stamps by
+// default stamps bodies up to that limit: a 9 MiB call the operator allowed
+// reaches the server (which answers it: here its arguments are over the
+// tool's own limit), not refused with 413.
+func TestAConfiguredBodyLimitAboveTheDefaultIsServed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	hs := httptest.NewServer(f.srv.Handler(&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: 32 << 20}))
+	t.Cleanup(hs.Close)
+	c, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": strings.Repeat("a", 9<<20)}})
+	if err != nil || res == nil {
+		t.Fatalf("a 9 MiB call under a 32 MiB limit was not served: %v", err)
 	}
 }

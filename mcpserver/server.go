@@ -282,9 +282,13 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerS
 // tools/call of a tool whose scopes it lacks is answered 403
 // insufficient_scope; see WithAuth.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	h := s.stampHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts))
+	limit := int64(maxStampBody)
+	if opts != nil && opts.MaxRequestBodyBytes > limit {
+		limit = opts.MaxRequestBodyBytes // the operator allows more: stamp as much
+	}
+	h := s.stampHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdkServer() }, opts), limit)
 	if s.cfg.auth != nil {
-		return s.authHTTP(h)
+		return s.authHTTP(h, limit)
 	}
 	return h
 }
