@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -121,6 +122,13 @@ func (p *pinned) call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		case ctx.Err() != nil:
 			return nil, fail(true, fmt.Errorf("%w (the call was cancelled on the server)", context.Cause(ctx)))
 		case werr != nil:
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				// Nothing could be sent: the server is gone. Its tools are
+				// suspended until it is reconnected and checked.
+				p.srv.lost(gen)
+				return nil, fail(false, err)
+			}
 			// The HTTP exchange failed (a gateway's 502 or 504, a dropped
 			// connection) after the request may have reached the server;
 			// the SDK keeps the session, so the tools stay offered.

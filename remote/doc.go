@@ -38,7 +38,10 @@
 //
 // A call that was sent and got no answer (the server died, the connection
 // broke, the timeout passed, a gateway in front of a streamable HTTP server
-// answered 502 or 504) is a *CallError; for a side-effecting tool the
+// answered 502 or 504) is a *CallError; one that could not be sent (a
+// streamable HTTP server whose address refuses connections) is a *CallError
+// that says nothing was sent, and suspends the server's tools until it is
+// reconnected and checked; for a side-effecting tool the
 // effector records it as ERROR with "effect unknown", and never as done.
 // A server that answers that the call failed gives a *ToolError.
 //

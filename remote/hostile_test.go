@@ -491,3 +491,30 @@ func TestCloseEndsTheCallsInFlight(t *testing.T) {
 		t.Fatal("the call in flight did not end when the Set was closed")
 	}
 }
+
+// A streamable HTTP server that is gone (its port refuses connections): a
+// call is not sent, so an effect's result says nothing was sent, not
+// "effect unknown"; and the server's tools are suspended until it is back
+// and checked, as for a lost stdio server. The SDK reports the failed dial
+// as its own JSON-RPC error, the same as a gateway's 502.
+func TestAStreamableHTTPServerThatIsGone(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil))
+	srv := remote.Server{URL: ts.URL}
+	_, specs := pin(t, "shop", srv, "lookup_order", "ping")
+	_, bound := bindAll(t, specs, remote.Servers{"shop": srv}, remote.WithCallTimeout(5*time.Second), remote.WithReconnect(50*time.Millisecond, 200*time.Millisecond))
+	ts.CloseClientConnections()
+	ts.Close()
+
+	r := process(t, bound, newStore(), "refund_order", `{"order_id":"ord_1","amount":5}`)
+	if r.Status != intent.StatusError || strings.Contains(r.ErrorMessage, "effect unknown") {
+		t.Errorf("the effector recorded %v %q; want ERROR, not effect unknown: nothing could be sent", r.Status, r.ErrorMessage)
+	}
+	mustContain(t, "the effector's result", r.ErrorMessage, "was not called", "nothing was sent")
+	eventually(t, "the gone server's tools suspended", func() bool {
+		_, err := bound.Pipeline.Get("lookup_order")
+		var we *toolreg.ToolWithdrawnError
+		return errors.As(err, &we) && we.Temporary
+	})
+}
