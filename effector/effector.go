@@ -277,7 +277,7 @@ func (e *Effector) process(ctx context.Context, in *intent.Intent, resume string
 			}
 			return res, err
 		case Claimed:
-			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, execution: execution, resume: resume,
+			cl := claim{token: c.Token, leaseEnd: leaseEnd, reclaimed: c.Reclaimed, attempts: c.Attempts, execution: execution, resume: resume,
 				overBudget: overBudget(tool, uses, adm)}
 			if n := max(c.Attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
 				return e.giveUp(ctx, in, cl, n)
@@ -367,6 +367,7 @@ type claim struct {
 	token     string
 	leaseEnd  int64  // the monoNow reading by which the store's lease has ended
 	reclaimed bool   // Claim.Reclaimed
+	attempts  int    // Claim.Attempts; 0 when not known
 	execution bool   // the intent is an approval's execution (verify)
 	resume    string // the approval Resume carries out with this intent, or ""
 	// overBudget is the budget the claim found used up (budget.go), or nil.
@@ -437,7 +438,7 @@ func (e *Effector) record(ctx context.Context, in *intent.Intent, cl claim, res 
 	}
 	attempts, err := e.complete(ctx, in.ID, cl.token, b, cl.leaseEnd, ttl)
 	if errors.Is(err, ErrNotOwner) {
-		return e.recordLate(ctx, in, b, res, ttl)
+		return e.recordLate(ctx, in, b, res, ttl, cl.attempts)
 	}
 	if err != nil {
 		return intent.Result{}, e.unrecorded(ctx, in, res, attempts, err)
@@ -511,7 +512,11 @@ func storedResult(in *intent.Intent, b []byte) (intent.Result, error) {
 // recordLate handles a Complete refused because this owner's lease ended
 // while it ran (it stalled, or was paused): another owner may have claimed
 // the intent since.
-func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, res intent.Result, ttl time.Duration) (intent.Result, error) {
+//
+// attempts is the Claim.Attempts of the claim res ran under (0 if not
+// known): a claim again that finds more than one attempt since was preceded
+// by another owner's.
+func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, res intent.Result, ttl time.Duration, attempts int) (intent.Result, error) {
 	e.cfg.logger.WarnContext(ctx, "effector: the claim's lease ended before the result was recorded: raise WithLease above the tool's run time", "intent_id", in.ID, "tool", in.ToolName)
 	sctx, cancel := e.storeContext(ctx)
 	leaseEnd := monoNow() + int64(e.cfg.lease)
@@ -525,9 +530,12 @@ func (e *Effector) recordLate(ctx context.Context, in *intent.Intent, b []byte, 
 		return storedResult(in, c.Result)
 	case Claimed:
 		// No one else finished it: this execution's result is the one. If
-		// another owner claimed it in between and stopped (Reclaimed), that
-		// owner may have run the tool too.
-		if c.Reclaimed && !strings.HasPrefix(res.ErrorMessage, unknownEffectPrefix) {
+		// another owner claimed it in between and stopped (an attempt
+		// between this owner's and this claim), that owner may have run the
+		// tool too. This owner's own lapsed claim makes the claim Reclaimed
+		// with one attempt more, and says nothing of another.
+		other := c.Reclaimed && (attempts == 0 || c.Attempts > attempts+1)
+		if other && !strings.HasPrefix(res.ErrorMessage, unknownEffectPrefix) {
 			res.ErrorMessage = withUnknownEffect(res.ErrorMessage)
 			if b, err = res.MarshalBinary(); err != nil {
 				return intent.Result{}, fmt.Errorf("effector: intent %q: encoding its %s result: %w", in.ID, res.Status, err)

@@ -1141,6 +1141,42 @@ func TestALateOwnerAfterAnotherOwnerStoppedRecordsEffectUnknown(t *testing.T) {
 	}
 }
 
+// A late owner whose claim lapsed while only it ran the tool, and whom no
+// other owner claimed the intent from in between, records its result as
+// it is: its claim again is Reclaimed (its own lapsed claim), with one
+// attempt more, which says nothing of another owner.
+func TestALateOwnerAloneDoesNotMarkItsResult(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
+	in := intentFor("late", `{}`, 9)
+	b := bindings.New([]*toolreg.Spec{spec("late", true)})
+	calls := 0
+	bindings.Effect(b, "late", func(ctx context.Context, _ noArgs) (string, error) {
+		calls++
+		now.Add(int64(time.Hour)) // this owner stalls past its lease; no one else claims
+		return "only mine", nil
+	})
+	bound, err := b.Bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
+		effector.WithLease(time.Minute), effector.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Process(testCtx(t), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || got.Status != intent.StatusOK || got.ErrorMessage != "" {
+		t.Errorf("ran %d time(s), by this owner only; result %v %q, want OK with no note", calls, got.Status, got.ErrorMessage)
+	}
+}
+
 // TestProcessRunsItsPhasesInOrder: issue 4's order is verify, expiry, claim,
 // resolve and validate, execute. An intent that fails two phases gets the
 // earlier phase's answer: a bad signature wins over expiry (no result, dead

@@ -26,12 +26,13 @@ import (
 // source has ready (BatchSource), verifies it and claims every intent it can
 // in one ClaimBatch (claimStage); its workers, WithWorkers of them, run the
 // claimed intents; its completer writes the results waiting in one
-// CompleteBatch, and publishes each only once it is durable. An intent the
-// batch cannot take (a budgeted tool, whose claim counts it through
-// ClaimAdmit; an approval, its execution, or a tool that requires one; an
-// intent that fails verification or has expired; one another owner holds)
-// goes the whole of Process's way in a worker, alone: only its publication
-// joins the others'.
+// CompleteBatch, and its publisher publishes each only once it is durable.
+// An intent the batch cannot take (a budgeted tool, whose claim counts it
+// through ClaimAdmit; an approval, its execution, or a tool that requires
+// one; an intent that fails verification or has expired) goes the whole of
+// Process's way in a worker, alone: only its publication joins the
+// others'. One another owner holds, or whose claim failed, waits for its
+// claim off the workers (awaitClaim) and then goes on as claimed.
 
 // DefaultBatchSize is how many deliveries Serve takes from a BatchSource,
 // and claims, in one batch by default (WithBatchSize).
@@ -87,15 +88,18 @@ type item struct {
 	// Process's way.
 	renewFailed bool
 	// claimAlone: the batch before this one holds its intent's id, so its
-	// batch does not claim it (Serve's receive loop says why); Process's
-	// way does.
+	// batch does not claim it (Serve's receive loop says why); its worker
+	// claims it alone.
 	claimAlone bool
-	// claimTried: claimStage claimed it in a batch; if it came back in
-	// flight (another owner holds it), it waits for its claim off the
-	// workers (awaitClaim); if the claim failed (claimErr), it takes
-	// Process's way.
-	claimTried bool
-	claimErr   error
+	// inFlight: its claim found another owner holding it; claimErr: its
+	// claim failed. Either way it waits for its claim off the workers
+	// (awaitClaim).
+	inFlight bool
+	claimErr error
+	// processWay: it takes Process's way, whatever claimStage would make
+	// of it: a claim answered with a result that cannot be read, an intent
+	// given up past WithMaxAttempts.
+	processWay bool
 
 	res     intent.Result
 	refused bool // dead-lettered: no result, only the acknowledgement
@@ -166,7 +170,7 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 	reqs, idx := b.reqs[:0], b.idx[:0]
 	now := e.cfg.now()
 	for i, it := range items {
-		if it.kind != kindProcess || it.claimAlone || !e.batchable(it.d.Intent, now) {
+		if it.kind != kindProcess || it.claimAlone || it.processWay || !e.batchable(it.d.Intent, now) {
 			continue
 		}
 		it.call = CallOf(it.d.Intent)
@@ -197,28 +201,44 @@ func (pl *pipeline) claimStage(items []*item, b *claimBufs) {
 // ends at leaseEnd (monotonic ns).
 func (pl *pipeline) settleClaim(it *item, o ClaimOutcome, leaseEnd int64) {
 	e, in := pl.e, it.d.Intent
-	it.claimTried, it.claimErr = true, o.Err
+	it.inFlight, it.claimErr = false, o.Err
 	if o.Err != nil {
-		return // Process's way claims it alone, and retries what fails
+		return // awaitClaim claims it again
 	}
 	e.countClaim(pl.work, in, o.Claim) // telemetry.go
 	switch o.Claim.State {
 	case Claimed:
 		it.kind = kindClaimed
-		it.cl = claim{token: o.Claim.Token, leaseEnd: leaseEnd, reclaimed: o.Claim.Reclaimed}
+		it.cl = claim{token: o.Claim.Token, leaseEnd: leaseEnd, reclaimed: o.Claim.Reclaimed, attempts: o.Claim.Attempts}
 		it.attempts = o.Claim.Attempts
+	case InFlight:
+		it.inFlight = true // awaitClaim waits for the owner
 	case Done:
-		if res, err := storedResult(in, o.Claim.Result); err == nil {
-			it.kind, it.res = kindAnswered, res
-			e.answered(pl.work, in, res, nil)
+		res, err := storedResult(in, o.Claim.Result)
+		if err != nil {
+			it.processWay = true // which reports the store's result it cannot read
+			return
 		}
+		it.kind, it.res = kindAnswered, res
+		e.answered(pl.work, in, res, nil)
 	case Mismatch:
 		var err error
 		it.kind = kindAnswered
 		it.res, err = e.mismatch(pl.work, in, it.call, o.Claim.Recorded) // REJECTED: publish it
 		e.answered(pl.work, in, it.res, err)
+	default:
+		it.processWay = true // which reports the state it does not know
 	}
-	// InFlight: awaitClaim waits for the owner.
+}
+
+// claimOne claims it alone (DedupStore.Claim) and settles the outcome.
+func (pl *pipeline) claimOne(it *item) {
+	e := pl.e
+	leaseEnd := monoNow() + int64(e.cfg.lease) // read before the store starts the lease
+	sctx, cancel := e.storeContext(pl.work)
+	c, err := e.store.Claim(sctx, it.d.Intent.ID, it.call, e.cfg.lease)
+	cancel()
+	pl.settleClaim(it, ClaimOutcome{Claim: c, Err: err}, leaseEnd)
 }
 
 // answered gives an intent that claimStage answers (done, or a replay that
@@ -270,6 +290,16 @@ func (pl *pipeline) handOut(items []*item) {
 // reports whether it is done with the worker's slot: an item that waits for
 // its claim keeps it (awaitClaim).
 func (pl *pipeline) run(it *item) bool {
+	if it.kind == kindProcess && it.claimAlone {
+		// Its batch left it to be claimed after the copy before it.
+		it.claimAlone = false
+		if pl.e != nil && pl.e.batchable(it.d.Intent, pl.e.cfg.now()) {
+			it.call = CallOf(it.d.Intent)
+			pl.claimOne(it)
+		} else {
+			it.processWay = true
+		}
+	}
 	switch it.kind {
 	case kindEntry:
 		pl.s.answer(pl.work, pl.stop, it.d)
@@ -279,7 +309,7 @@ func (pl *pipeline) run(it *item) bool {
 	case kindClaimed:
 		pl.runClaimed(it)
 	default:
-		if it.claimTried && it.claimErr == nil {
+		if !it.processWay && (it.inFlight || it.claimErr != nil) {
 			go pl.awaitClaim(it)
 			return false
 		}
@@ -288,20 +318,31 @@ func (pl *pipeline) run(it *item) bool {
 	return true
 }
 
-// awaitClaim claims again, with backoff, an item whose batch claim found it
-// in flight (another owner holds it), until the claim is the item's or
-// answers it, and then hands it back to the workers. It waits off
-// the workers: a worker waiting for an intent another Serve holds would
-// hold back the claims queued behind it, and that Serve may be waiting, in
-// its own worker, for one of them (two Serves given the same intents in
-// crossed order waited for each other for ever, their leases renewed). The
-// item keeps its slot, so it has room in jobs.
+// awaitClaim claims again, alone, with backoff, an item whose claim found
+// it in another owner's hands or failed, until the claim is the item's or
+// answers it, and then hands it back to the workers. It waits off the
+// workers: a worker waiting for an intent another Serve holds would hold
+// back the claims queued behind it, and that Serve may be waiting, in its
+// own worker, for one of them (two Serves given the same intents in crossed
+// order waited for each other for ever, their leases renewed); a copy of
+// the intent behind the worker would wait for it too. The item keeps its
+// slot, so it has room in jobs. It is not checked for expiry here: once
+// claimed, its run records EXPIRED under the claim; if the other owner
+// finished it, its result is the one. A claim that keeps failing past
+// WithMaxAttempts deliveries takes Process's way, which gives it up.
 func (pl *pipeline) awaitClaim(it *item) {
-	e := pl.e
+	e, in := pl.e, it.d.Intent
 	backoff := e.cfg.minBackoff
-	for {
-		if w, ok := e.store.(InFlightWaiter); ok {
-			w.WaitInFlight(pl.work, it.d.Intent.ID, backoff)
+	for tries := 1; ; tries++ {
+		if it.claimErr != nil {
+			if it.d.Deliveries > e.cfg.maxAttempts {
+				it.processWay = true
+				break
+			}
+			e.storeRetry(pl.work, nil, "claim", in.ID, tries, it.claimErr, backoff) // telemetry.go: logged and counted
+		}
+		if w, ok := e.store.(InFlightWaiter); ok && it.inFlight {
+			w.WaitInFlight(pl.work, in.ID, backoff)
 		} else {
 			t := time.NewTimer(backoff)
 			select {
@@ -316,25 +357,13 @@ func (pl *pipeline) awaitClaim(it *item) {
 			return
 		}
 		backoff = min(2*backoff, e.cfg.maxBackoff)
-		it.kind, it.claimTried, it.claimErr = kindProcess, false, nil
-		if e.batchable(it.d.Intent, e.cfg.now()) {
-			leaseEnd := monoNow() + int64(e.cfg.lease)
-			sctx, cancel := e.storeContext(pl.work)
-			c, err := e.store.Claim(sctx, it.d.Intent.ID, it.call, e.cfg.lease)
-			cancel()
-			pl.settleClaim(it, ClaimOutcome{Claim: c, Err: err}, leaseEnd)
+		pl.claimOne(it)
+		if it.kind != kindProcess || it.processWay || !it.inFlight && it.claimErr == nil {
+			break
 		}
-		if it.kind == kindProcess && it.claimTried && it.claimErr == nil {
-			continue // in flight still
-		}
-		// Claimed or answered; or for Process's way: the claim failed
-		// (Process retries it, or gives it up past WithMaxAttempts), or the
-		// intent is no longer for a batch (it expired while it waited).
-		it.claimTried = false
-		pl.handOut([]*item{it})
-		pl.jobs <- it
-		return
 	}
+	pl.handOut([]*item{it})
+	pl.jobs <- it
 }
 
 // runClaimed runs a claimed item's tool and hands its result to the
@@ -517,7 +546,7 @@ func (pl *pipeline) renew(items []*item) {
 			it.renewFailed = true
 			continue
 		}
-		it.cl.token, it.cl.leaseEnd = o.Claim.Token, leaseEnd
+		it.cl.token, it.cl.leaseEnd, it.cl.attempts = o.Claim.Token, leaseEnd, o.Claim.Attempts
 		it.cl.reclaimed = it.cl.reclaimed || o.Claim.Reclaimed
 		it.attempts = o.Claim.Attempts
 	}
@@ -839,7 +868,7 @@ func (c *completer) write(batch []*item) {
 // owner finished it, else this one, claimed again.
 func (c *completer) late(it *item) {
 	e, in := c.pl.e, it.d.Intent
-	res, err := e.recordLate(c.pl.work, in, it.wire, it.res, it.ttl)
+	res, err := e.recordLate(c.pl.work, in, it.wire, it.res, it.ttl, it.cl.attempts)
 	c.settle(it, res, err)
 }
 

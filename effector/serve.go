@@ -147,7 +147,10 @@ func WithBatchSize(n int) ServeOption {
 
 // WithWorkers sets how many intents Serve processes at once: how many tools
 // run at once. With one, the default, results are published in the order
-// intents arrive.
+// intents arrive, but for an intent another owner holds (another Serve on
+// the store, a redelivered copy still running): it waits for that claim
+// aside, and its result comes when it is answered. WithEntityOrder keeps an
+// entity's intents in order whatever holds them.
 func WithWorkers(n int) ServeOption {
 	return func(c *serveConfig) { c.workers = n }
 }
@@ -257,7 +260,7 @@ func (e *UnansweredError) Unwrap() error { return e.Cause }
 // the next tool before the last result is written, so a crash can leave
 // several intents run and unrecorded: each runs again as reclaimed, its
 // result saying "effect unknown". With one worker, results are published in
-// the order intents arrive.
+// the order intents arrive, but for one another owner holds (WithWorkers).
 //
 // It returns nil when source reports io.EOF and every delivery is answered,
 // or when ctx ends and every delivery in flight is answered within the drain
@@ -430,10 +433,11 @@ receive:
 			// again in the next batch (a redelivery, a duplicate line) is
 			// not claimed with it: its claim could land before the earlier
 			// batch's, and the earlier copy, found in flight and handed to
-			// a worker first, would hold that worker waiting for the later
-			// copy, which waits for a worker behind it. Process's way
-			// claims it, after the earlier copy, and finds it in flight or
-			// done (TestServeTwoCopiesClaimedInBatchesAtOnceDoNotWaitOnEachOther).
+			// a worker first, would wait for the later copy, which waits for
+			// a worker behind it. Its worker claims it alone, after the
+			// earlier copy, and finds it in flight (then it waits aside,
+			// awaitClaim) or done
+			// (TestServeTwoCopiesClaimedInBatchesAtOnceDoNotWaitOnEachOther).
 			last.markRedelivered(items)
 			cb := <-claimBufsFree
 			prev, done := dispatched, make(chan struct{})

@@ -121,3 +121,16 @@ func TestTwoServesWhoseFirstClaimsAreSlowBothFinish(t *testing.T) {
 		serveBoth(t, ins, storeA, storeB, oneAtATime{newBatchSource([]*intent.Intent{y, x})}, oneAtATime{newBatchSource([]*intent.Intent{x, y})}, effector.WithBatchSize(10))
 	}
 }
+
+// The crossing with each Serve's batch claim failing for the intent the
+// other claims: both wait for their claims off the workers too.
+func TestTwoServesWhoseClaimsFailCrosswiseBothFinish(t *testing.T) {
+	t.Parallel()
+	mem := effector.NewMemoryStore()
+	ins := intents("cross-failed", 2)
+	x, y := ins[0], ins[1]
+	aClaimed, bClaimed := make(chan struct{}), make(chan struct{})
+	storeA := &crossingStore{DedupStore: mem, refuse: y.ID, after: func() { close(aClaimed); <-bClaimed }}
+	storeB := &crossingStore{DedupStore: mem, refuse: x.ID, after: func() { close(bClaimed); <-aClaimed }}
+	serveBoth(t, ins, storeA, storeB, newBatchSource([]*intent.Intent{y, x}), newBatchSource([]*intent.Intent{x, y}))
+}
