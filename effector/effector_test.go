@@ -1041,42 +1041,60 @@ func TestProcessRefusesANilIntentWithoutPanicking(t *testing.T) {
 	}
 }
 
-// A paused owner wakes after its lease ran out and another owner completed
-// the intent: its own result is refused by the store, and Process returns the
-// stored one, so the intent never has two different results.
-func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
-	t.Parallel()
+// lateOwner is an effector over a memory store whose clock the tool moves:
+// its one tool, "late", runs stall (with the store and the clock) as the
+// owner whose lease ends while it runs, and returns result. calls counts
+// its runs.
+func lateOwner(t *testing.T, result string, stall func(store *effector.MemoryStore, in *intent.Intent, now *atomic.Int64)) (e *effector.Effector, store *effector.MemoryStore, in *intent.Intent, calls *int) {
+	t.Helper()
 	var now atomic.Int64
 	now.Store(t0.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
-	in := intentFor("late", `{}`, 9)
-	other := intent.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: intent.StatusOK, Payload: []byte(`"the other owner's"`), CompletedAtMs: 1}
-
+	store = effector.NewMemoryStore(effector.WithStoreClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	in = intentFor("late", `{}`, 9)
 	b := bindings.New([]*toolreg.Spec{spec("late", true)})
-	calls := 0
+	calls = new(int)
 	bindings.Effect(b, "late", func(ctx context.Context, _ noArgs) (string, error) {
-		calls++
-		// The owner stalls past its lease; another worker claims and completes.
-		now.Add(int64(time.Hour))
-		c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
-		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
-			t.Errorf("the other worker's claim = %+v, %v; want Claimed and Reclaimed", c, err)
-		}
-		if err := store.Complete(context.Background(), in.ID, c.Token, marshal(t, other), time.Hour); err != nil {
-			t.Errorf("the other worker's Complete: %v", err)
-		}
-		return "the late owner's", nil
+		*calls++
+		stall(store, in, &now)
+		return result, nil
 	})
 	bound, err := b.Bind()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
+	e, err = effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
 		effector.WithLease(time.Minute), effector.WithTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, store, in, calls
+}
+
+// otherOwnerClaims claims in for another owner, once this one's lease
+// ended, and fails t unless the claim is Claimed and Reclaimed.
+func otherOwnerClaims(t *testing.T, store *effector.MemoryStore, in *intent.Intent) effector.Claim {
+	c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
+	if err != nil || c.State != effector.Claimed || !c.Reclaimed {
+		t.Errorf("the other worker's claim = %+v, %v; want Claimed and Reclaimed", c, err)
+	}
+	return c
+}
+
+// A paused owner wakes after its lease ran out and another owner completed
+// the intent: its own result is refused by the store, and Process returns the
+// stored one, so the intent never has two different results.
+func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
+	t.Parallel()
+	var other intent.Result
+	e, _, in, calls := lateOwner(t, "the late owner's", func(store *effector.MemoryStore, in *intent.Intent, now *atomic.Int64) {
+		// The owner stalls past its lease; another worker claims and completes.
+		now.Add(int64(time.Hour))
+		c := otherOwnerClaims(t, store, in)
+		other = intent.Result{IntentID: in.ID, EntityKey: entityKey, Seq: 7, Status: intent.StatusOK, Payload: []byte(`"the other owner's"`), CompletedAtMs: 1}
+		if err := store.Complete(context.Background(), in.ID, c.Token, marshal(t, other), time.Hour); err != nil {
+			t.Errorf("the other worker's Complete: %v", err)
+		}
+	})
 	got, err := e.Process(testCtx(t), in)
 	if err != nil {
 		t.Fatalf("Process: %v", err)
@@ -1084,8 +1102,8 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 	if diff := cmp.Diff(other, got, ignoreUnexported); diff != "" {
 		t.Errorf("Process returned (-stored +got):\n%s", diff)
 	}
-	if calls != 1 {
-		t.Errorf("the function ran %d times, want 1", calls)
+	if *calls != 1 {
+		t.Errorf("the function ran %d times, want 1", *calls)
 	}
 }
 
@@ -1095,35 +1113,13 @@ func TestALateOwnerReturnsTheStoredResultNotItsOwn(t *testing.T) {
 // "effect unknown", since the tool may have run twice. It said nothing.
 func TestALateOwnerAfterAnotherOwnerStoppedRecordsEffectUnknown(t *testing.T) {
 	t.Parallel()
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
-	in := intentFor("late", `{}`, 9)
-
-	b := bindings.New([]*toolreg.Spec{spec("late", true)})
-	calls := 0
-	bindings.Effect(b, "late", func(ctx context.Context, _ noArgs) (string, error) {
-		calls++
+	e, store, in, calls := lateOwner(t, "the late owner's", func(store *effector.MemoryStore, in *intent.Intent, now *atomic.Int64) {
 		// The owner stalls past its lease; another worker claims, and stops
 		// without completing; its lease lapses too.
 		now.Add(int64(time.Hour))
-		c, err := store.Claim(context.Background(), in.ID, effector.CallOf(in), time.Minute)
-		if err != nil || c.State != effector.Claimed || !c.Reclaimed {
-			t.Errorf("the other worker's claim = %+v, %v; want Claimed and Reclaimed", c, err)
-		}
+		otherOwnerClaims(t, store, in)
 		now.Add(int64(time.Hour))
-		return "the late owner's", nil
 	})
-	bound, err := b.Bind()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
-		effector.WithLease(time.Minute), effector.WithTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := e.Process(testCtx(t), in)
 	if err != nil {
 		t.Fatalf("Process: %v", err)
@@ -1131,13 +1127,12 @@ func TestALateOwnerAfterAnotherOwnerStoppedRecordsEffectUnknown(t *testing.T) {
 	if got.Status != intent.StatusOK || string(got.Payload) != `"the late owner's"` || !strings.HasPrefix(got.ErrorMessage, "effect unknown") {
 		t.Errorf("Process returned %v %s %q, want the late owner's OK marked effect unknown", got.Status, got.Payload, got.ErrorMessage)
 	}
-	stored := storeState(t, store, in)
 	var res intent.Result
-	if err := res.UnmarshalBinary(stored.Result); err != nil || !strings.HasPrefix(res.ErrorMessage, "effect unknown") {
+	if err := res.UnmarshalBinary(storeState(t, store, in).Result); err != nil || !strings.HasPrefix(res.ErrorMessage, "effect unknown") {
 		t.Errorf("the store holds %q (%v), want it marked effect unknown", res.ErrorMessage, err)
 	}
-	if calls != 1 {
-		t.Errorf("the function ran %d times here, want 1", calls)
+	if *calls != 1 {
+		t.Errorf("the function ran %d times here, want 1", *calls)
 	}
 }
 
@@ -1147,33 +1142,15 @@ func TestALateOwnerAfterAnotherOwnerStoppedRecordsEffectUnknown(t *testing.T) {
 // attempt more, which says nothing of another owner.
 func TestALateOwnerAloneDoesNotMarkItsResult(t *testing.T) {
 	t.Parallel()
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	store := effector.NewMemoryStore(effector.WithStoreClock(clock))
-	in := intentFor("late", `{}`, 9)
-	b := bindings.New([]*toolreg.Spec{spec("late", true)})
-	calls := 0
-	bindings.Effect(b, "late", func(ctx context.Context, _ noArgs) (string, error) {
-		calls++
+	e, _, in, calls := lateOwner(t, "only mine", func(_ *effector.MemoryStore, _ *intent.Intent, now *atomic.Int64) {
 		now.Add(int64(time.Hour)) // this owner stalls past its lease; no one else claims
-		return "only mine", nil
 	})
-	bound, err := b.Bind()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := effector.New(bound.Effector, store, effector.WithClock(fixedClock), effector.WithLogger(quietLogger()),
-		effector.WithLease(time.Minute), effector.WithTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := e.Process(testCtx(t), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 1 || got.Status != intent.StatusOK || got.ErrorMessage != "" {
-		t.Errorf("ran %d time(s), by this owner only; result %v %q, want OK with no note", calls, got.Status, got.ErrorMessage)
+	if *calls != 1 || got.Status != intent.StatusOK || got.ErrorMessage != "" {
+		t.Errorf("ran %d time(s), by this owner only; result %v %q, want OK with no note", *calls, got.Status, got.ErrorMessage)
 	}
 }
 

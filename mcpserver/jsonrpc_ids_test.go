@@ -104,35 +104,8 @@ func TestANullIDIsRefusedAndAStrayResponseLoggedOverStreamableHTTP(t *testing.T)
 	f := newFixture(t, mcpserver.WithLogger(warnLogger(&logs)))
 	hs := httptest.NewServer(f.srv.Handler(nil))
 	t.Cleanup(hs.Close)
-	session := ""
-	post := func(body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-			session = id
-		}
-		b, _ := io.ReadAll(resp.Body)
-		for _, line := range strings.Split(string(b), "\n") {
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
-				return resp.StatusCode, data
-			}
-		}
-		return resp.StatusCode, strings.TrimSpace(string(b))
-	}
+	c := &rawHTTP{t: t, url: hs.URL, version: "2025-06-18"}
+	post := c.post
 	answer := func(body string) map[string]any {
 		t.Helper()
 		var m map[string]any
@@ -175,8 +148,8 @@ func TestANullIDIsRefusedAndAStrayResponseLoggedOverStreamableHTTP(t *testing.T)
 		t.Errorf("charge ran %d times, want 1: a null-id call must never run", n)
 	}
 	waitForLog(t, &logs, 2, "mcpserver: a response to no request the server sent, ignored")
-	if !strings.Contains(logs.String(), "session="+session) {
-		t.Errorf("the log does not name the session %s:\n%s", session, logs.String())
+	if !strings.Contains(logs.String(), "session="+c.session) {
+		t.Errorf("the log does not name the session %s:\n%s", c.session, logs.String())
 	}
 	_ = context.Background
 }
@@ -194,37 +167,13 @@ func TestWhatCannotBeStampedIsRefusedOverStreamableHTTP(t *testing.T) {
 	hs := httptest.NewServer(f.srv.Handler(nil))
 	t.Cleanup(hs.Close)
 	const version = "2025-03-26"
-	session := ""
+	c := &rawHTTP{t: t, url: hs.URL, version: version}
 	post := func(body string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", version)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-			session = id
-		}
-		b, _ := io.ReadAll(resp.Body)
-		text := strings.TrimSpace(string(b))
-		for _, line := range strings.Split(text, "\n") {
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
-				text = data
-			}
-		}
+		code, text := c.post(body)
 		var m map[string]any
 		_ = json.Unmarshal([]byte(text), &m)
-		return resp.StatusCode, m
+		return code, m
 	}
 	init := strings.Replace(strings.Replace(initialize, "%s", "1", 1), "2025-06-18", version, 1)
 	if code, m := post(init); code != http.StatusOK || m["result"] == nil {
@@ -297,4 +246,43 @@ func TestAConfiguredBodyLimitAboveTheDefaultIsServed(t *testing.T) {
 	if err != nil || res == nil {
 		t.Fatalf("a 9 MiB call under a 32 MiB limit was not served: %v", err)
 	}
+}
+
+// rawHTTP posts JSON-RPC messages to a streamable HTTP server as a client
+// without an SDK would, at protocol version, in the session the server
+// gives.
+type rawHTTP struct {
+	t                     *testing.T
+	url, version, session string
+}
+
+// post sends body and returns the status and the answer's JSON text: the
+// data of its SSE event, or the body.
+func (c *rawHTTP) post(body string) (int, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", c.version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.session = id
+	}
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			return resp.StatusCode, data
+		}
+	}
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }
