@@ -553,8 +553,8 @@ func (pl *pipeline) renew(items []*item) {
 }
 
 // publish hands a durable item to the sink and then the finisher, in the
-// completer's publisher goroutine, in the order items reached the completer. A
-// StagedSink (jsonl's Sink, the transports' Sinks) stages it here, and the
+// completer's publisher goroutine, in the order items reached the
+// completer. A StagedSink (jsonl's Sink, the transports' Sinks) stages it here, and the
 // finisher waits for it; with more than one worker, another sink's Publish
 // runs in the finisher, beside the others'.
 func (pl *pipeline) publish(it *item) {
@@ -588,11 +588,11 @@ func (pl *pipeline) publish(it *item) {
 // CompleteBatch for what is waiting (up to maxCompleteBatch), with no timer:
 // a lone result is written at once, and results gather while a write is
 // under way. Its publisher publishes each result once its completion is
-// durable, in the order they were handed to it. A completion that fails is retried with
-// backoff until its lease ends, beside the later ones, never ahead of them:
-// a result the store keeps refusing does not hold the others back. While
-// every completion of a batch fails, the workers start no more tools
-// (waitHealthy).
+// durable, in the order they were handed to it. A completion that fails is
+// retried with backoff until its lease ends, beside the later ones, never
+// ahead of them: a result the store keeps refusing does not hold the others
+// back. While every completion of a batch fails, the workers start no more
+// tools (waitHealthy).
 type completer struct {
 	pl      *pipeline
 	mu      sync.Mutex
