@@ -168,12 +168,16 @@ func (pl *pipeline) abandon(it *item) {
 	}
 }
 
-// drop leaves w unanswered without running it, releasing its claim.
+// drop leaves w unanswered without running it, releasing its claim; a
+// reclaimed claim is left to lapse instead, so that the store still says an
+// earlier owner may have run it (see renew).
 func (pl *pipeline) drop(w *item) {
 	if w.kind == kindClaimed {
 		pl.wmu.Lock()
 		delete(pl.waiting, w)
 		pl.wmu.Unlock()
+	}
+	if w.kind == kindClaimed && !w.cl.reclaimed {
 		sctx, cancel := pl.e.storeContext(pl.work)
 		if err := pl.e.store.Release(sctx, w.d.Intent.ID, w.cl.token); err != nil {
 			pl.e.cfg.logger.WarnContext(pl.work, "effector: releasing claim", "intent_id", w.d.Intent.ID, "error", err.Error())

@@ -254,7 +254,13 @@ func (e *Effector) answered(ctx context.Context, in *intent.Intent, res intent.R
 // at a time) and no approval. It verifies last: an intent of a tool the
 // batch cannot take goes Process's way, which verifies it anyway.
 func (e *Effector) batchable(in *intent.Intent, now time.Time) bool {
-	if in == nil || expired(in, now) || in.Kind != intent.KindTool && in.Kind != intent.KindUnspecified {
+	return in != nil && !expired(in, now) && e.claimable(in)
+}
+
+// claimable is batchable but for expiry: an intent whose claim alone may
+// answer it (with another owner's result) before its run checks expiry.
+func (e *Effector) claimable(in *intent.Intent) bool {
+	if in == nil || in.Kind != intent.KindTool && in.Kind != intent.KindUnspecified {
 		return false
 	}
 	t, err := e.table.Get(in.ToolName)
@@ -293,7 +299,9 @@ func (pl *pipeline) run(it *item) bool {
 	if it.kind == kindProcess && it.claimAlone {
 		// Its batch left it to be claimed after the copy before it.
 		it.claimAlone = false
-		if pl.e != nil && pl.e.batchable(it.d.Intent, pl.e.cfg.now()) {
+		// Not checked for expiry: the copy before it may have finished
+		// it, and its result is the answer; else its run records EXPIRED.
+		if pl.e != nil && pl.e.claimable(it.d.Intent) {
 			it.call = CallOf(it.d.Intent)
 			pl.claimOne(it)
 		} else {
@@ -307,7 +315,7 @@ func (pl *pipeline) run(it *item) bool {
 	case kindAnswered:
 		pl.comp.addDone(it)
 	case kindClaimed:
-		pl.runClaimed(it)
+		return pl.runClaimed(it)
 	default:
 		if !it.processWay && (it.inFlight || it.claimErr != nil) {
 			go pl.awaitClaim(it)
@@ -341,17 +349,24 @@ func (pl *pipeline) awaitClaim(it *item) {
 			}
 			e.storeRetry(pl.work, nil, "claim", in.ID, tries, it.claimErr, backoff) // telemetry.go: logged and counted
 		}
+		// Waiting for another owner goes on through the drain, as a worker
+		// in Process's way would; retrying a failing claim stops when Serve
+		// does, as Process's way's retries do.
+		until := pl.work
+		if it.claimErr != nil {
+			until = pl.stop
+		}
 		if w, ok := e.store.(InFlightWaiter); ok && it.inFlight {
-			w.WaitInFlight(pl.work, in.ID, backoff)
+			w.WaitInFlight(until, in.ID, backoff)
 		} else {
 			t := time.NewTimer(backoff)
 			select {
-			case <-pl.work.Done():
+			case <-until.Done():
 			case <-t.C:
 			}
 			t.Stop()
 		}
-		if pl.work.Err() != nil {
+		if until.Err() != nil || pl.work.Err() != nil {
 			pl.left(it) // unanswered: it stays unacknowledged, for redelivery
 			<-pl.slots
 			return
@@ -369,8 +384,9 @@ func (pl *pipeline) awaitClaim(it *item) {
 // runClaimed runs a claimed item's tool and hands its result to the
 // completer. While the store fails to complete, it waits before starting
 // the tool; a claim whose lease has less left than the tool may take is
-// renewed first.
-func (pl *pipeline) runClaimed(it *item) {
+// renewed first. It reports whether it is done with the worker's slot, as
+// run does.
+func (pl *pipeline) runClaimed(it *item) bool {
 	e := pl.e
 	pl.wmu.Lock()
 	delete(pl.waiting, it)
@@ -387,8 +403,12 @@ func (pl *pipeline) runClaimed(it *item) {
 		}
 	}
 	if it.renewFailed {
-		pl.process(it)
-		return
+		// Another owner may hold it now (one came between the renewal's
+		// release and its claim), or its own reclaimed claim runs out:
+		// it waits for its claim aside, as one found in flight does.
+		it.kind, it.renewFailed, it.inFlight, it.claimErr = kindProcess, false, true, nil
+		go pl.awaitClaim(it)
+		return false
 	}
 	ctx := pl.work
 	if it.d.Deliveries > 0 {
@@ -418,18 +438,19 @@ func (pl *pipeline) runClaimed(it *item) {
 		if it.owner.CompareAndSwap(ownerWorker, ownerAbandoned) {
 			pl.left(it) // its result is completed when the tool returns; redelivery answers it
 		}
-		return
+		return true
 	}
 	if it.owner.Load() == ownerCompleter {
-		return // the completer publishes it once durable
+		return true // the completer publishes it once durable
 	}
 	if err == nil {
 		it.res = res // durable already (an effect's transaction)
 		pl.comp.addDone(it)
-		return
+		return true
 	}
 	// Nothing is recorded: the claim is released, or left to lapse.
 	pl.process(it)
+	return true
 }
 
 // process takes it the whole of Process's way, retrying until it has a
