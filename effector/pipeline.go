@@ -81,11 +81,10 @@ type item struct {
 	kind itemKind
 
 	// Set by claimStage for kindClaimed, and by renew.
-	cl       claim
-	call     Call
-	attempts int
-	// renewFailed: a renewal of the claim's lease failed; the item takes
-	// Process's way.
+	cl   claim
+	call Call
+	// renewFailed: a renewal of the claim's lease failed; the item waits
+	// for its claim aside (awaitClaim).
 	renewFailed bool
 	// claimAlone: the batch before this one holds its intent's id, so its
 	// batch does not claim it (Serve's receive loop says why); its worker
@@ -210,7 +209,6 @@ func (pl *pipeline) settleClaim(it *item, o ClaimOutcome, leaseEnd int64) {
 	case Claimed:
 		it.kind = kindClaimed
 		it.cl = claim{token: o.Claim.Token, leaseEnd: leaseEnd, reclaimed: o.Claim.Reclaimed, attempts: o.Claim.Attempts}
-		it.attempts = o.Claim.Attempts
 	case InFlight:
 		it.inFlight = true // awaitClaim waits for the owner
 	case Done:
@@ -427,7 +425,7 @@ func (pl *pipeline) runClaimed(it *item) bool {
 	ctx, span := e.tel.start(ctx, in)
 	var res intent.Result
 	var err error
-	if n := max(it.attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
+	if n := max(it.cl.attempts, deliveryCount(ctx)); n > e.cfg.maxAttempts {
 		res, err = e.giveUp(ctx, in, cl, n)
 	} else {
 		// waited: it may have expired while it waited for a worker.
@@ -569,15 +567,14 @@ func (pl *pipeline) renew(items []*item) {
 		}
 		it.cl.token, it.cl.leaseEnd, it.cl.attempts = o.Claim.Token, leaseEnd, o.Claim.Attempts
 		it.cl.reclaimed = it.cl.reclaimed || o.Claim.Reclaimed
-		it.attempts = o.Claim.Attempts
 	}
 }
 
 // publish hands a durable item to the sink and then the finisher, in the
 // completer's publisher goroutine, in the order items reached the
-// completer. A StagedSink (jsonl's Sink, the transports' Sinks) stages it here, and the
-// finisher waits for it; with more than one worker, another sink's Publish
-// runs in the finisher, beside the others'.
+// completer. A StagedSink (jsonl's Sink, the transports' Sinks) stages it
+// here, and the finisher waits for it; with more than one worker, another
+// sink's Publish runs in the finisher, beside the others'.
 func (pl *pipeline) publish(it *item) {
 	s := pl.s
 	fi := &finishItem{d: it.d, res: it.res, refused: it.refused}
