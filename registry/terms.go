@@ -30,10 +30,9 @@ func appendTermsFunc(dst []string, text string, compound bool, term func(dst []s
 	}
 	text = normalized(text)
 	var words []string
-	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r) }
-	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isWord(r) && r != '_' && r != '-' }) {
+	for _, chunk := range strings.FieldsFunc(text, func(r rune) bool { return !isChunkRune(r) }) {
 		humps := 0
-		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == '_' || r == '-' }) {
+		for _, part := range strings.FieldsFunc(chunk, isJoiner) {
 			words = appendHumps(words, part, term)
 			humps += countHumps(part)
 		}
