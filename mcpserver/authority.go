@@ -279,3 +279,10 @@ func scopesWord(n int) string {
 	}
 	return "scopes"
 }
+
+// readCloser reads what Reader holds and closes Closer: a body whose start
+// was read to look at it, put back before the rest.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

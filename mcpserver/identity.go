@@ -277,8 +277,3 @@ func hexDigest(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:16])
 }
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
