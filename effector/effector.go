@@ -284,16 +284,7 @@ func (e *Effector) process(ctx context.Context, in *intent.Intent, resume string
 			}
 			return e.executeClaimed(ctx, in, cl, waited)
 		case InFlight:
-			if w, ok := e.store.(InFlightWaiter); ok {
-				w.WaitInFlight(ctx, in.ID, backoff)
-			} else {
-				t := time.NewTimer(backoff)
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
-			}
+			e.pause(ctx, in.ID, backoff, true)
 			if ctx.Err() != nil {
 				return intent.Result{}, fmt.Errorf("effector: intent %q: gave up waiting for the worker that holds it: %w", in.ID, context.Cause(ctx))
 			}
@@ -301,6 +292,22 @@ func (e *Effector) process(ctx context.Context, in *intent.Intent, resume string
 		default:
 			return intent.Result{}, fmt.Errorf("effector: claiming intent %q: the store answered with unknown state %d", in.ID, int(c.State))
 		}
+	}
+}
+
+// pause waits backoff, or until ctx ends. For an intent another owner
+// holds (inFlight), a store that can tell (InFlightWaiter) ends it as soon
+// as the owner lets go.
+func (e *Effector) pause(ctx context.Context, id string, backoff time.Duration, inFlight bool) {
+	if w, ok := e.store.(InFlightWaiter); ok && inFlight {
+		w.WaitInFlight(ctx, id, backoff)
+		return
+	}
+	t := time.NewTimer(backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

@@ -354,16 +354,7 @@ func (pl *pipeline) awaitClaim(it *item) {
 		if it.claimErr != nil {
 			until = pl.stop
 		}
-		if w, ok := e.store.(InFlightWaiter); ok && it.inFlight {
-			w.WaitInFlight(until, in.ID, backoff)
-		} else {
-			t := time.NewTimer(backoff)
-			select {
-			case <-until.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
+		e.pause(until, in.ID, backoff, it.inFlight)
 		if until.Err() != nil || pl.work.Err() != nil {
 			pl.left(it) // unanswered: it stays unacknowledged, for redelivery
 			<-pl.slots
